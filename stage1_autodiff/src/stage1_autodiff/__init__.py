@@ -1,0 +1,19 @@
+"""Stage 1 of JAX from NumPy: arrays on primitives, tape-based reverse mode, forward mode,
+explicit-key PRNG and pytrees.
+
+Use it as JAX:
+
+    >>> import stage1_autodiff as jax
+    >>> import stage1_autodiff.numpy as jnp
+    >>> print(jax.grad(jnp.tanh)(1.0))
+    0.4199743
+"""
+
+from . import core, dtypes, lax, nn, numpy, random, tree_util
+from .autodiff import custom_vjp, grad, jvp, value_and_grad, vjp
+from .config import config
+from .core import Array
+from .test_util import check_grads
+from .tree_util import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
+
+__version__ = "0.1.0"

@@ -1,0 +1,565 @@
+"""Reverse mode on a tape (``vjp``, ``grad``, ``value_and_grad``), forward mode (``jvp``),
+``custom_vjp`` and ``stop_gradient``.
+
+Reverse mode here is a *tape* (a Wengert list), as in PyTorch or HIPS autograd: while the
+function runs, every primitive applied to a tracked value is appended to the tape, and the
+backward pass walks the tape in reverse, applying each primitive's VJP rule. NB: JAX gets
+reverse mode differently, by linearizing with JVP and transposing the linear jaxpr
+(jax/_src/interpreters/ad.py: ``backward_pass``). A tape needs no transposition rules, and the
+rules it uses are written with primitives, so a backward pass is itself taped by an outer
+``grad`` (higher order) or traced by ``jit`` (stage 2).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from . import primitives as lax
+from .core import (
+    Array,
+    MainTrace,
+    Primitive,
+    Trace,
+    Tracer,
+    asarray,
+    find_top_trace,
+    full_raise,
+    get_aval,
+    impl_rules,
+    jvp_rules,
+    new_main,
+    vjp_rules,
+)
+from .tree_util import (
+    keystr,
+    tree_flatten,
+    tree_flatten_with_path,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+)
+
+# ------------------------------------------------------------------------------------------
+# The tape
+# ------------------------------------------------------------------------------------------
+
+
+# --8<-- [start:tape]
+@dataclass
+class TapeEntry:
+    """One primitive application: which nodes went in, which came out, and the primal
+    values its VJP rule needs."""
+
+    prim: Primitive
+    params: dict[str, Any]
+    in_nodes: list[int | None]  # None: a constant at this level, no gradient flows to it
+    out_nodes: list[int]
+    primals_in: list[Any]
+    primals_out: list[Any]
+
+
+@dataclass
+class Tape:
+    entries: list[TapeEntry] = field(default_factory=list)
+    _ids: Any = field(default_factory=itertools.count)
+
+    def new_node(self) -> int:
+        return next(self._ids)
+
+
+class TapeTracer(Tracer):
+    """A value seen by ``grad``: its primal value and its node on the tape."""
+
+    __slots__ = ("primal", "node")
+
+    def __init__(self, trace: TapeTrace, primal: Any, node: int | None) -> None:
+        self._trace = trace
+        self.primal = primal
+        self.node = node
+
+    @property
+    def aval(self):
+        return get_aval(self.primal)
+
+    def _concrete_value(self, context: str) -> np.ndarray:
+        # The primal is known, so Python control flow on it just works.
+        return self.primal._concrete_value(context)
+
+
+class TapeTrace(Trace):
+    def pure(self, val: Any) -> TapeTracer:
+        return TapeTracer(self, val, None)
+
+    lift = pure
+
+    def process_primitive(self, prim, tracers, params):
+        primals_in = [t.primal for t in tracers]
+        outs = prim.bind(*primals_in, **params)
+        outs = outs if prim.multiple_results else [outs]
+        in_nodes = [t.node for t in tracers]
+        if all(node is None for node in in_nodes):
+            return [TapeTracer(self, out, None) for out in outs]
+        tape: Tape = self.main.global_data
+        out_nodes = [tape.new_node() for _ in outs]
+        tape.entries.append(TapeEntry(prim, params, in_nodes, out_nodes, primals_in, outs))
+        return [TapeTracer(self, out, node) for out, node in zip(outs, out_nodes)]
+# --8<-- [end:tape]
+
+    def process_custom_vjp_call(self, prim, fun, fwd, bwd, tracers, out_trees):
+        del fun
+        primals_in = [t.primal for t in tracers]
+        outs, residuals = fwd(*primals_in)
+        tape: Tape = self.main.global_data
+        out_nodes = [tape.new_node() for _ in outs]
+        params = dict(bwd=bwd, residuals=residuals)
+        in_nodes = [t.node for t in tracers]
+        tape.entries.append(TapeEntry(prim, params, in_nodes, out_nodes, primals_in, outs))
+        return [TapeTracer(self, out, node) for out, node in zip(outs, out_nodes)]
+
+
+# --8<-- [start:backward_pass]
+def backward_pass(tape: Tape, cts_out: dict[int, Any]) -> dict[int, Any]:
+    """Walks the tape in reverse, turning output cotangents into cotangents of every node."""
+    cts = dict(cts_out)
+    for entry in reversed(tape.entries):
+        cts_here = [cts.pop(node, None) for node in entry.out_nodes]
+        if all(ct is None for ct in cts_here):
+            continue  # this entry does not reach the output
+        if entry.prim.multiple_results:
+            ct = [lax.zeros_like(out) if c is None else c
+                  for c, out in zip(cts_here, entry.primals_out)]
+            out = entry.primals_out
+        else:
+            ct, out = cts_here[0], entry.primals_out[0]
+        cts_in = vjp_rules[entry.prim](ct, *entry.primals_in, out=out, **entry.params)
+        for node, ct_in in zip(entry.in_nodes, cts_in):
+            if node is not None and ct_in is not None:
+                cts[node] = ct_in if node not in cts else lax.add(cts[node], ct_in)
+    return cts
+# --8<-- [end:backward_pass]
+
+
+# ------------------------------------------------------------------------------------------
+# vjp, grad, value_and_grad
+# ------------------------------------------------------------------------------------------
+
+
+def _as_value(x: Any) -> Any:
+    """Arguments may be Python scalars, NumPy arrays, arrays or tracers of outer levels."""
+    return x if isinstance(x, (Array, Tracer)) else asarray(x)
+
+
+# --8<-- [start:vjp]
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
+    """Runs ``fun`` on ``primals`` and returns its output and a function from output
+    cotangents to input cotangents (and ``aux`` when ``has_aux``).
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> y, f_vjp = jax.vjp(jnp.sin, 0.0)
+        >>> f_vjp(1.0)
+        (Array(1., dtype=float32, weak_type=True),)
+    """
+    primals_flat, in_tree = tree_flatten(primals)
+    primals_flat = [_as_value(x) for x in primals_flat]
+    with new_main(TapeTrace, Tape()) as main:
+        trace = TapeTrace(main)
+        tape: Tape = main.global_data
+        tracers_in = [TapeTracer(trace, x, tape.new_node()) for x in primals_flat]
+        out = fun(*tree_unflatten(in_tree, tracers_in))
+        out, aux = _split_aux(out, has_aux, "vjp")
+        out_flat, out_tree = tree_flatten(out)
+        out_tracers = [full_raise(trace, _as_value(o)) for o in out_flat]
+        aux = tree_map(lambda x: _lower(x, main), aux)
+    primals_out = [t.primal for t in out_tracers]
+
+    def vjp_fun(ct: Any) -> tuple[Any, ...]:
+        cts_flat = _check_cotangents(ct, out_tree, primals_out)
+        cts_out: dict[int, Any] = {}
+        for t, ct_flat in zip(out_tracers, cts_flat):
+            if t.node is not None:
+                cts_out[t.node] = ct_flat if t.node not in cts_out else lax.add(
+                    cts_out[t.node], ct_flat)
+        cts = backward_pass(tape, cts_out)
+        cts_in = [_zero_cotangent(x) if t.node not in cts else cts[t.node]
+                  for x, t in zip(primals_flat, tracers_in)]
+        return tuple(tree_unflatten(in_tree, cts_in))
+
+    out_primal = tree_unflatten(out_tree, primals_out)
+    return (out_primal, vjp_fun, aux) if has_aux else (out_primal, vjp_fun)
+# --8<-- [end:vjp]
+
+
+def _split_aux(out: Any, has_aux: bool, name: str) -> tuple[Any, Any]:
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"{name} with has_aux=True requires the function to return a pair "
+                        f"(output, auxiliary data), but it returned {type(out).__name__}.")
+    return out[0], out[1]
+
+
+def _lower(x: Any, main: MainTrace) -> Any:
+    """Auxiliary outputs leave the transformation as plain values of the level below."""
+    while isinstance(x, Tracer) and x._trace.main is main:
+        x = x.primal
+    return x
+
+
+def _zero_cotangent(x: Any) -> Any:
+    aval = get_aval(x)
+    if dtypes.is_float(aval.dtype):
+        return lax.zeros_like(x)
+    return Array(np.zeros(aval.shape, dtypes.float0))
+
+
+def _check_cotangents(ct: Any, out_tree: Any, primals_out: list[Any]) -> list[Any]:
+    cts_flat, ct_tree = tree_flatten(ct)
+    if ct_tree != out_tree:
+        raise ValueError(
+            f"The cotangent passed to the function returned by vjp must have the same tree "
+            f"structure as the primal output: the output has structure {out_tree}, but the "
+            f"cotangent has structure {ct_tree}.")
+    checked = []
+    for i, (c, p) in enumerate(zip(cts_flat, primals_out)):
+        c, p_aval = _as_value(c), get_aval(p)
+        if get_aval(c).shape != p_aval.shape:
+            raise ValueError(
+                f"Shape of cotangent input to vjp pullback function {get_aval(c).shape} must "
+                f"be the same as the shape of the corresponding primal output {p_aval.shape} "
+                f"(output leaf {i}).")
+        if dtypes.is_float(p_aval.dtype) and get_aval(c).dtype != p_aval.dtype:
+            c = lax.convert_element_type(c, p_aval.dtype, p_aval.weak_type)
+        checked.append(c)
+    return checked
+
+
+def _check_argnums(argnums: int | Sequence[int], num_args: int, name: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not -num_args <= n < num_args:
+            raise ValueError(
+                f"{name}: argnums {argnums} is out of bounds for a function called with "
+                f"{num_args} positional argument(s). Pass argnums between 0 and "
+                f"{num_args - 1}, or call the function with more arguments.")
+    return tuple(n % num_args for n in nums)
+
+
+def _check_input_dtypes(args: tuple[Any, ...], argnums: tuple[int, ...], allow_int: bool,
+                        name: str) -> None:
+    for argnum in argnums:
+        for path, leaf in tree_flatten_with_path(args[argnum])[0]:
+            dtype = get_aval(_as_value(leaf)).dtype
+            if dtypes.is_float(dtype) or (allow_int and dtype != dtypes.float0):
+                continue
+            raise TypeError(
+                f"{name} requires real-valued inputs (input dtype that is a sub-dtype of "
+                f"np.floating), but got {dtype.name} for argument {argnum}{keystr(path)}. "
+                f"If you want to differentiate with respect to integer or boolean inputs, "
+                f"use allow_int=True (the gradient has dtype float0), or use vjp.")
+
+
+def _check_scalar_output(out: Any, name: str) -> None:
+    aval = get_aval(_as_value(out)) if not isinstance(out, (list, tuple, dict)) else None
+    if aval is None:
+        raise TypeError(f"{name} requires a scalar output, but the function returned a "
+                        f"{type(out).__name__}. Return a single scalar array, or use vjp.")
+    if aval.shape != ():
+        raise TypeError(
+            f"Gradient only defined for scalar-output functions. Output had shape: "
+            f"{aval.shape}. Reduce the output to a scalar (for example with .sum() or "
+            f".mean()), or use jacrev/jacfwd (stage 3) or vjp for a vector-valued function.")
+    if not dtypes.is_float(aval.dtype):
+        raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
+                        f"of np.floating), but got {aval.dtype.name}.")
+
+
+# --8<-- [start:value_and_grad]
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   allow_int: bool = False) -> Callable:
+    """Returns a function computing ``fun`` and its gradient with respect to ``argnums``.
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> value, g = jax.value_and_grad(lambda x: jnp.sum(x ** 2))(jnp.array([1.0, 2.0]))
+        >>> print(value, g)
+        5.0 [2. 4.]
+    """
+    def value_and_grad_f(*args, **kwargs):
+        nums = _check_argnums(argnums, len(args), "grad")
+        _check_input_dtypes(args, nums, allow_int, "grad")
+
+        def f_of_diff_args(*diff_args):
+            full_args = list(args)
+            for n, arg in zip(nums, diff_args):
+                full_args[n] = arg
+            return fun(*full_args, **kwargs)
+
+        out = vjp(f_of_diff_args, *[args[n] for n in nums], has_aux=has_aux)
+        value, f_vjp = out[0], out[1]
+        _check_scalar_output(value, "grad")
+        g = f_vjp(lax.full_like(value, 1))
+        g = g[0] if isinstance(argnums, int) else g
+        return ((value, out[2]), g) if has_aux else (value, g)
+
+    return value_and_grad_f
+# --8<-- [end:value_and_grad]
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         allow_int: bool = False) -> Callable:
+    """Returns a function computing the gradient of scalar-valued ``fun``.
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> print(jax.grad(jnp.tanh)(1.0))
+        0.4199743
+    """
+    value_and_grad_f = value_and_grad(fun, argnums, has_aux, allow_int)
+
+    def grad_f(*args, **kwargs):
+        (value, g) = value_and_grad_f(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    return grad_f
+
+
+# ------------------------------------------------------------------------------------------
+# Forward mode
+# ------------------------------------------------------------------------------------------
+
+
+# --8<-- [start:jvp_trace]
+class JVPTracer(Tracer):
+    """A value seen by ``jvp``: its primal and its tangent (``None`` for a zero tangent)."""
+
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace: JVPTrace, primal: Any, tangent: Any) -> None:
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self):
+        return get_aval(self.primal)
+
+    def _concrete_value(self, context: str) -> np.ndarray:
+        return self.primal._concrete_value(context)
+
+
+class JVPTrace(Trace):
+    def pure(self, val: Any) -> JVPTracer:
+        return JVPTracer(self, val, None)
+
+    lift = pure
+
+    def process_primitive(self, prim, tracers, params):
+        primals = [t.primal for t in tracers]
+        if all(t.tangent is None for t in tracers):
+            outs = prim.bind(*primals, **params)
+            outs = outs if prim.multiple_results else [outs]
+            return [JVPTracer(self, out, None) for out in outs]
+        tangents = [lax.zeros_like(t.primal) if t.tangent is None else t.tangent
+                    for t in tracers]
+        primal_out, tangent_out = jvp_rules[prim](primals, tangents, **params)
+        if not prim.multiple_results:
+            primal_out, tangent_out = [primal_out], [tangent_out]
+        return [JVPTracer(self, p, t if dtypes.is_float(get_aval(p).dtype) else None)
+                for p, t in zip(primal_out, tangent_out)]
+# --8<-- [end:jvp_trace]
+
+    def process_custom_vjp_call(self, prim, fun, fwd, bwd, tracers, out_trees):
+        raise TypeError(
+            "can't apply forward-mode autodiff (jvp) to a custom_vjp function. A custom_vjp "
+            "function only defines reverse mode: use grad or vjp, or define it with "
+            "ordinary operations so that jvp can differentiate it.")
+
+
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
+    """Evaluates ``fun`` at ``primals`` and its directional derivative along ``tangents``.
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> y, y_dot = jax.jvp(jnp.sin, (0.0,), (2.0,))
+        >>> print(y, y_dot)
+        0.0 2.0
+    """
+    primals_flat, tangents_flat, in_tree = _check_jvp_args(primals, tangents)
+    with new_main(JVPTrace) as main:
+        trace = JVPTrace(main)
+        tracers_in = [JVPTracer(trace, p, t) for p, t in zip(primals_flat, tangents_flat)]
+        out = fun(*tree_unflatten(in_tree, tracers_in))
+        out, aux = _split_aux(out, has_aux, "jvp")
+        out_flat, out_tree = tree_flatten(out)
+        out_tracers = [full_raise(trace, _as_value(o)) for o in out_flat]
+        aux = tree_map(lambda x: _lower(x, main), aux)
+    primals_out = [t.primal for t in out_tracers]
+    tangents_out = [_zero_cotangent(t.primal) if t.tangent is None else t.tangent
+                    for t in out_tracers]
+    result = (tree_unflatten(out_tree, primals_out), tree_unflatten(out_tree, tangents_out))
+    return (*result, aux) if has_aux else result
+
+
+def _check_jvp_args(primals, tangents):
+    for name, value in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(value, (tuple, list)):
+            raise TypeError(f"{name} argument to jvp should be a tuple or a list, got "
+                            f"{type(value).__name__}. Wrap a single argument: jvp(f, (x,), (t,)).")
+    primals_flat, in_tree = tree_flatten(tuple(primals))
+    tangents_flat, tangent_tree = tree_flatten(tuple(tangents))
+    if in_tree != tangent_tree:
+        raise TypeError(
+            f"primal and tangent arguments to jvp must have the same tree structure; primals "
+            f"have tree structure {in_tree} whereas tangents have tree structure {tangent_tree}.")
+    primals_flat = [_as_value(p) for p in primals_flat]
+    tangents_flat = [_as_value(t) for t in tangents_flat]
+    paths = [keystr(path) for path, _ in tree_flatten_with_path(tuple(primals))[0]]
+    for path, p, t in zip(paths, primals_flat, tangents_flat):
+        p_aval, t_aval = get_aval(p), get_aval(t)
+        if p_aval.shape != t_aval.shape:
+            raise ValueError(
+                f"jvp called with different primal and tangent shapes at primals{path}: "
+                f"primal shape {p_aval.shape}, tangent shape {t_aval.shape}.")
+        if dtypes.is_float(p_aval.dtype) and t_aval.dtype != p_aval.dtype:
+            raise TypeError(
+                f"primal and tangent arguments to jvp do not match at primals{path}: dtypes "
+                f"must be equal, got primal dtype {p_aval.dtype} and tangent dtype "
+                f"{t_aval.dtype}.")
+    tangents_flat = [t if dtypes.is_float(get_aval(p).dtype) else None
+                     for p, t in zip(primals_flat, tangents_flat)]
+    return primals_flat, tangents_flat, in_tree
+
+
+# ------------------------------------------------------------------------------------------
+# custom_vjp and stop_gradient
+# ------------------------------------------------------------------------------------------
+
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+
+
+def custom_vjp_call_impl(*args, fun, **_):
+    return fun(*args)
+
+
+impl_rules[custom_vjp_call_p] = custom_vjp_call_impl
+
+
+# --8<-- [start:custom_vjp_rule]
+def custom_vjp_call_vjp(cts, *primals, out, bwd, residuals):
+    return bwd(residuals, cts)
+
+
+vjp_rules[custom_vjp_call_p] = custom_vjp_call_vjp
+# --8<-- [end:custom_vjp_rule]
+
+
+def custom_vjp_call_jvp(primals, tangents, **params):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+jvp_rules[custom_vjp_call_p] = custom_vjp_call_jvp
+
+
+class custom_vjp:  # noqa: N801 -- JAX's name
+    """A function with a hand-written reverse-mode rule.
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> @jax.custom_vjp
+        ... def clip_gradient(x):
+        ...     return x
+        >>> def fwd(x):
+        ...     return x, None
+        >>> def bwd(_, ct):
+        ...     return (jnp.clip(ct, -1.0, 1.0),)
+        >>> clip_gradient.defvjp(fwd, bwd)
+        >>> print(jax.grad(lambda x: 5.0 * clip_gradient(x))(2.0))
+        1.0
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()) -> None:
+        if nondiff_argnums:
+            raise NotImplementedError(
+                "custom_vjp: nondiff_argnums is not supported; close over those values "
+                "instead (for example with functools.partial).")
+        self.fun = fun
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
+        self.__wrapped__ = fun
+        self.__name__ = getattr(fun, "__name__", "custom_vjp_fun")
+
+    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+        """``fwd(*args) -> (out, residuals)``; ``bwd(residuals, ct_out) -> ct_args`` (a tuple)."""
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} "
+                                 f"using defvjp.")
+        if kwargs:
+            args = inspect.signature(self.fun).bind(*args, **kwargs).args
+        args_flat, in_tree = tree_flatten(args)
+        args_flat = [_as_value(x) for x in args_flat]
+        out_tree_box: list[Any] = []
+        fun_flat, fwd_flat, bwd_flat = self._flat_functions(in_tree, out_tree_box)
+        trace = find_top_trace(args_flat)
+        tracers = [full_raise(trace, x) for x in args_flat]
+        outs = trace.process_custom_vjp_call(custom_vjp_call_p, fun_flat, fwd_flat, bwd_flat,
+                                             tracers, lambda: out_tree_box[0])
+        return tree_unflatten(out_tree_box[0], outs)
+
+    def _flat_functions(self, in_tree, out_tree_box):
+        """The user's functions on flat lists of leaves, recording the output structure."""
+        def fun_flat(*xs):
+            out_flat, out_tree = tree_flatten(self.fun(*tree_unflatten(in_tree, xs)))
+            out_tree_box[:] = [out_tree]
+            return out_flat
+
+        def fwd_flat(*xs):
+            out, residuals = self.fwd(*tree_unflatten(in_tree, xs))
+            out_flat, out_tree = tree_flatten(out)
+            out_tree_box[:] = [out_tree]
+            return out_flat, residuals
+
+        def bwd_flat(residuals, cts_flat):
+            cts_in = self.bwd(residuals, tree_unflatten(out_tree_box[0], cts_flat))
+            if not isinstance(cts_in, tuple):
+                raise TypeError(f"Custom VJP bwd rule of {self.__name__} must return a tuple "
+                                f"with one cotangent per primal argument, got "
+                                f"{type(cts_in).__name__}.")
+            cts_flat_in, ct_tree = tree_flatten(cts_in)
+            if ct_tree != in_tree:
+                raise TypeError(
+                    f"Custom VJP bwd rule of {self.__name__} must produce an output with the "
+                    f"same container (pytree) structure as the args tuple of the primal "
+                    f"function: expected {in_tree}, got {ct_tree}.")
+            return [None if c is None else _as_value(c) for c in cts_flat_in]
+
+        return fun_flat, fwd_flat, bwd_flat
+
+
+def stop_gradient(x: Any) -> Any:
+    """Returns ``x`` unchanged, but with no gradient flowing through it (a pytree).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.grad(lambda x: x * jax.lax.stop_gradient(x))(3.0))
+        3.0
+    """
+    def stop(leaf):
+        leaf = _as_value(leaf)
+        return lax.stop_gradient(leaf) if dtypes.is_float(get_aval(leaf).dtype) else leaf
+    return tree_map(stop, x)
+
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "custom_vjp", "stop_gradient",
+           "TapeTrace", "TapeTracer", "JVPTrace", "JVPTracer", "backward_pass",
+           "custom_vjp_call_p", "tree_structure"]

@@ -1,0 +1,489 @@
+"""The core: abstract values, primitives, ``bind``, interpreters (traces) and the array types.
+
+Every operation in the library ends in ``some_p.bind(*args, **params)``. ``bind`` finds the
+innermost active interpreter among the arguments and hands it the primitive. With nothing
+active that is the :class:`EvalTrace`, which runs the primitive's NumPy implementation from
+``impl_rules``. ``grad`` and ``jvp`` push interpreters of their own (see ``autodiff.py``);
+later stages add tracing to a jaxpr (stage 2), batching (stage 3) and sharding (stage 4).
+
+Each interpreter has a *level*, its place on the stack. A value from a lower level meets a
+higher one by being *lifted* into it as a constant, which is what lets transformations nest
+without confusing each other's perturbations.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+
+# --8<-- [start:shaped_array]
+_SHORT_DTYPE_NAMES = {
+    "bool": "bool", "int32": "i32", "uint32": "u32", "float32": "f32",
+    "int64": "i64", "uint64": "u64", "float64": "f64",
+}
+
+
+@dataclass(frozen=True)
+class ShapedArray:
+    """The abstract value (aval) of an array: what is known without its numbers.
+
+    Example:
+        >>> ShapedArray((3, 4), np.dtype("float32")).str_short()
+        'f32[3,4]'
+    """
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    weak_type: bool = False
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def str_short(self) -> str:
+        """JAX's short form, ``f32[3,4]``, as printed in jaxprs and error messages."""
+        name = _SHORT_DTYPE_NAMES.get(self.dtype.name, self.dtype.name)
+        return f"{name}[{','.join(str(d) for d in self.shape)}]"
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short()}{weak})"
+# --8<-- [end:shaped_array]
+
+
+# --8<-- [start:primitive]
+class Primitive:
+    """An operation the interpreters know by name, with one rule per interpreter.
+
+    Example:
+        >>> sin_p = Primitive("sin")
+        >>> sin_p
+        sin
+    """
+
+    def __init__(self, name: str, multiple_results: bool = False) -> None:
+        self.name = name
+        self.multiple_results = multiple_results
+        all_primitives.append(self)
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        """Applies the primitive through the innermost active interpreter."""
+        return bind(self, *args, **params)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+all_primitives: list[Primitive] = []
+
+# The rule tables of stage 1, one entry per primitive (a test checks they are complete).
+impl_rules: dict[Primitive, Callable[..., Any]] = {}  # NumPy arrays in, NumPy arrays out
+vjp_rules: dict[Primitive, Callable[..., Any]] = {}   # see autodiff.py for the signature
+jvp_rules: dict[Primitive, Callable[..., Any]] = {}
+# --8<-- [end:primitive]
+
+
+# --8<-- [start:trace_stack]
+@dataclass(frozen=True, eq=False)
+class MainTrace:
+    """One active interpreter: its level on the stack, its Trace class and its state."""
+
+    level: int
+    trace_type: type[Trace]
+    global_data: Any
+
+
+class _TraceState(threading.local):
+    """The interpreter stack, one per thread, with the eval interpreter at the bottom."""
+
+    def __init__(self) -> None:
+        self.trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
+        # Stage 2's make_jaxpr sets this so that even ops on constants get staged.
+        self.dynamic_trace: MainTrace = self.trace_stack[0]
+
+
+@contextmanager
+def new_main(trace_type: type[Trace], global_data: Any = None) -> Iterator[MainTrace]:
+    """Pushes a new interpreter on the stack for the duration of the ``with`` block."""
+    stack = trace_state.trace_stack
+    main = MainTrace(len(stack), trace_type, global_data)
+    stack.append(main)
+    try:
+        yield main
+    finally:
+        stack.pop()
+
+
+def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
+    """Hands ``prim`` to the innermost interpreter among ``args``; the heart of the library."""
+    trace = find_top_trace(args)
+    tracers = [full_raise(trace, arg) for arg in args]
+    outs = trace.process_primitive(prim, tracers, params)
+    return outs if prim.multiple_results else outs[0]
+
+
+def find_top_trace(xs: Sequence[Any]) -> Trace:
+    mains = [x._trace.main for x in xs if isinstance(x, Tracer)]
+    top = max(mains, key=attrgetter("level"), default=trace_state.trace_stack[0])
+    dynamic = trace_state.dynamic_trace
+    if dynamic.level > top.level:
+        top = dynamic
+    return top.trace_type(top)
+
+
+def full_raise(trace: Trace, val: Any) -> Any:
+    """Brings ``val`` into ``trace``: lifts values from lower levels, rejects escaped ones."""
+    if not isinstance(val, Tracer):
+        return trace.pure(val)
+    level = trace.main.level
+    if val._trace.main is trace.main:
+        return val
+    stack = trace_state.trace_stack
+    owner = val._trace.main
+    if owner.level >= len(stack) or stack[owner.level] is not owner:
+        raise UnexpectedTracerError(
+            f"Encountered an escaped tracer {val!r}: a value from a transformation (grad, jvp, "
+            f"jit, vmap, ...) that has already finished was used outside of it. Return it from "
+            f"the transformed function instead of storing it in a global or closure.")
+    if owner.level < level:
+        return trace.lift(val)
+    raise UnexpectedTracerError(
+        f"Can't lift a value of level {owner.level} into level {level}: the value belongs to "
+        f"a transformation nested inside the one that is using it.")
+
+
+class UnexpectedTracerError(Exception):
+    """A tracer was used outside the transformation that made it."""
+# --8<-- [end:trace_stack]
+
+
+class Trace:
+    """An interpreter: how to handle primitives whose inputs are its own tracers."""
+
+    def __init__(self, main: MainTrace) -> None:
+        self.main = main
+
+    def pure(self, val: Any) -> Any:
+        """Turns a constant (not a tracer) into a value of this interpreter."""
+        raise NotImplementedError
+
+    def lift(self, val: Tracer) -> Any:
+        """Turns a tracer of a lower level into a value of this interpreter."""
+        raise NotImplementedError
+
+    def process_primitive(self, prim: Primitive, tracers: list[Any],
+                          params: dict[str, Any]) -> list[Any]:
+        raise NotImplementedError
+
+    def process_custom_vjp_call(self, prim: Primitive, fun: Callable, fwd: Callable,
+                                bwd: Callable, tracers: list[Any],
+                                out_trees: Callable) -> list[Any]:
+        """How a ``custom_vjp`` function is applied; by default it is just called."""
+        del prim, fwd, bwd, out_trees
+        return fun(*tracers)
+
+
+# --8<-- [start:eval_trace]
+class EvalTrace(Trace):
+    """The bottom interpreter: runs each primitive's NumPy implementation."""
+
+    def pure(self, val: Any) -> Array:
+        return asarray(val)
+
+    lift = pure
+
+    def process_primitive(self, prim: Primitive, tracers: list[Array],
+                          params: dict[str, Any]) -> list[Array]:
+        outs = impl_rules[prim](*[t._value for t in tracers], **params)
+        if not prim.multiple_results:
+            outs = [outs]
+        weak = _result_weak_type(tracers, params)
+        return [Array(np.asarray(out), weak and out.dtype == tracers[0].dtype) for out in outs]
+
+
+def _result_weak_type(args: list[Array], params: dict[str, Any]) -> bool:
+    """A result is weakly typed when all its operands are (JAX's rule for most primitives)."""
+    if "weak_type" in params:  # convert_element_type says explicitly
+        return params["weak_type"]
+    return bool(args) and all(a.weak_type for a in args)
+# --8<-- [end:eval_trace]
+
+
+trace_state = _TraceState()
+
+
+class ConcretizationTypeError(TypeError):
+    """A concrete Python value was needed from an abstract (traced) array."""
+
+
+# --8<-- [start:array_methods]
+class ArrayMethods:
+    """Operators and methods shared by concrete arrays and tracers.
+
+    Each one calls the ``numpy`` module (``jnp``), so a traced value behaves exactly like an
+    array: ``x * y`` on tracers is ``jnp.multiply(x, y)``, which binds ``mul_p``.
+    """
+
+    __array_priority__ = 100  # so that ``np.ndarray + Array`` gives our __radd__
+
+    # Arithmetic, with reflected forms.
+    def __neg__(self): return jnp.negative(self)
+    def __pos__(self): return self
+    def __abs__(self): return jnp.abs(self)
+    def __add__(self, other): return jnp.add(self, other)
+    def __radd__(self, other): return jnp.add(other, self)
+    def __sub__(self, other): return jnp.subtract(self, other)
+    def __rsub__(self, other): return jnp.subtract(other, self)
+    def __mul__(self, other): return jnp.multiply(self, other)
+    def __rmul__(self, other): return jnp.multiply(other, self)
+    def __truediv__(self, other): return jnp.true_divide(self, other)
+    def __rtruediv__(self, other): return jnp.true_divide(other, self)
+    def __floordiv__(self, other): return jnp.floor_divide(self, other)
+    def __rfloordiv__(self, other): return jnp.floor_divide(other, self)
+    def __mod__(self, other): return jnp.remainder(self, other)
+    def __rmod__(self, other): return jnp.remainder(other, self)
+    def __pow__(self, other): return jnp.power(self, other)
+    def __rpow__(self, other): return jnp.power(other, self)
+    def __matmul__(self, other): return jnp.matmul(self, other)
+    def __rmatmul__(self, other): return jnp.matmul(other, self)
+
+    # Comparisons return arrays, so arrays are unhashable, as in JAX.
+    def __eq__(self, other): return jnp.equal(self, other)  # type: ignore[override]
+    def __ne__(self, other): return jnp.not_equal(self, other)  # type: ignore[override]
+    def __lt__(self, other): return jnp.less(self, other)
+    def __le__(self, other): return jnp.less_equal(self, other)
+    def __gt__(self, other): return jnp.greater(self, other)
+    def __ge__(self, other): return jnp.greater_equal(self, other)
+
+    # Bitwise and logical operators.
+    def __and__(self, other): return jnp.bitwise_and(self, other)
+    def __rand__(self, other): return jnp.bitwise_and(other, self)
+    def __or__(self, other): return jnp.bitwise_or(self, other)
+    def __ror__(self, other): return jnp.bitwise_or(other, self)
+    def __xor__(self, other): return jnp.bitwise_xor(self, other)
+    def __rxor__(self, other): return jnp.bitwise_xor(other, self)
+    def __invert__(self): return jnp.invert(self)
+    def __lshift__(self, other): return jnp.left_shift(self, other)
+    def __rlshift__(self, other): return jnp.left_shift(other, self)
+    def __rshift__(self, other): return jnp.right_shift(self, other)
+    def __rrshift__(self, other): return jnp.right_shift(other, self)
+
+    # Indexing. Arrays are immutable: updates go through ``x.at[idx]``.
+    def __getitem__(self, idx): return jnp.indexing.getitem(self, idx)
+
+    def __setitem__(self, idx, value):
+        raise TypeError(
+            f"JAX arrays are immutable and do not support in-place item assignment. Instead of "
+            f"x[idx] = y, use x = x.at[idx].set(y) (or .add, .multiply, .min, .max). "
+            f"Array type: {type(self).__name__}.")
+
+    @property
+    def at(self): return jnp.indexing.IndexUpdateHelper(self)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object: the array is 0-dimensional.")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array.")
+        return (self[i] for i in range(self.shape[0]))
+
+    @property
+    def ndim(self) -> int: return len(self.shape)
+
+    @property
+    def size(self) -> int: return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def T(self): return jnp.transpose(self)
+
+    # Methods that mirror functions of the numpy module.
+    def sum(self, axis=None, keepdims=False): return jnp.sum(self, axis, keepdims=keepdims)
+    def mean(self, axis=None, keepdims=False): return jnp.mean(self, axis, keepdims=keepdims)
+    def max(self, axis=None, keepdims=False): return jnp.max(self, axis, keepdims=keepdims)
+    def min(self, axis=None, keepdims=False): return jnp.min(self, axis, keepdims=keepdims)
+    def prod(self, axis=None, keepdims=False): return jnp.prod(self, axis, keepdims=keepdims)
+    def var(self, axis=None, keepdims=False): return jnp.var(self, axis, keepdims=keepdims)
+    def std(self, axis=None, keepdims=False): return jnp.std(self, axis, keepdims=keepdims)
+    def all(self, axis=None, keepdims=False): return jnp.all(self, axis, keepdims=keepdims)
+    def any(self, axis=None, keepdims=False): return jnp.any(self, axis, keepdims=keepdims)
+    def argmax(self, axis=None, keepdims=False): return jnp.argmax(self, axis, keepdims=keepdims)
+    def argmin(self, axis=None, keepdims=False): return jnp.argmin(self, axis, keepdims=keepdims)
+    def astype(self, dtype): return jnp.astype(self, dtype)
+    def ravel(self): return jnp.ravel(self)
+    def flatten(self): return jnp.ravel(self)
+    def squeeze(self, axis=None): return jnp.squeeze(self, axis)
+    def swapaxes(self, axis1, axis2): return jnp.swapaxes(self, axis1, axis2)
+    def clip(self, min=None, max=None): return jnp.clip(self, min, max)
+    def dot(self, other): return jnp.dot(self, other)
+
+    def reshape(self, *shape, order="C"):
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = shape[0]
+        return jnp.reshape(self, shape, order=order)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and not isinstance(axes[0], int):
+            axes = axes[0]
+        return jnp.transpose(self, axes or None)
+
+    # Conversions to Python values need concrete numbers.
+    def __array__(self, dtype=None, copy=None):
+        value = self._concrete_value("np.asarray(x)")
+        return value if dtype is None else value.astype(dtype)
+
+    def __bool__(self) -> bool: return bool(self._concrete_value("bool(x)"))
+    def __float__(self) -> float: return float(self._concrete_value("float(x)"))
+    def __int__(self) -> int: return int(self._concrete_value("int(x)"))
+
+    def __index__(self) -> int:
+        if not dtypes.is_int(self.dtype):
+            raise TypeError(f"Only integer arrays can be used as an index, got {self.dtype}.")
+        return int(self._concrete_value("operator.index(x)"))
+
+    def item(self): return self._concrete_value("x.item()").item()
+    def tolist(self): return self._concrete_value("x.tolist()").tolist()
+
+    def _concrete_value(self, context: str) -> np.ndarray:
+        raise NotImplementedError
+# --8<-- [end:array_methods]
+
+
+class Tracer(ArrayMethods):
+    """A value that stands for an array while an interpreter is running.
+
+    Subclasses say what they carry: a primal and a tape node (``grad``), a primal and a
+    tangent (``jvp``), an abstract value (``jit``), a batch dimension (``vmap``).
+    """
+
+    __slots__ = ("_trace",)
+    _trace: Trace
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    @property
+    def shape(self) -> tuple[int, ...]: return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype: return self.aval.dtype
+
+    @property
+    def weak_type(self) -> bool: return self.aval.weak_type
+
+    def _concrete_value(self, context: str) -> np.ndarray:
+        raise ConcretizationTypeError(
+            f"{context} needs a concrete value, but it was called on an abstract tracer "
+            f"{self.aval.str_short()} ({type(self).__name__}).")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}<{self.aval.str_short()}>"
+
+
+# --8<-- [start:array]
+class Array(ArrayMethods):
+    """A concrete array: a NumPy buffer plus whether it is weakly typed.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.array([1.0, 2.0])
+        Array([1., 2.], dtype=float32)
+    """
+
+    __slots__ = ("_value", "weak_type")
+
+    def __init__(self, value: np.ndarray, weak_type: bool = False) -> None:
+        self._value = value
+        self.weak_type = weak_type
+
+    @property
+    def shape(self) -> tuple[int, ...]: return self._value.shape
+
+    @property
+    def dtype(self) -> np.dtype: return self._value.dtype
+
+    @property
+    def aval(self) -> ShapedArray:
+        return ShapedArray(self._value.shape, self._value.dtype, self.weak_type)
+
+    def block_until_ready(self) -> Array:
+        """Waits for the computation to finish; eager NumPy work is already finished."""
+        return self
+
+    def _concrete_value(self, context: str) -> np.ndarray:
+        return self._value
+
+    def __repr__(self) -> str:
+        body = np.array2string(self._value, separator=", ", prefix="Array(")
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"Array({body}, dtype={self.dtype.name}{weak})"
+
+    def __str__(self) -> str:
+        return str(self._value)
+
+    def __format__(self, spec: str) -> str:
+        return format(self._value.item(), spec) if self.ndim == 0 and spec else str(self)
+# --8<-- [end:array]
+
+
+def asarray(x: Any, dtype: Any = None) -> Array:
+    """Converts Python scalars, NumPy arrays and lists into an :class:`Array`.
+
+    Python scalars become weakly typed, as in JAX. 64-bit NumPy data is canonicalized to
+    32 bits unless ``jax_enable_x64`` is on.
+    """
+    if isinstance(x, Array) and dtype is None:
+        return x
+    if isinstance(x, Tracer):
+        raise TypeError(f"asarray got a tracer {x!r}; expected a concrete value.")
+    weak = isinstance(x, (bool, int, float)) and dtype is None
+    if isinstance(x, (bool, int, float)):
+        np_dtype = dtypes.python_scalar_dtype(x) if dtype is None else dtype
+        value = _python_scalar_to_numpy(x, dtypes.canonicalize_dtype(np_dtype))
+    else:
+        value = np.asarray(x._value if isinstance(x, Array) else x)
+        if value.dtype == object:
+            raise TypeError(f"Can't convert {type(x).__name__} to an array: {x!r}.")
+        target = dtypes.canonicalize_dtype(value.dtype if dtype is None else dtype)
+        if value.dtype != target:
+            value = value.astype(target)
+    return Array(value, weak)
+
+
+def _python_scalar_to_numpy(x: bool | int | float, dtype: np.dtype) -> np.ndarray:
+    if isinstance(x, int) and not isinstance(x, bool) and dtypes.is_int(dtype):
+        info = np.iinfo(dtype)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"Python int {x} is too large to convert to {dtype}.")
+    return np.asarray(x, dtype=dtype)
+
+
+def get_aval(x: Any) -> ShapedArray:
+    """The abstract value of an array, tracer or Python scalar."""
+    if isinstance(x, (Array, Tracer)):
+        return x.aval
+    return asarray(x).aval
+
+
+def is_concrete(x: Any) -> bool:
+    return not isinstance(x, Tracer)
+
+
+# The operators above call the numpy module, which is itself built on this one. Python looks
+# the name ``jnp`` up when an operator runs, by which time the import below has finished.
+from . import numpy as jnp  # noqa: E402

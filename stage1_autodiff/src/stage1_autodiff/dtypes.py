@@ -1,0 +1,134 @@
+"""The dtypes we support, weak types, and JAX's type-promotion lattice.
+
+A Python scalar has no dtype of its own: it is *weakly typed* and takes the dtype of the array
+it meets (``float32_array * 2.0`` stays float32). Promotion is the least upper bound on a small
+lattice, as in JAX; 64-bit types exist only with ``jax_enable_x64``.
+"""
+
+from __future__ import annotations
+
+from functools import cache, lru_cache
+from typing import Any
+
+import numpy as np
+
+from .config import config
+
+bool_ = np.dtype(np.bool_)
+int32 = np.dtype(np.int32)
+uint32 = np.dtype(np.uint32)
+float32 = np.dtype(np.float32)
+int64 = np.dtype(np.int64)
+uint64 = np.dtype(np.uint64)
+float64 = np.dtype(np.float64)
+
+# The dtype of gradients with respect to integer inputs (``grad(..., allow_int=True)``):
+# a dtype with no values, so such a "gradient" cannot be mistaken for a number.
+float0 = np.dtype([("float0", np.void, 0)])
+
+_X64_ONLY = {int64, uint64, float64}
+_SUPPORTED = (bool_, int32, uint32, float32, int64, uint64, float64)
+_TO_32 = {int64: int32, uint64: uint32, float64: float32}
+
+
+def default_float_dtype() -> np.dtype:
+    return float64 if config.jax_enable_x64 else float32
+
+
+def default_int_dtype() -> np.dtype:
+    return int64 if config.jax_enable_x64 else int32
+
+
+def canonicalize_dtype(dtype: Any) -> np.dtype:
+    """Maps ``dtype`` to one we compute in, or raises for dtypes we do not support.
+
+    Example:
+        >>> canonicalize_dtype(np.float64)  # without jax_enable_x64
+        dtype('float32')
+    """
+    dtype = np.dtype(dtype)
+    if dtype not in _SUPPORTED:
+        names = ", ".join(str(d) for d in _SUPPORTED[:4])
+        raise TypeError(
+            f"dtype {dtype} is not supported. Supported dtypes are {names}, and int64, uint64 "
+            f"and float64 after jax.config.update('jax_enable_x64', True). Convert the input "
+            f"first, for example with .astype(np.float32).")
+    if dtype in _X64_ONLY and not config.jax_enable_x64:
+        return _TO_32[dtype]
+    return dtype
+
+
+def is_float(dtype: np.dtype) -> bool:
+    return np.issubdtype(dtype, np.floating)
+
+
+def is_int(dtype: np.dtype) -> bool:
+    return np.issubdtype(dtype, np.integer)
+
+
+# --8<-- [start:lattice]
+# Each node lists the nodes directly above it. 'i*' and 'f*' are the weakly typed Python int
+# and float; the least upper bound of two nodes is the dtype of their sum.
+_LATTICE = {
+    "b1": ["i*"],
+    "i*": ["u32", "i32"],
+    "u32": ["i64", "u64"],
+    "i32": ["i64"],
+    "u64": ["f*"],
+    "i64": ["f*"],
+    "f*": ["f32"],
+    "f32": ["f64"],
+    "f64": [],
+}
+_NODE_OF_DTYPE = {bool_: "b1", int32: "i32", uint32: "u32", int64: "i64", uint64: "u64",
+                  float32: "f32", float64: "f64"}
+_DTYPE_OF_NODE = {node: dtype for dtype, node in _NODE_OF_DTYPE.items()}
+
+
+@cache
+def _upper_set(node: str) -> frozenset[str]:
+    """The node and everything above it."""
+    above = {node}
+    for parent in _LATTICE[node]:
+        above |= _upper_set(parent)
+    return frozenset(above)
+
+
+def _lattice_node(dtype: np.dtype, weak_type: bool) -> str:
+    if weak_type and dtype != bool_:
+        return "f*" if is_float(dtype) else "i*"
+    return _NODE_OF_DTYPE[dtype]
+
+
+@lru_cache(maxsize=1024)
+def _join(nodes: tuple[str, ...]) -> str:
+    common = frozenset.intersection(*(_upper_set(n) for n in nodes))
+    # The least upper bound is the common node that every other common node lies above.
+    return next(n for n in common if _upper_set(n) >= common)
+
+
+def promote_types(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
+    """The (dtype, weak_type) of an operation on operands of the given (dtype, weak_type).
+
+    Example:
+        >>> promote_types((int32, False), (float32, True))  # int32 array + 2.5
+        (dtype('float32'), True)
+    """
+    node = _join(tuple(_lattice_node(d, w) for d, w in typed))
+    if node == "i*":
+        return default_int_dtype(), True
+    if node == "f*":
+        return default_float_dtype(), True
+    return canonicalize_dtype(_DTYPE_OF_NODE[node]), False
+# --8<-- [end:lattice]
+
+
+def python_scalar_dtype(x: bool | int | float) -> np.dtype:
+    """The dtype a weakly typed Python scalar takes on its own."""
+    if isinstance(x, bool):
+        return bool_
+    if isinstance(x, int):
+        return default_int_dtype()
+    if isinstance(x, float):
+        return default_float_dtype()
+    raise TypeError(f"Expected a Python bool, int or float, got {type(x).__name__}.")

@@ -1,0 +1,101 @@
+"""``jax.lax``: the primitives' own wrappers, with no broadcasting or type promotion.
+
+Example:
+    >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+    >>> jax.lax.add(jnp.ones(2), jnp.ones(2))
+    Array([2., 2.], dtype=float32)
+"""
+
+from .autodiff import stop_gradient
+from .primitives import (
+    abs,
+    add,
+    argmax,
+    argmin,
+    atan2,
+    bitcast_convert_type,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    broadcast_in_dim,
+    ceil,
+    concatenate,
+    convert_element_type,
+    cos,
+    div,
+    dot_general,
+    eq,
+    erf_inv,
+    exp,
+    expand_dims,
+    expm1,
+    floor,
+    full,
+    full_like,
+    gather,
+    ge,
+    gt,
+    integer_pow,
+    iota,
+    le,
+    log,
+    log1p,
+    logistic,
+    lt,
+    max,
+    min,
+    mul,
+    ne,
+    neg,
+    pad,
+    pow,
+    reduce_and,
+    reduce_max,
+    reduce_min,
+    reduce_or,
+    reduce_prod,
+    reduce_sum,
+    rem,
+    reshape,
+    rev,
+    scatter,
+    scatter_add,
+    scatter_max,
+    scatter_min,
+    scatter_mul,
+    select_n,
+    shift_left,
+    shift_right_arithmetic,
+    shift_right_logical,
+    sign,
+    sin,
+    slice,
+    sort,
+    sqrt,
+    squeeze,
+    sub,
+    tan,
+    tanh,
+    transpose,
+    zeros_like,
+)
+
+
+def select(pred, on_true, on_false):
+    """``on_true`` where ``pred``, else ``on_false`` (operands of one shape and dtype)."""
+    return select_n(pred, on_false, on_true)
+
+
+__all__ = [
+    "abs", "add", "argmax", "argmin", "atan2", "bitcast_convert_type", "bitwise_and",
+    "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast_in_dim", "ceil", "concatenate",
+    "convert_element_type", "cos", "div", "dot_general", "eq", "erf_inv", "exp", "expand_dims",
+    "expm1", "floor", "full", "full_like", "gather", "ge", "gt", "integer_pow", "iota", "le",
+    "log", "log1p", "logistic", "lt", "max", "min", "mul", "ne", "neg", "pad", "pow",
+    "reduce_and", "reduce_max", "reduce_min", "reduce_or", "reduce_prod", "reduce_sum", "rem",
+    "reshape", "rev", "scatter", "scatter_add", "scatter_max", "scatter_min", "scatter_mul",
+    "select", "select_n", "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign",
+    "sin", "slice", "sort", "sqrt", "squeeze", "stop_gradient", "sub", "tan", "tanh",
+    "transpose", "zeros_like",
+]

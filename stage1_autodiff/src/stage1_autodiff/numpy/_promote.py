@@ -1,0 +1,107 @@
+"""Turning NumPy-style arguments into the operands primitives expect: arrays (or tracers) of
+one dtype, broadcast to one shape. This is where NumPy's conveniences end and ``lax`` begins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from .. import primitives as lax
+from ..core import Array, Tracer, asarray, get_aval
+
+
+def as_value(x: Any) -> Any:
+    """An array or tracer for ``x``; Python scalars become weakly typed arrays."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    if isinstance(x, (list, tuple)) and any(_contains_tracer_or_array(e) for e in x):
+        from .shapes import stack  # a list of arrays, e.g. jnp.array([x, y])
+        return stack([as_value(e) for e in x])
+    return asarray(x)
+
+
+def _contains_tracer_or_array(x: Any) -> bool:
+    if isinstance(x, (Array, Tracer)):
+        return True
+    return isinstance(x, (list, tuple)) and any(_contains_tracer_or_array(e) for e in x)
+
+
+def convert(x: Any, dtype: np.dtype, weak_type: bool = False) -> Any:
+    """``x`` with the given dtype and weak type, binding nothing when it already has them."""
+    aval = get_aval(x)
+    if aval.dtype == dtype and aval.weak_type == weak_type:
+        return x
+    if isinstance(x, Array):  # a constant: convert now, without a primitive
+        with np.errstate(all="ignore"):
+            return Array(x._value.astype(dtype), weak_type)
+    return lax.convert_element_type(x, dtype, weak_type)
+
+
+def promote(*args: Any) -> list[Any]:
+    """Converts all ``args`` to their common dtype, following JAX's promotion lattice."""
+    values = [as_value(a) for a in args]
+    avals = [get_aval(v) for v in values]
+    dtype, weak = dtypes.promote_types(*[(a.dtype, a.weak_type) for a in avals])
+    return [convert(v, dtype, weak) for v in values]
+
+
+def promote_inexact(*args: Any) -> list[Any]:
+    """Like :func:`promote`, then integers and booleans become the default float."""
+    values = promote(*args)
+    aval = get_aval(values[0])
+    if dtypes.is_float(aval.dtype):
+        return values
+    float_dtype = dtypes.default_float_dtype()
+    return [convert(v, float_dtype, aval.weak_type) for v in values]
+
+
+def broadcast_shapes(*shapes: Sequence[int], op_name: str = "broadcast_shapes") -> tuple[int, ...]:
+    """NumPy's broadcasting of shapes, with an error that names every shape."""
+    ndim = max((len(s) for s in shapes), default=0)
+    result = []
+    for axis in range(-ndim, 0):
+        sizes = {s[axis] for s in shapes if len(s) >= -axis} - {1}
+        if len(sizes) > 1:
+            listed = ", ".join(str(tuple(s)) for s in shapes)
+            raise ValueError(f"{op_name} got incompatible shapes for broadcasting: {listed}. "
+                             f"Dims must be equal or 1, aligned from the right.")
+        result.append(sizes.pop() if sizes else 1)
+    return tuple(result)
+
+
+def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
+    aval = get_aval(x)
+    if aval.shape == shape:
+        return x
+    leading = len(shape) - aval.ndim
+    return lax.broadcast_in_dim(x, shape, tuple(range(leading, len(shape))))
+
+
+def promote_and_broadcast(op_name: str, *args: Any, inexact: bool = False) -> list[Any]:
+    """The operands of an elementwise op: one dtype, one shape."""
+    values = promote_inexact(*args) if inexact else promote(*args)
+    shape = broadcast_shapes(*[get_aval(v).shape for v in values], op_name=op_name)
+    return [broadcast_to_shape(v, shape) for v in values]
+
+
+def canonicalize_axis(axis: int, ndim: int, op_name: str = "axis") -> int:
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        raise ValueError(f"{op_name}: axis {axis} is out of bounds for an array of dimension "
+                         f"{ndim}. Valid axes are {-ndim} to {ndim - 1}.")
+    return axis % ndim if ndim else 0
+
+
+def canonicalize_axes(axis: int | Sequence[int] | None, ndim: int,
+                      op_name: str = "axis") -> tuple[int, ...]:
+    """``None`` means every axis; negative axes count from the end; repeats are an error."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    result = tuple(canonicalize_axis(int(a), ndim, op_name) for a in axes)
+    if len(set(result)) != len(result):
+        raise ValueError(f"{op_name}: repeated axis in {axis}.")
+    return result

@@ -1,0 +1,195 @@
+"""Contractions, all on the one primitive ``dot_general``: dot, matmul, tensordot, outer,
+inner, einsum."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import primitives as lax
+from ..core import get_aval
+from ._promote import broadcast_shapes, broadcast_to_shape, promote
+from .reductions import sum as _sum
+from .shapes import ravel, reshape, transpose
+
+
+def _check_contracted(name: str, x_shape, y_shape, x_dims, y_dims) -> None:
+    for a, b in zip(x_dims, y_dims):
+        if x_shape[a] != y_shape[b]:
+            raise TypeError(f"{name}: contracting dims must match, got shapes {x_shape} and "
+                            f"{y_shape} (dim {a} of size {x_shape[a]} against dim {b} of size "
+                            f"{y_shape[b]}).")
+
+
+def dot(a, b):
+    """NumPy's ``dot``: the inner product for vectors, ``matmul`` for matrices, and a
+    contraction of ``a``'s last dim with ``b``'s second-to-last in general.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.dot(jnp.array([1.0, 2.0]), jnp.array([3.0, 4.0]))
+        Array(11., dtype=float32)
+    """
+    a, b = promote(a, b)
+    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+    if not a_shape or not b_shape:
+        from .ufuncs import multiply
+        return multiply(a, b)
+    a_dim = len(a_shape) - 1
+    b_dim = 0 if len(b_shape) == 1 else len(b_shape) - 2
+    _check_contracted("dot", a_shape, b_shape, (a_dim,), (b_dim,))
+    out = lax.dot_general(a, b, (((a_dim,), (b_dim,)), ((), ())))
+    return out
+
+
+# --8<-- [start:matmul]
+def matmul(a, b):
+    """Matrix product with NumPy's rules: leading dims are batch dims and broadcast, a 1-d
+    operand is a vector.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.matmul(jnp.ones((5, 2, 3)), jnp.ones((3, 4))).shape
+        (5, 2, 4)
+    """
+    a, b = promote(a, b)
+    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+    if not a_shape or not b_shape:
+        raise ValueError(f"matmul: operands must have at least one dimension, got shapes "
+                         f"{a_shape} and {b_shape}. Use * for scalars.")
+    a_vector, b_vector = len(a_shape) == 1, len(b_shape) == 1
+    if a_vector:
+        a = reshape(a, (1, a_shape[0]))
+    if b_vector:
+        b = reshape(b, (b_shape[0], 1))
+    out = _batched_matmul(a, b)
+    out_shape = get_aval(out).shape
+    drop = (len(out_shape) - 2 if a_vector else None, len(out_shape) - 1 if b_vector else None)
+    if a_vector or b_vector:
+        out = lax.squeeze(out, tuple(d for d in drop if d is not None))
+    return out
+
+
+def _batched_matmul(a, b):
+    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+    _check_contracted("matmul", a_shape, b_shape, (len(a_shape) - 1,), (len(b_shape) - 2,))
+    if len(b_shape) == 2:  # a's batch dims act as extra rows: one plain contraction
+        return lax.dot_general(a, b, (((len(a_shape) - 1,), (0,)), ((), ())))
+    batch = broadcast_shapes(a_shape[:-2], b_shape[:-2], op_name="matmul")
+    a = broadcast_to_shape(a, batch + a_shape[-2:])
+    b = broadcast_to_shape(b, batch + b_shape[-2:])
+    n = len(batch)
+    batch_dims = tuple(range(n))
+    return lax.dot_general(a, b, (((n + 1,), (n,)), (batch_dims, batch_dims)))
+# --8<-- [end:matmul]
+
+
+def tensordot(a, b, axes: int | Sequence[Any] = 2):
+    """Contracts the last ``axes`` dims of ``a`` with the first of ``b``, or the given pairs.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.tensordot(jnp.ones((2, 3, 4)), jnp.ones((3, 4, 5))).shape
+        (2, 5)
+    """
+    a, b = promote(a, b)
+    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+    if isinstance(axes, int):
+        a_dims = tuple(range(len(a_shape) - axes, len(a_shape)))
+        b_dims = tuple(range(axes))
+    else:
+        a_axes, b_axes = axes
+        a_dims = (a_axes,) if isinstance(a_axes, int) else tuple(a_axes)
+        b_dims = (b_axes,) if isinstance(b_axes, int) else tuple(b_axes)
+        a_dims = tuple(d % len(a_shape) for d in a_dims)
+        b_dims = tuple(d % len(b_shape) for d in b_dims)
+    _check_contracted("tensordot", a_shape, b_shape, a_dims, b_dims)
+    return lax.dot_general(a, b, ((a_dims, b_dims), ((), ())))
+
+
+def outer(a, b):
+    """The outer product of two flattened arrays."""
+    a, b = promote(ravel(a), ravel(b))
+    return lax.dot_general(reshape(a, (-1, 1)), reshape(b, (1, -1)), (((1,), (0,)), ((), ())))
+
+
+def inner(a, b):
+    """Contracts the last dims of ``a`` and ``b``."""
+    a, b = promote(a, b)
+    a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
+    return tensordot(a, b, ((a_ndim - 1,), (b_ndim - 1,)))
+
+
+def vdot(a, b):
+    """The dot product of two flattened arrays."""
+    return dot(ravel(a), ravel(b))
+
+
+# --8<-- [start:einsum]
+def einsum(subscripts: str, *operands: Any):
+    """Einstein summation: ``einsum("ij,jk->ik", a, b)`` is ``a @ b``.
+
+    Operands are contracted left to right, two at a time, each pair with one ``dot_general``;
+    an index used by only one operand and not in the output is summed away first.
+    NB: repeated indices within one operand (diagonals) and ``...`` are not supported.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.einsum("bij,bjk->bik", jnp.ones((2, 3, 4)), jnp.ones((2, 4, 5))).shape
+        (2, 3, 5)
+    """
+    inputs, output = _parse_einsum(subscripts, len(operands))
+    values = promote(*operands)
+    for spec, v in zip(inputs, values):
+        if len(spec) != get_aval(v).ndim:
+            raise ValueError(f"einsum: operand with subscripts {spec!r} has {get_aval(v).ndim} "
+                             f"dims, expected {len(spec)}.")
+    spec, acc = inputs[0], values[0]
+    for i in range(1, len(values)):
+        needed = set(output).union(*inputs[i + 1:])
+        spec, acc = _einsum_pair(spec, acc, inputs[i], values[i], needed)
+    spec, acc = _sum_unused(spec, acc, set(output))
+    return transpose(acc, [spec.index(c) for c in output])
+
+
+def _parse_einsum(subscripts: str, num_operands: int) -> tuple[list[str], str]:
+    subscripts = subscripts.replace(" ", "")
+    if "." in subscripts:
+        raise NotImplementedError("einsum: ellipsis ('...') subscripts are not supported.")
+    lhs, _, output = subscripts.partition("->")
+    inputs = lhs.split(",")
+    if len(inputs) != num_operands:
+        raise ValueError(f"einsum: {subscripts!r} names {len(inputs)} operands, but "
+                         f"{num_operands} were given.")
+    for spec in inputs:
+        if len(set(spec)) != len(spec):
+            raise NotImplementedError(f"einsum: repeated index within one operand ({spec!r}, "
+                                      f"a diagonal) is not supported.")
+    if "->" not in subscripts:  # implicit output: indices used once, alphabetically
+        letters = "".join(inputs)
+        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    return inputs, output
+
+
+def _sum_unused(spec: str, x: Any, needed: set[str]) -> tuple[str, Any]:
+    unused = [d for d, c in enumerate(spec) if c not in needed]
+    if not unused:
+        return spec, x
+    return "".join(c for c in spec if c in needed), _sum(x, tuple(unused))
+
+
+def _einsum_pair(x_spec, x, y_spec, y, needed):
+    x_spec, x = _sum_unused(x_spec, x, needed | set(y_spec))
+    y_spec, y = _sum_unused(y_spec, y, needed | set(x_spec))
+    shared = [c for c in x_spec if c in y_spec]
+    batch = [c for c in shared if c in needed]
+    contract = [c for c in shared if c not in needed]
+    dims = (((tuple(x_spec.index(c) for c in contract), tuple(y_spec.index(c) for c in contract)),
+             (tuple(x_spec.index(c) for c in batch), tuple(y_spec.index(c) for c in batch))))
+    _check_contracted("einsum", get_aval(x).shape, get_aval(y).shape,
+                      dims[0][0] + dims[1][0], dims[0][1] + dims[1][1])
+    out = lax.dot_general(x, y, dims)
+    x_free = [c for c in x_spec if c not in shared]
+    y_free = [c for c in y_spec if c not in shared]
+    return "".join(batch + x_free + y_free), out
+# --8<-- [end:einsum]

@@ -1,0 +1,167 @@
+"""Creating arrays: from data, filled, ranges and the identity."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from .. import primitives as lax
+from ..core import Tracer, get_aval
+from ..core import asarray as _core_asarray
+from ._promote import as_value, broadcast_to_shape, convert
+
+Shape = int | Sequence[int]
+
+
+def _shape(shape: Shape) -> tuple[int, ...]:
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    for d in shape:
+        if not isinstance(d, (int, np.integer)) or d < 0:
+            raise TypeError(f"Shapes must be sequences of non-negative integers, got {shape}. "
+                            f"A shape cannot depend on a traced value.")
+    return tuple(int(d) for d in shape)
+
+
+def _dtype(dtype: Any, default: np.dtype) -> np.dtype:
+    return default if dtype is None else dtypes.canonicalize_dtype(dtype)
+
+
+def array(object: Any, dtype: Any = None, copy: bool = True) -> Any:  # noqa: A002
+    """An array from data: nested lists, NumPy arrays, scalars or arrays.
+
+    Python scalars stay weakly typed, as in JAX; float64 data becomes float32 unless
+    ``jax_enable_x64`` is on.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.array([[1, 2], [3, 4]])
+        Array([[1, 2],
+               [3, 4]], dtype=int32)
+    """
+    del copy  # arrays are immutable, so a copy is never observable
+    value = as_value(object)
+    if dtype is not None:
+        value = convert(value, dtypes.canonicalize_dtype(dtype))
+    return value
+
+
+def asarray(a: Any, dtype: Any = None) -> Any:
+    """Like :func:`array`."""
+    return array(a, dtype)
+
+
+def full(shape: Shape, fill_value: Any, dtype: Any = None) -> Any:
+    """An array of ``shape`` filled with ``fill_value`` (which may be an array).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.full((2,), 7)
+        Array([7, 7], dtype=int32)
+    """
+    shape = _shape(shape)
+    value = as_value(fill_value)
+    aval = get_aval(value)
+    value = convert(value, _dtype(dtype, aval.dtype), aval.weak_type and dtype is None)
+    return broadcast_to_shape(value, shape) if aval.shape != shape else value
+
+
+def zeros(shape: Shape, dtype: Any = None) -> Any:
+    """An array of zeros (float32 by default)."""
+    return lax.full(_shape(shape), 0, _dtype(dtype, dtypes.default_float_dtype()))
+
+
+def ones(shape: Shape, dtype: Any = None) -> Any:
+    """An array of ones (float32 by default)."""
+    return lax.full(_shape(shape), 1, _dtype(dtype, dtypes.default_float_dtype()))
+
+
+def _like(a: Any, dtype: Any, shape: Shape | None) -> tuple[tuple[int, ...], np.dtype]:
+    aval = get_aval(as_value(a))
+    return (aval.shape if shape is None else _shape(shape)), _dtype(dtype, aval.dtype)
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
+    """Zeros with the shape and dtype of ``a``."""
+    like_shape, like_dtype = _like(a, dtype, shape)
+    return lax.full(like_shape, 0, like_dtype)
+
+
+def ones_like(a: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
+    """Ones with the shape and dtype of ``a``."""
+    like_shape, like_dtype = _like(a, dtype, shape)
+    return lax.full(like_shape, 1, like_dtype)
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
+    """``fill_value`` with the shape and dtype of ``a``."""
+    like_shape, like_dtype = _like(a, dtype, shape)
+    return full(like_shape, fill_value, like_dtype)
+
+
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:
+    """Evenly spaced values in [start, stop), as NumPy's ``arange``.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.arange(4)
+        Array([0, 1, 2, 3], dtype=int32)
+    """
+    for bound in (start, stop, step):
+        if isinstance(bound, Tracer):
+            raise TypeError(
+                "arange requires concrete bounds: its length would depend on a traced value. "
+                "Use a static argument or a fixed size.")
+    if stop is None and step is None and dtype is None and isinstance(start, (int, np.integer)):
+        return lax.iota(dtypes.default_int_dtype(), (int(start),))
+    values = np.arange(start, stop, step)
+    default = dtypes.canonicalize_dtype(values.dtype)
+    return _core_asarray(values, _dtype(dtype, default))
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             dtype: Any = None) -> Any:
+    """``num`` evenly spaced values from ``start`` to ``stop``; differentiable in both.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.linspace(0.0, 1.0, 5)
+        Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
+    """
+    from .ufuncs import add, multiply, subtract
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    divisor = (num - 1 if endpoint else num) or 1
+    dtype = _dtype(dtype, dtypes.default_float_dtype())
+    steps = lax.iota(dtype, (num,)) if dtypes.is_float(dtype) else lax.iota(
+        dtypes.default_float_dtype(), (num,))
+    start, stop = as_value(start), as_value(stop)
+    out = add(start, multiply(steps, subtract(stop, start) / divisor))
+    if endpoint and num > 1:  # land exactly on stop, as NumPy does
+        out = out.at[-1].set(stop)
+    return convert(out, dtype)
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
+    """A 2-d array with ones on the ``k``-th diagonal.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.eye(2)
+        Array([[1., 0.],
+               [0., 1.]], dtype=float32)
+    """
+    M = N if M is None else M
+    shape = (N, M)
+    rows = lax.iota(np.int32, shape, 0)
+    cols = lax.iota(np.int32, shape, 1)
+    on_diagonal = lax.eq(lax.add(rows, lax.full(shape, k, np.dtype(np.int32))), cols)
+    return lax.convert_element_type(on_diagonal, _dtype(dtype, dtypes.default_float_dtype()))
+
+
+def identity(n: int, dtype: Any = None) -> Any:
+    """The ``n`` by ``n`` identity matrix."""
+    return eye(n, dtype=dtype)
+

@@ -1,0 +1,358 @@
+"""Elementwise functions: NumPy broadcasting and JAX's type promotion over ``lax``.
+
+Every function here promotes its operands to one dtype, broadcasts them to one shape and
+binds one primitive (a few bind several). Example:
+
+    >>> import stage1_autodiff.numpy as jnp
+    >>> jnp.multiply(jnp.arange(3), 2.5)
+    Array([0. , 2.5, 5. ], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from .. import primitives as lax
+from ..core import get_aval
+from ._promote import as_value, broadcast_to_shape, convert, promote_and_broadcast, promote_inexact
+
+
+def _float_unary(lax_fn, x: Any) -> Any:
+    """Transcendental functions compute in floating point, as in JAX: ints are promoted."""
+    (x,) = promote_inexact(x)
+    return lax_fn(x)
+
+
+# --8<-- [start:unary]
+def negative(x):
+    """-x, elementwise."""
+    return lax.neg(as_value(x))
+
+def exp(x):
+    """e to the power x."""
+    return _float_unary(lax.exp, x)
+
+def log(x):
+    """Natural logarithm."""
+    return _float_unary(lax.log, x)
+
+def log1p(x):
+    """log(1 + x), accurate for small x."""
+    return _float_unary(lax.log1p, x)
+
+def expm1(x):
+    """exp(x) - 1, accurate for small x."""
+    return _float_unary(lax.expm1, x)
+
+def sin(x):
+    """Sine."""
+    return _float_unary(lax.sin, x)
+
+def cos(x):
+    """Cosine."""
+    return _float_unary(lax.cos, x)
+
+def tan(x):
+    """Tangent."""
+    return _float_unary(lax.tan, x)
+
+def tanh(x):
+    """Hyperbolic tangent."""
+    return _float_unary(lax.tanh, x)
+
+def sqrt(x):
+    """Square root."""
+    return _float_unary(lax.sqrt, x)
+
+def abs(x):
+    """Absolute value."""
+    return lax.abs(as_value(x))  # noqa: A001
+
+def sign(x):
+    """-1, 0 or 1 by the sign of x."""
+    return lax.sign(as_value(x))
+
+# --8<-- [end:unary]
+
+
+absolute = abs
+
+
+def square(x):
+    """x * x, elementwise."""
+    return lax.integer_pow(as_value(x), 2)
+
+
+def reciprocal(x):
+    """1 / x, elementwise (integers are promoted to float)."""
+    return _float_unary(lambda v: lax.integer_pow(v, -1), x)
+
+
+def floor(x):
+    """The largest integer not greater than x (integers are returned unchanged)."""
+    x = as_value(x)
+    return x if not dtypes.is_float(get_aval(x).dtype) else lax.floor(x)
+
+
+def ceil(x):
+    """The smallest integer not less than x (integers are returned unchanged)."""
+    x = as_value(x)
+    return x if not dtypes.is_float(get_aval(x).dtype) else lax.ceil(x)
+
+
+# --8<-- [start:binary]
+def add(x, y):
+    """x + y, with broadcasting and promotion.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.add(jnp.ones(3), 2)
+        Array([3., 3., 3.], dtype=float32)
+    """
+    return lax.add(*promote_and_broadcast("add", x, y))
+
+
+def subtract(x, y):
+    """x - y."""
+    return lax.sub(*promote_and_broadcast("subtract", x, y))
+
+def multiply(x, y):
+    """x * y."""
+    return lax.mul(*promote_and_broadcast("multiply", x, y))
+
+def maximum(x, y):
+    """Elementwise max (NaN wins)."""
+    return lax.max(*promote_and_broadcast("maximum", x, y))
+
+def minimum(x, y):
+    """Elementwise min (NaN wins)."""
+    return lax.min(*promote_and_broadcast("minimum", x, y))
+
+# --8<-- [end:binary]
+
+
+def true_divide(x, y):
+    """x / y in floating point (integers are promoted to float)."""
+    return lax.div(*promote_and_broadcast("true_divide", x, y, inexact=True))
+
+
+divide = true_divide
+
+
+def floor_divide(x, y):
+    """x // y, rounding toward minus infinity as Python does."""
+    x, y = promote_and_broadcast("floor_divide", x, y)
+    if dtypes.is_float(get_aval(x).dtype):
+        return lax.floor(lax.div(x, y))
+    quotient = lax.div(x, y)  # rounds toward zero; step down where the signs differ
+    inexact = lax.ne(lax.rem(x, y), lax.zeros_like(x))
+    signs_differ = lax.ne(lax.lt(x, lax.zeros_like(x)), lax.lt(y, lax.zeros_like(y)))
+    adjust = lax.bitwise_and(inexact, signs_differ)
+    return lax.select_n(adjust, quotient, lax.sub(quotient, lax.full_like(quotient, 1)))
+
+
+def remainder(x, y):
+    """x % y with the sign of y, as Python's ``%``."""
+    x, y = promote_and_broadcast("remainder", x, y)
+    r = lax.rem(x, y)
+    nonzero = lax.ne(r, lax.zeros_like(r))
+    signs_differ = lax.ne(lax.lt(r, lax.zeros_like(r)), lax.lt(y, lax.zeros_like(y)))
+    return lax.select_n(lax.bitwise_and(nonzero, signs_differ), r, lax.add(r, y))
+
+
+mod = remainder
+
+
+def power(x, y):
+    """x ** y. A Python int exponent becomes ``integer_pow`` (repeated multiplication).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.power(jnp.array([1.0, 2.0]), 3)
+        Array([1., 8.], dtype=float32)
+    """
+    if isinstance(y, int) and not isinstance(y, bool):
+        x = as_value(x)
+        if y < 0 and not dtypes.is_float(get_aval(x).dtype):
+            raise ValueError("Integers to negative integer powers are not allowed.")
+        return lax.integer_pow(x, y)
+    return lax.pow(*promote_and_broadcast("power", x, y))
+
+
+def arctan2(x1, x2):
+    """The angle of the point (x2, x1), in (-pi, pi]."""
+    return lax.atan2(*promote_and_broadcast("arctan2", x1, x2, inexact=True))
+
+
+def clip(x, min=None, max=None):  # noqa: A002 -- JAX's names
+    """Limits ``x`` to [min, max]; either bound may be None.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.clip(jnp.array([-2.0, 0.5, 3.0]), -1, 1)
+        Array([-1. ,  0.5,  1. ], dtype=float32)
+    """
+    x = as_value(x)
+    if min is not None:
+        x = maximum(x, min)
+    if max is not None:
+        x = minimum(x, max)
+    return x
+
+
+def where(condition, x=None, y=None):
+    """``x`` where ``condition`` holds, else ``y``, with broadcasting.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.where(jnp.array([True, False]), 1.0, 0.0)
+        Array([1., 0.], dtype=float32)
+    """
+    if x is None or y is None:
+        raise ValueError("where with one argument (nonzero) has a data-dependent shape and is "
+                         "not supported; pass both x and y.")
+    condition = as_value(condition)
+    if get_aval(condition).dtype != np.bool_:
+        condition = not_equal(condition, 0)
+    x, y = promote_and_broadcast("where", x, y)
+    from ._promote import broadcast_shapes
+    shape = broadcast_shapes(get_aval(condition).shape, get_aval(x).shape, op_name="where")
+    condition, x, y = (broadcast_to_shape(v, shape) for v in (condition, x, y))
+    return lax.select_n(condition, y, x)
+
+
+# Comparisons return booleans.
+def equal(x, y):
+    """x == y."""
+    return lax.eq(*promote_and_broadcast("equal", x, y))
+
+def not_equal(x, y):
+    """x != y."""
+    return lax.ne(*promote_and_broadcast("not_equal", x, y))
+
+def less(x, y):
+    """x < y."""
+    return lax.lt(*promote_and_broadcast("less", x, y))
+
+def less_equal(x, y):
+    """x <= y."""
+    return lax.le(*promote_and_broadcast("less_equal", x, y))
+
+def greater(x, y):
+    """x > y."""
+    return lax.gt(*promote_and_broadcast("greater", x, y))
+
+def greater_equal(x, y):
+    """x >= y."""
+    return lax.ge(*promote_and_broadcast("greater_equal", x, y))
+
+
+
+def _check_integer_or_bool(name: str, *values: Any) -> None:
+    for v in values:
+        if dtypes.is_float(get_aval(v).dtype):
+            raise TypeError(f"{name} is only defined for integer and boolean arrays, got "
+                            f"{get_aval(v).dtype}. Use logical_* or convert with .astype().")
+
+
+def _bitwise(name: str, lax_fn, x, y):
+    x, y = promote_and_broadcast(name, x, y)
+    _check_integer_or_bool(name, x)
+    return lax_fn(x, y)
+
+
+def bitwise_and(x, y):
+    """x & y."""
+    return _bitwise("bitwise_and", lax.bitwise_and, x, y)
+
+def bitwise_or(x, y):
+    """x | y."""
+    return _bitwise("bitwise_or", lax.bitwise_or, x, y)
+
+def bitwise_xor(x, y):
+    """x ^ y."""
+    return _bitwise("bitwise_xor", lax.bitwise_xor, x, y)
+
+
+
+def invert(x):
+    """~x: bitwise not (logical not for booleans)."""
+    x = as_value(x)
+    _check_integer_or_bool("invert", x)
+    return lax.bitwise_not(x)
+
+
+bitwise_not = invert
+
+
+def left_shift(x, y):
+    """x << y for integers."""
+    return _bitwise("left_shift", lax.shift_left, x, y)
+
+
+def right_shift(x, y):
+    """x >> y: logical for unsigned integers, arithmetic for signed ones."""
+    x, y = promote_and_broadcast("right_shift", x, y)
+    _check_integer_or_bool("right_shift", x)
+    if get_aval(x).dtype.kind == "u":
+        return lax.shift_right_logical(x, y)
+    return lax.shift_right_arithmetic(x, y)
+
+
+def _as_bool(x):
+    x = as_value(x)
+    return x if get_aval(x).dtype == np.bool_ else not_equal(x, 0)
+
+
+def logical_and(x, y):
+    """x and y, elementwise, on truth values."""
+    return bitwise_and(_as_bool(x), _as_bool(y))
+
+def logical_or(x, y):
+    """x or y, elementwise, on truth values."""
+    return bitwise_or(_as_bool(x), _as_bool(y))
+
+def logical_xor(x, y):
+    """x xor y, elementwise, on truth values."""
+    return bitwise_xor(_as_bool(x), _as_bool(y))
+
+def logical_not(x):
+    """not x, elementwise, on truth values."""
+    return lax.bitwise_not(_as_bool(x))
+
+
+
+def isfinite(x):
+    """Whether each element is neither infinite nor NaN."""
+    x = as_value(x)
+    if not dtypes.is_float(get_aval(x).dtype):
+        return lax.full(get_aval(x).shape, True, np.dtype(np.bool_))
+    return lax.lt(lax.abs(x), lax.full_like(x, np.inf))
+
+
+def isinf(x):
+    """Whether each element is +inf or -inf."""
+    x = as_value(x)
+    if not dtypes.is_float(get_aval(x).dtype):
+        return lax.full(get_aval(x).shape, False, np.dtype(np.bool_))
+    return lax.eq(lax.abs(x), lax.full_like(x, np.inf))
+
+
+def isnan(x):
+    """Whether each element is NaN (the one value not equal to itself)."""
+    x = as_value(x)
+    return lax.ne(x, x)
+
+
+def astype(x, dtype):
+    """``x`` converted to ``dtype`` (canonicalized: float64 needs jax_enable_x64).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.astype(jnp.array([1.7, -1.7]), jnp.int32)
+        Array([ 1, -1], dtype=int32)
+    """
+    return convert(as_value(x), dtypes.canonicalize_dtype(dtype), False)

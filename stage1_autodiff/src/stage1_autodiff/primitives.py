@@ -1,0 +1,1003 @@
+"""Every primitive of stage 1, one block each: the primitive, its NumPy implementation, its
+VJP rule and its JVP rule, each followed by its registration.
+
+The functions named like ``jax.lax``'s (``add``, ``mul``, ``broadcast_in_dim``, ...) are thin
+wrappers around ``bind``. They expect operands that already agree in shape and dtype; the
+``numpy`` module does broadcasting and type promotion before calling them, as ``jax.numpy``
+does over ``jax.lax``.
+
+The rule signatures:
+
+- ``impl(*np_arrays, **params) -> np_array`` (a list for ``multiple_results`` primitives);
+- ``vjp(ct, *primals, out, **params) -> [ct_for_each_primal]``: ``out`` is the primal output,
+  ``None`` in the result means a zero cotangent. Rules are written with primitives, so the
+  backward pass can itself be differentiated (or, in stage 2, traced);
+- ``jvp(primals, tangents, **params) -> (primal_out, tangent_out)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from .core import Array, Primitive, get_aval, impl_rules, jvp_rules, vjp_rules
+
+Shape = tuple[int, ...]
+
+
+def _quiet(impl):
+    """Silences NumPy's warnings: NaN and inf propagate as in JAX, without a message."""
+    def quiet_impl(*args, **params):
+        with np.errstate(all="ignore"):
+            return impl(*args, **params)
+    quiet_impl.__name__ = impl.__name__
+    return quiet_impl
+
+
+def zeros_like(x: Any) -> Any:
+    return full_like(x, 0)
+
+
+def full_like(x: Any, value: float | int | bool) -> Any:
+    """An array of ``value`` with the shape, dtype and weak type of ``x``."""
+    aval = get_aval(x)
+    return full(aval.shape, value, aval.dtype, aval.weak_type)
+
+
+def full(shape: Shape, value: float | int | bool, dtype: np.dtype, weak_type: bool = False) -> Any:
+    """A broadcast scalar: in eager mode a view, so no memory is filled."""
+    scalar = Array(np.asarray(value, dtype=dtype), weak_type)
+    return broadcast_in_dim(scalar, tuple(shape), ())
+
+
+def _unary_elementwise_jvp(prim: Primitive):
+    """An elementwise op has a diagonal Jacobian, so its VJP rule applied to the tangent is
+    its JVP: ``t_out = f'(x) * t``."""
+    def jvp(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        return out, vjp_rules[prim](tangents[0], *primals, out=out, **params)[0]
+    return jvp
+
+
+def _zero_vjp(ct, *primals, out, **params):
+    """The rule of a primitive whose output does not depend smoothly on its inputs."""
+    return [None] * len(primals)
+
+
+def _zero_jvp(prim: Primitive):
+    def jvp(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        if prim.multiple_results:
+            return out, [zeros_like(o) for o in out]
+        return out, zeros_like(out)
+    return jvp
+
+
+# ------------------------------------------------------------------------------------------
+# Unary elementwise
+# ------------------------------------------------------------------------------------------
+
+neg_p = Primitive("neg")
+def neg(x): return neg_p.bind(x)
+impl_rules[neg_p] = np.negative
+def neg_vjp(ct, x, *, out): return [neg(ct)]
+vjp_rules[neg_p] = neg_vjp
+jvp_rules[neg_p] = _unary_elementwise_jvp(neg_p)
+
+# --8<-- [start:exp]
+exp_p = Primitive("exp")
+def exp(x): return exp_p.bind(x)
+impl_rules[exp_p] = _quiet(np.exp)
+def exp_vjp(ct, x, *, out): return [mul(ct, out)]
+vjp_rules[exp_p] = exp_vjp
+def exp_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    y = exp(x)
+    return y, mul(x_dot, y)
+jvp_rules[exp_p] = exp_jvp
+# --8<-- [end:exp]
+
+log_p = Primitive("log")
+def log(x): return log_p.bind(x)
+impl_rules[log_p] = _quiet(np.log)
+def log_vjp(ct, x, *, out): return [div(ct, x)]
+vjp_rules[log_p] = log_vjp
+jvp_rules[log_p] = _unary_elementwise_jvp(log_p)
+
+log1p_p = Primitive("log1p")
+def log1p(x): return log1p_p.bind(x)
+impl_rules[log1p_p] = _quiet(np.log1p)
+def log1p_vjp(ct, x, *, out): return [div(ct, add(x, full_like(x, 1)))]
+vjp_rules[log1p_p] = log1p_vjp
+jvp_rules[log1p_p] = _unary_elementwise_jvp(log1p_p)
+
+expm1_p = Primitive("expm1")
+def expm1(x): return expm1_p.bind(x)
+impl_rules[expm1_p] = _quiet(np.expm1)
+def expm1_vjp(ct, x, *, out): return [mul(ct, add(out, full_like(out, 1)))]
+vjp_rules[expm1_p] = expm1_vjp
+jvp_rules[expm1_p] = _unary_elementwise_jvp(expm1_p)
+
+sin_p = Primitive("sin")
+def sin(x): return sin_p.bind(x)
+impl_rules[sin_p] = np.sin
+def sin_vjp(ct, x, *, out): return [mul(ct, cos(x))]
+vjp_rules[sin_p] = sin_vjp
+jvp_rules[sin_p] = _unary_elementwise_jvp(sin_p)
+
+cos_p = Primitive("cos")
+def cos(x): return cos_p.bind(x)
+impl_rules[cos_p] = np.cos
+def cos_vjp(ct, x, *, out): return [neg(mul(ct, sin(x)))]
+vjp_rules[cos_p] = cos_vjp
+jvp_rules[cos_p] = _unary_elementwise_jvp(cos_p)
+
+tan_p = Primitive("tan")
+def tan(x): return tan_p.bind(x)
+impl_rules[tan_p] = _quiet(np.tan)
+def tan_vjp(ct, x, *, out): return [mul(ct, add(full_like(out, 1), mul(out, out)))]
+vjp_rules[tan_p] = tan_vjp
+jvp_rules[tan_p] = _unary_elementwise_jvp(tan_p)
+
+# --8<-- [start:tanh]
+tanh_p = Primitive("tanh")
+def tanh(x): return tanh_p.bind(x)
+impl_rules[tanh_p] = np.tanh
+def tanh_vjp(ct, x, *, out):
+    return [mul(ct, sub(full_like(out, 1), mul(out, out)))]  # d tanh = 1 - tanh^2
+vjp_rules[tanh_p] = tanh_vjp
+jvp_rules[tanh_p] = _unary_elementwise_jvp(tanh_p)
+# --8<-- [end:tanh]
+
+logistic_p = Primitive("logistic")
+def logistic(x): return logistic_p.bind(x)
+def logistic_impl(x):
+    # Two forms so that exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
+impl_rules[logistic_p] = logistic_impl
+def logistic_vjp(ct, x, *, out): return [mul(ct, mul(out, sub(full_like(out, 1), out)))]
+vjp_rules[logistic_p] = logistic_vjp
+jvp_rules[logistic_p] = _unary_elementwise_jvp(logistic_p)
+
+sqrt_p = Primitive("sqrt")
+def sqrt(x): return sqrt_p.bind(x)
+impl_rules[sqrt_p] = _quiet(np.sqrt)
+def sqrt_vjp(ct, x, *, out): return [div(ct, mul(full_like(out, 2), out))]
+vjp_rules[sqrt_p] = sqrt_vjp
+jvp_rules[sqrt_p] = _unary_elementwise_jvp(sqrt_p)
+
+abs_p = Primitive("abs")
+def abs(x): return abs_p.bind(x)  # noqa: A001 -- lax's name
+impl_rules[abs_p] = np.abs
+def abs_vjp(ct, x, *, out): return [mul(ct, sign(x))]
+vjp_rules[abs_p] = abs_vjp
+jvp_rules[abs_p] = _unary_elementwise_jvp(abs_p)
+
+sign_p = Primitive("sign")
+def sign(x): return sign_p.bind(x)
+impl_rules[sign_p] = np.sign
+vjp_rules[sign_p] = _zero_vjp
+jvp_rules[sign_p] = _zero_jvp(sign_p)
+
+floor_p = Primitive("floor")
+def floor(x): return floor_p.bind(x)
+impl_rules[floor_p] = np.floor
+vjp_rules[floor_p] = _zero_vjp
+jvp_rules[floor_p] = _zero_jvp(floor_p)
+
+ceil_p = Primitive("ceil")
+def ceil(x): return ceil_p.bind(x)
+impl_rules[ceil_p] = np.ceil
+vjp_rules[ceil_p] = _zero_vjp
+jvp_rules[ceil_p] = _zero_jvp(ceil_p)
+
+integer_pow_p = Primitive("integer_pow")
+def integer_pow(x, y: int): return integer_pow_p.bind(x, y=y)
+def integer_pow_impl(x, *, y):
+    return np.power(x, y, dtype=x.dtype) if y >= 0 else (1 / np.power(x, -y)).astype(x.dtype)
+impl_rules[integer_pow_p] = _quiet(integer_pow_impl)
+def integer_pow_vjp(ct, x, *, out, y):
+    if y == 0:
+        return [None]
+    slope = full_like(x, y) if y == 1 else mul(full_like(x, y), integer_pow(x, y - 1))
+    return [mul(ct, slope)]
+vjp_rules[integer_pow_p] = integer_pow_vjp
+jvp_rules[integer_pow_p] = _unary_elementwise_jvp(integer_pow_p)
+
+erf_inv_p = Primitive("erf_inv")
+def erf_inv(x): return erf_inv_p.bind(x)
+
+# Giles' single-precision approximation of erfinv ("Approximating the erfinv function",
+# GPU Computing Gems, 2011): a polynomial in w = -log(1 - x^2), one for each of two ranges.
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                   0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def erf_inv_impl(x):
+    dtype = x.dtype
+    w = -np.log1p(-x * x)
+    central, tail = w - dtype.type(2.5), np.sqrt(w) - dtype.type(3.0)
+    p_central = np.full_like(x, _ERFINV_CENTRAL[0])
+    p_tail = np.full_like(x, _ERFINV_TAIL[0])
+    for c_central, c_tail in zip(_ERFINV_CENTRAL[1:], _ERFINV_TAIL[1:]):
+        # Each step c + p*w rounds once, like the fused multiply-add XLA emits.
+        p_central = (c_central + p_central.astype(np.float64) * central).astype(dtype)
+        p_tail = (c_tail + p_tail.astype(np.float64) * tail).astype(dtype)
+    out = np.where(w < 5, p_central, p_tail) * x
+    return np.where(np.abs(x) == 1, x * dtype.type(np.inf), out).astype(dtype)
+impl_rules[erf_inv_p] = _quiet(erf_inv_impl)
+def erf_inv_vjp(ct, x, *, out):  # d erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2)
+    return [mul(ct, mul(full_like(out, math.sqrt(math.pi) / 2), exp(mul(out, out))))]
+vjp_rules[erf_inv_p] = erf_inv_vjp
+jvp_rules[erf_inv_p] = _unary_elementwise_jvp(erf_inv_p)
+
+not_p = Primitive("not")
+def bitwise_not(x): return not_p.bind(x)
+impl_rules[not_p] = np.invert
+vjp_rules[not_p] = _zero_vjp
+jvp_rules[not_p] = _zero_jvp(not_p)
+
+# ------------------------------------------------------------------------------------------
+# Binary elementwise (operands of equal shape and dtype)
+# ------------------------------------------------------------------------------------------
+
+# --8<-- [start:add]
+add_p = Primitive("add")
+def add(x, y): return add_p.bind(x, y)
+impl_rules[add_p] = np.add
+def add_vjp(ct, x, y, *, out): return [ct, ct]
+vjp_rules[add_p] = add_vjp
+def add_jvp(primals, tangents):
+    (x, y), (x_dot, y_dot) = primals, tangents
+    return add(x, y), add(x_dot, y_dot)
+jvp_rules[add_p] = add_jvp
+# --8<-- [end:add]
+
+sub_p = Primitive("sub")
+def sub(x, y): return sub_p.bind(x, y)
+impl_rules[sub_p] = np.subtract
+def sub_vjp(ct, x, y, *, out): return [ct, neg(ct)]
+vjp_rules[sub_p] = sub_vjp
+def sub_jvp(primals, tangents):
+    (x, y), (x_dot, y_dot) = primals, tangents
+    return sub(x, y), sub(x_dot, y_dot)
+jvp_rules[sub_p] = sub_jvp
+
+# --8<-- [start:mul]
+mul_p = Primitive("mul")
+def mul(x, y): return mul_p.bind(x, y)
+impl_rules[mul_p] = np.multiply
+def mul_vjp(ct, x, y, *, out): return [mul(ct, y), mul(x, ct)]
+vjp_rules[mul_p] = mul_vjp
+def mul_jvp(primals, tangents):
+    (x, y), (x_dot, y_dot) = primals, tangents
+    return mul(x, y), add(mul(x_dot, y), mul(x, y_dot))
+jvp_rules[mul_p] = mul_jvp
+# --8<-- [end:mul]
+
+div_p = Primitive("div")
+def div(x, y): return div_p.bind(x, y)
+def div_impl(x, y):
+    if dtypes.is_int(x.dtype):  # integer division rounds toward zero, as in C and XLA
+        safe_y = np.where(y == 0, 1, y)
+        return np.where(y == 0, -1, np.fix(x / safe_y)).astype(x.dtype)
+    return np.true_divide(x, y)
+impl_rules[div_p] = _quiet(div_impl)
+def div_vjp(ct, x, y, *, out): return [div(ct, y), neg(mul(ct, div(out, y)))]
+vjp_rules[div_p] = div_vjp
+def div_jvp(primals, tangents):
+    (x, y), (x_dot, y_dot) = primals, tangents
+    out = div(x, y)
+    return out, sub(div(x_dot, y), mul(y_dot, div(out, y)))
+jvp_rules[div_p] = div_jvp
+
+rem_p = Primitive("rem")
+def rem(x, y): return rem_p.bind(x, y)
+def rem_impl(x, y):
+    if dtypes.is_int(x.dtype):
+        return np.where(y == 0, x, np.fmod(x, np.where(y == 0, 1, y))).astype(x.dtype)
+    return np.fmod(x, y)
+impl_rules[rem_p] = _quiet(rem_impl)
+def _truncate(x): return mul(sign(x), floor(abs(x)))
+def rem_vjp(ct, x, y, *, out): return [ct, neg(mul(ct, _truncate(div(x, y))))]
+vjp_rules[rem_p] = rem_vjp
+def rem_jvp(primals, tangents):
+    (x, y), (x_dot, y_dot) = primals, tangents
+    return rem(x, y), sub(x_dot, mul(y_dot, _truncate(div(x, y))))
+jvp_rules[rem_p] = rem_jvp
+
+pow_p = Primitive("pow")
+def pow(x, y): return pow_p.bind(x, y)  # noqa: A001 -- lax's name
+impl_rules[pow_p] = _quiet(np.power)
+def _pow_dx(x, y):
+    # y * x^(y-1), taken as 0 where y == 0 so that d(x^0) = 0 even at x = 0.
+    return select_n(eq(y, zeros_like(y)), mul(y, pow(x, sub(y, full_like(y, 1)))), zeros_like(x))
+def _pow_dy(x, out):
+    # log(x) * x^y, taken as 0 where x == 0 (the limit from the right).
+    return select_n(eq(x, zeros_like(x)), mul(log(x), out), zeros_like(x))
+def pow_vjp(ct, x, y, *, out): return [mul(ct, _pow_dx(x, y)), mul(ct, _pow_dy(x, out))]
+vjp_rules[pow_p] = pow_vjp
+def pow_jvp(primals, tangents):
+    (x, y), (x_dot, y_dot) = primals, tangents
+    out = pow(x, y)
+    return out, add(mul(x_dot, _pow_dx(x, y)), mul(y_dot, _pow_dy(x, out)))
+jvp_rules[pow_p] = pow_jvp
+
+
+def _balanced_eq(x, y, z):
+    """1 where x wins the comparison, 0.5 on a tie, 0 where it loses (JAX splits ties)."""
+    one, half, zero = full_like(z, 1), full_like(z, 0.5), zeros_like(z)
+    return select_n(eq(x, z), zero, select_n(eq(y, z), one, half))
+
+
+max_p = Primitive("max")
+def max(x, y): return max_p.bind(x, y)  # noqa: A001 -- lax's name
+impl_rules[max_p] = np.maximum
+def max_vjp(ct, x, y, *, out):
+    return [mul(ct, _balanced_eq(x, y, out)), mul(ct, _balanced_eq(y, x, out))]
+vjp_rules[max_p] = max_vjp
+def max_jvp(primals, tangents):
+    (x, y), (x_dot, y_dot) = primals, tangents
+    out = max(x, y)
+    return out, add(mul(x_dot, _balanced_eq(x, y, out)), mul(y_dot, _balanced_eq(y, x, out)))
+jvp_rules[max_p] = max_jvp
+
+min_p = Primitive("min")
+def min(x, y): return min_p.bind(x, y)  # noqa: A001 -- lax's name
+impl_rules[min_p] = np.minimum
+def min_vjp(ct, x, y, *, out):
+    return [mul(ct, _balanced_eq(x, y, out)), mul(ct, _balanced_eq(y, x, out))]
+vjp_rules[min_p] = min_vjp
+def min_jvp(primals, tangents):
+    (x, y), (x_dot, y_dot) = primals, tangents
+    out = min(x, y)
+    return out, add(mul(x_dot, _balanced_eq(x, y, out)), mul(y_dot, _balanced_eq(y, x, out)))
+jvp_rules[min_p] = min_jvp
+
+atan2_p = Primitive("atan2")
+def atan2(x, y): return atan2_p.bind(x, y)
+impl_rules[atan2_p] = np.arctan2
+def atan2_vjp(ct, x, y, *, out):
+    denom = add(mul(x, x), mul(y, y))  # d atan2(x, y) = (y dx - x dy) / (x^2 + y^2)
+    return [mul(ct, div(y, denom)), neg(mul(ct, div(x, denom)))]
+vjp_rules[atan2_p] = atan2_vjp
+def atan2_jvp(primals, tangents):
+    (x, y), (x_dot, y_dot) = primals, tangents
+    denom = add(mul(x, x), mul(y, y))
+    return atan2(x, y), div(sub(mul(x_dot, y), mul(x, y_dot)), denom)
+jvp_rules[atan2_p] = atan2_jvp
+
+
+def _nondifferentiable_binary(name: str, impl) -> tuple[Primitive, Any]:
+    """Comparisons and bitwise ops: integer or boolean results, zero derivatives."""
+    prim = Primitive(name)
+    impl_rules[prim] = impl
+    vjp_rules[prim] = _zero_vjp
+    jvp_rules[prim] = _zero_jvp(prim)
+    return prim, lambda x, y: prim.bind(x, y)
+
+
+eq_p, eq = _nondifferentiable_binary("eq", np.equal)
+ne_p, ne = _nondifferentiable_binary("ne", np.not_equal)
+lt_p, lt = _nondifferentiable_binary("lt", np.less)
+le_p, le = _nondifferentiable_binary("le", np.less_equal)
+gt_p, gt = _nondifferentiable_binary("gt", np.greater)
+ge_p, ge = _nondifferentiable_binary("ge", np.greater_equal)
+and_p, bitwise_and = _nondifferentiable_binary("and", np.bitwise_and)
+or_p, bitwise_or = _nondifferentiable_binary("or", np.bitwise_or)
+xor_p, bitwise_xor = _nondifferentiable_binary("xor", np.bitwise_xor)
+
+
+# Shifts by the bit width or more give 0 (logical) or the sign (arithmetic), as in XLA; in
+# C, and so in NumPy, they are undefined.
+def _bit_width(x): return x.dtype.itemsize * 8
+def shift_left_impl(x, y): return np.where(y < _bit_width(x), x << y, 0).astype(x.dtype)
+def shift_right_logical_impl(x, y): return np.where(y < _bit_width(x), x >> y, 0).astype(x.dtype)
+def shift_right_arithmetic_impl(x, y): return x >> np.minimum(y, _bit_width(x) - 1)
+
+
+shift_left_p, shift_left = _nondifferentiable_binary("shift_left", _quiet(shift_left_impl))
+shift_right_logical_p, shift_right_logical = _nondifferentiable_binary(
+    "shift_right_logical", _quiet(shift_right_logical_impl))
+shift_right_arithmetic_p, shift_right_arithmetic = _nondifferentiable_binary(
+    "shift_right_arithmetic", _quiet(shift_right_arithmetic_impl))
+
+# --8<-- [start:select_n]
+select_n_p = Primitive("select_n")
+def select_n(which, *cases):
+    """``cases[which]`` elementwise: ``select_n(pred, if_false, if_true)`` for a bool ``which``."""
+    return select_n_p.bind(which, *cases)
+def select_n_impl(which, *cases):
+    if which.dtype == np.bool_:
+        return np.where(which, cases[1], cases[0])
+    return np.choose(which, cases)
+impl_rules[select_n_p] = select_n_impl
+def select_n_vjp(ct, which, *cases, out):
+    zeros = zeros_like(ct)
+    case_cts = []
+    for i in range(len(cases)):
+        routed = [zeros] * len(cases)
+        routed[i] = ct
+        case_cts.append(select_n(which, *routed))
+    return [None, *case_cts]
+vjp_rules[select_n_p] = select_n_vjp
+def select_n_jvp(primals, tangents):
+    which, *cases = primals
+    return select_n(which, *cases), select_n(which, *tangents[1:])
+jvp_rules[select_n_p] = select_n_jvp
+# --8<-- [end:select_n]
+
+# ------------------------------------------------------------------------------------------
+# Types
+# ------------------------------------------------------------------------------------------
+
+convert_element_type_p = Primitive("convert_element_type")
+def convert_element_type(x, new_dtype, weak_type: bool = False):
+    return convert_element_type_p.bind(x, new_dtype=np.dtype(new_dtype), weak_type=weak_type)
+def convert_element_type_impl(x, *, new_dtype, weak_type):
+    return x.astype(new_dtype)
+impl_rules[convert_element_type_p] = _quiet(convert_element_type_impl)
+def convert_element_type_vjp(ct, x, *, out, new_dtype, weak_type):
+    x_aval = get_aval(x)
+    if not dtypes.is_float(x_aval.dtype) or not dtypes.is_float(new_dtype):
+        return [None]
+    return [convert_element_type(ct, x_aval.dtype, x_aval.weak_type)]
+vjp_rules[convert_element_type_p] = convert_element_type_vjp
+def convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
+    out = convert_element_type(primals[0], new_dtype, weak_type)
+    if not dtypes.is_float(new_dtype) or not dtypes.is_float(get_aval(primals[0]).dtype):
+        return out, zeros_like(out)
+    return out, convert_element_type(tangents[0], new_dtype, weak_type)
+jvp_rules[convert_element_type_p] = convert_element_type_jvp
+
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+def bitcast_convert_type(x, new_dtype):
+    return bitcast_convert_type_p.bind(x, new_dtype=np.dtype(new_dtype))
+impl_rules[bitcast_convert_type_p] = lambda x, *, new_dtype: x.view(new_dtype)
+vjp_rules[bitcast_convert_type_p] = _zero_vjp
+jvp_rules[bitcast_convert_type_p] = _zero_jvp(bitcast_convert_type_p)
+
+stop_gradient_p = Primitive("stop_gradient")
+def stop_gradient(x): return stop_gradient_p.bind(x)
+impl_rules[stop_gradient_p] = lambda x: x
+vjp_rules[stop_gradient_p] = _zero_vjp
+jvp_rules[stop_gradient_p] = _zero_jvp(stop_gradient_p)
+
+# ------------------------------------------------------------------------------------------
+# Shapes
+# ------------------------------------------------------------------------------------------
+
+# --8<-- [start:broadcast_in_dim]
+broadcast_in_dim_p = Primitive("broadcast_in_dim")
+def broadcast_in_dim(x, shape: Shape, broadcast_dimensions: Sequence[int]):
+    """Operand dim ``i`` becomes output dim ``broadcast_dimensions[i]``; the rest are new."""
+    return broadcast_in_dim_p.bind(x, shape=tuple(shape),
+                                   broadcast_dimensions=tuple(broadcast_dimensions))
+def broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
+    expanded = [1] * len(shape)
+    for operand_dim, out_dim in enumerate(broadcast_dimensions):
+        expanded[out_dim] = x.shape[operand_dim]
+    return np.broadcast_to(x.reshape(expanded), shape)  # a view: no copy in eager mode
+impl_rules[broadcast_in_dim_p] = broadcast_in_dim_impl
+def broadcast_in_dim_vjp(ct, x, *, out, shape, broadcast_dimensions):
+    # Sum over the new dims and over the size-1 dims that were stretched.
+    x_shape = get_aval(x).shape
+    new_dims = [d for d in range(len(shape)) if d not in broadcast_dimensions]
+    stretched = [out_d for in_d, out_d in enumerate(broadcast_dimensions)
+                 if x_shape[in_d] == 1 and shape[out_d] != 1]
+    summed = reduce_sum(ct, tuple(sorted(new_dims + stretched)))
+    return [reshape(summed, x_shape)]
+vjp_rules[broadcast_in_dim_p] = broadcast_in_dim_vjp
+# --8<-- [end:broadcast_in_dim]
+
+
+def _linear_jvp(prim: Primitive):
+    """A primitive linear in its operands is its own JVP: ``f(x)`` and ``f(x_dot)``."""
+    def jvp(primals, tangents, **params):
+        return prim.bind(*primals, **params), prim.bind(*tangents, **params)
+    return jvp
+
+
+jvp_rules[broadcast_in_dim_p] = _linear_jvp(broadcast_in_dim_p)
+
+reshape_p = Primitive("reshape")
+def reshape(x, new_sizes: Shape):
+    return reshape_p.bind(x, new_sizes=tuple(new_sizes), dimensions=None)
+impl_rules[reshape_p] = lambda x, *, new_sizes, dimensions: np.reshape(x, new_sizes)
+def reshape_vjp(ct, x, *, out, new_sizes, dimensions):
+    return [reshape(ct, get_aval(x).shape)]
+vjp_rules[reshape_p] = reshape_vjp
+jvp_rules[reshape_p] = _linear_jvp(reshape_p)
+
+transpose_p = Primitive("transpose")
+def transpose(x, permutation: Sequence[int]):
+    return transpose_p.bind(x, permutation=tuple(permutation))
+impl_rules[transpose_p] = lambda x, *, permutation: np.transpose(x, permutation)
+def transpose_vjp(ct, x, *, out, permutation):
+    return [transpose(ct, tuple(np.argsort(permutation)))]
+vjp_rules[transpose_p] = transpose_vjp
+jvp_rules[transpose_p] = _linear_jvp(transpose_p)
+
+squeeze_p = Primitive("squeeze")
+def squeeze(x, dimensions: Sequence[int]):
+    return squeeze_p.bind(x, dimensions=tuple(dimensions))
+impl_rules[squeeze_p] = lambda x, *, dimensions: np.squeeze(x, axis=dimensions)
+def squeeze_vjp(ct, x, *, out, dimensions): return [reshape(ct, get_aval(x).shape)]
+vjp_rules[squeeze_p] = squeeze_vjp
+jvp_rules[squeeze_p] = _linear_jvp(squeeze_p)
+
+
+def expand_dims(x, dimensions: Sequence[int]):
+    """Inserts size-1 dims at ``dimensions`` (positions in the result)."""
+    aval = get_aval(x)
+    ndim = aval.ndim + len(dimensions)
+    dims = sorted(d % ndim for d in dimensions)
+    shape = list(aval.shape)
+    for d in dims:
+        shape.insert(d, 1)
+    kept = [d for d in range(ndim) if d not in dims]
+    return broadcast_in_dim(x, tuple(shape), kept)
+
+
+concatenate_p = Primitive("concatenate")
+def concatenate(operands: Sequence[Any], dimension: int):
+    return concatenate_p.bind(*operands, dimension=dimension)
+impl_rules[concatenate_p] = lambda *xs, dimension: np.concatenate(xs, axis=dimension)
+def concatenate_vjp(ct, *operands, out, dimension):
+    cts, start = [], 0
+    for x in operands:
+        shape = get_aval(x).shape
+        limits = list(get_aval(ct).shape)
+        starts = [0] * len(limits)
+        starts[dimension], limits[dimension] = start, start + shape[dimension]
+        cts.append(slice(ct, starts, limits))
+        start += shape[dimension]
+    return cts
+vjp_rules[concatenate_p] = concatenate_vjp
+jvp_rules[concatenate_p] = _linear_jvp(concatenate_p)
+
+pad_p = Primitive("pad")
+def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
+    """Pads each dim with (low, high, interior) copies of ``padding_value`` (non-negative)."""
+    return pad_p.bind(x, padding_value, padding_config=tuple(map(tuple, padding_config)))
+def pad_impl(x, padding_value, *, padding_config):
+    if any(n < 0 for config in padding_config for n in config):
+        raise ValueError(f"pad: negative padding is not supported, got {padding_config}.")
+    shape = [lo + hi + (n - 1) * interior + n if n else lo + hi
+             for n, (lo, hi, interior) in zip(x.shape, padding_config)]
+    out = np.full(shape, padding_value, dtype=x.dtype)
+    out[tuple(np.s_[lo:lo + (n - 1) * (interior + 1) + 1:interior + 1]
+              for n, (lo, _, interior) in zip(x.shape, padding_config))] = x
+    return out
+impl_rules[pad_p] = pad_impl
+def pad_vjp(ct, x, padding_value, *, out, padding_config):
+    shape = get_aval(x).shape
+    starts = [lo for lo, _, _ in padding_config]
+    limits = [lo + (n - 1) * (interior + 1) + 1 for n, (lo, _, interior)
+              in zip(shape, padding_config)]
+    strides = [interior + 1 for _, _, interior in padding_config]
+    ct_x = slice(ct, starts, limits, strides)
+    all_axes = tuple(range(len(shape)))
+    ct_value = sub(reduce_sum(ct, all_axes), reduce_sum(ct_x, all_axes))
+    return [ct_x, ct_value]
+vjp_rules[pad_p] = pad_vjp
+jvp_rules[pad_p] = _linear_jvp(pad_p)
+
+slice_p = Primitive("slice")
+def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001 -- lax's name
+    strides = None if strides is None else tuple(strides)
+    return slice_p.bind(x, start_indices=tuple(start_indices),
+                        limit_indices=tuple(limit_indices), strides=strides)
+def slice_impl(x, *, start_indices, limit_indices, strides):
+    strides = strides or (1,) * x.ndim
+    return x[tuple(np.s_[a:b:s] for a, b, s in zip(start_indices, limit_indices, strides))]
+impl_rules[slice_p] = slice_impl
+def slice_vjp(ct, x, *, out, start_indices, limit_indices, strides):
+    # The transpose of taking a slice is padding the cotangent back to the operand's shape.
+    shape, out_shape = get_aval(x).shape, get_aval(out).shape
+    strides = strides or (1,) * len(shape)
+    config = []
+    for n, start, m, stride in zip(shape, start_indices, out_shape, strides):
+        used = start + (m - 1) * stride + 1 if m else start
+        config.append((start, n - used, stride - 1 if m else 0))
+    return [pad(ct, zeros_like(Array(np.zeros((), get_aval(ct).dtype))), config)]
+vjp_rules[slice_p] = slice_vjp
+jvp_rules[slice_p] = _linear_jvp(slice_p)
+
+rev_p = Primitive("rev")
+def rev(x, dimensions: Sequence[int]): return rev_p.bind(x, dimensions=tuple(dimensions))
+impl_rules[rev_p] = lambda x, *, dimensions: np.flip(x, dimensions)
+def rev_vjp(ct, x, *, out, dimensions): return [rev(ct, dimensions)]
+vjp_rules[rev_p] = rev_vjp
+jvp_rules[rev_p] = _linear_jvp(rev_p)
+
+iota_p = Primitive("iota")
+def iota(dtype, shape: Shape, dimension: int = 0):
+    """Counts 0, 1, 2, ... along ``dimension`` of an array of ``shape``."""
+    return iota_p.bind(dtype=np.dtype(dtype), shape=tuple(shape), dimension=dimension)
+def iota_impl(*, dtype, shape, dimension):
+    line = np.arange(shape[dimension], dtype=dtype)
+    expanded = [1] * len(shape)
+    expanded[dimension] = shape[dimension]
+    return np.broadcast_to(line.reshape(expanded), shape)
+impl_rules[iota_p] = iota_impl
+vjp_rules[iota_p] = _zero_vjp
+jvp_rules[iota_p] = _zero_jvp(iota_p)
+
+# ------------------------------------------------------------------------------------------
+# Reductions
+# ------------------------------------------------------------------------------------------
+
+
+def _broadcast_back(reduced, operand_shape: Shape, axes: Sequence[int]):
+    """Broadcasts a reduced array over the dims ``axes`` that were reduced away."""
+    kept = [d for d in range(len(operand_shape)) if d not in axes]
+    return broadcast_in_dim(reduced, operand_shape, kept)
+
+
+# --8<-- [start:reduce_sum]
+reduce_sum_p = Primitive("reduce_sum")
+def reduce_sum(x, axes: Sequence[int]): return reduce_sum_p.bind(x, axes=tuple(axes))
+def reduce_sum_impl(x, *, axes): return np.sum(x, axis=axes, dtype=x.dtype)
+impl_rules[reduce_sum_p] = reduce_sum_impl
+def reduce_sum_vjp(ct, x, *, out, axes):
+    return [_broadcast_back(ct, get_aval(x).shape, axes)]
+vjp_rules[reduce_sum_p] = reduce_sum_vjp
+jvp_rules[reduce_sum_p] = _linear_jvp(reduce_sum_p)
+# --8<-- [end:reduce_sum]
+
+
+def _chooser_vjp(ct, x, *, out, axes):
+    """For max and min: the cotangent goes to the winning elements, split evenly on ties."""
+    shape = get_aval(x).shape
+    winners = convert_element_type(eq(x, _broadcast_back(out, shape, axes)), get_aval(ct).dtype)
+    counts = reduce_sum(winners, axes)
+    return [mul(winners, _broadcast_back(div(ct, counts), shape, axes))]
+
+
+def _chooser_jvp(prim: Primitive):
+    def jvp(primals, tangents, *, axes):
+        out = prim.bind(primals[0], axes=axes)
+        return out, reduce_sum(mul(tangents[0], _chooser_vjp(
+            full_like(out, 1), primals[0], out=out, axes=axes)[0]), axes)
+    return jvp
+
+
+reduce_max_p = Primitive("reduce_max")
+def reduce_max(x, axes: Sequence[int]): return reduce_max_p.bind(x, axes=tuple(axes))
+impl_rules[reduce_max_p] = lambda x, *, axes: np.max(x, axis=axes)
+vjp_rules[reduce_max_p] = _chooser_vjp
+jvp_rules[reduce_max_p] = _chooser_jvp(reduce_max_p)
+
+reduce_min_p = Primitive("reduce_min")
+def reduce_min(x, axes: Sequence[int]): return reduce_min_p.bind(x, axes=tuple(axes))
+impl_rules[reduce_min_p] = lambda x, *, axes: np.min(x, axis=axes)
+vjp_rules[reduce_min_p] = _chooser_vjp
+jvp_rules[reduce_min_p] = _chooser_jvp(reduce_min_p)
+
+reduce_prod_p = Primitive("reduce_prod")
+def reduce_prod(x, axes: Sequence[int]): return reduce_prod_p.bind(x, axes=tuple(axes))
+impl_rules[reduce_prod_p] = lambda x, *, axes: np.prod(x, axis=axes, dtype=x.dtype)
+def _prod_of_others(x, axes):
+    """d prod(x) / d x_i, the product of all other elements, exact even with zeros."""
+    shape = get_aval(x).shape
+    is_zero = eq(x, zeros_like(x))
+    nonzero_prod = reduce_prod(select_n(is_zero, x, full_like(x, 1)), axes)
+    zero_count = reduce_sum(convert_element_type(is_zero, np.int32), axes)
+    nonzero_prod = _broadcast_back(nonzero_prod, shape, axes)
+    zero_count = _broadcast_back(zero_count, shape, axes)
+    # No zeros: prod / x_i. One zero: the product of the rest at the zero, 0 elsewhere.
+    safe_x = select_n(is_zero, x, full_like(x, 1))
+    one_zero = select_n(is_zero, zeros_like(x), nonzero_prod)
+    return select_n(eq(zero_count, zeros_like(zero_count)),
+                    select_n(eq(zero_count, full_like(zero_count, 1)), zeros_like(x), one_zero),
+                    div(nonzero_prod, safe_x))
+def reduce_prod_vjp(ct, x, *, out, axes):
+    return [mul(_broadcast_back(ct, get_aval(x).shape, axes), _prod_of_others(x, axes))]
+vjp_rules[reduce_prod_p] = reduce_prod_vjp
+def reduce_prod_jvp(primals, tangents, *, axes):
+    (x,), (x_dot,) = primals, tangents
+    return reduce_prod(x, axes), reduce_sum(mul(x_dot, _prod_of_others(x, axes)), axes)
+jvp_rules[reduce_prod_p] = reduce_prod_jvp
+
+reduce_and_p = Primitive("reduce_and")
+def reduce_and(x, axes: Sequence[int]): return reduce_and_p.bind(x, axes=tuple(axes))
+impl_rules[reduce_and_p] = lambda x, *, axes: np.all(x, axis=axes)
+vjp_rules[reduce_and_p] = _zero_vjp
+jvp_rules[reduce_and_p] = _zero_jvp(reduce_and_p)
+
+reduce_or_p = Primitive("reduce_or")
+def reduce_or(x, axes: Sequence[int]): return reduce_or_p.bind(x, axes=tuple(axes))
+impl_rules[reduce_or_p] = lambda x, *, axes: np.any(x, axis=axes)
+vjp_rules[reduce_or_p] = _zero_vjp
+jvp_rules[reduce_or_p] = _zero_jvp(reduce_or_p)
+
+argmax_p = Primitive("argmax")
+def argmax(x, axis: int, index_dtype=np.int32):
+    return argmax_p.bind(x, axes=(axis,), index_dtype=np.dtype(index_dtype))
+def argmax_impl(x, *, axes, index_dtype):
+    return np.argmax(x, axis=axes[0]).astype(index_dtype)
+impl_rules[argmax_p] = argmax_impl
+vjp_rules[argmax_p] = _zero_vjp
+jvp_rules[argmax_p] = _zero_jvp(argmax_p)
+
+argmin_p = Primitive("argmin")
+def argmin(x, axis: int, index_dtype=np.int32):
+    return argmin_p.bind(x, axes=(axis,), index_dtype=np.dtype(index_dtype))
+def argmin_impl(x, *, axes, index_dtype):
+    return np.argmin(x, axis=axes[0]).astype(index_dtype)
+impl_rules[argmin_p] = argmin_impl
+vjp_rules[argmin_p] = _zero_vjp
+jvp_rules[argmin_p] = _zero_jvp(argmin_p)
+
+# ------------------------------------------------------------------------------------------
+# Contraction
+# ------------------------------------------------------------------------------------------
+
+# --8<-- [start:dot_general]
+dot_general_p = Primitive("dot_general")
+def dot_general(x, y, dimension_numbers, preferred_element_type=None):
+    """Contracts ``x`` and ``y``. ``dimension_numbers = ((x_contract, y_contract),
+    (x_batch, y_batch))``; the result's dims are batch, then x's free, then y's free."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    dims = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
+    return dot_general_p.bind(x, y, dimension_numbers=dims,
+                              preferred_element_type=preferred_element_type)
+
+
+def _free_dims(ndim: int, contract: Sequence[int], batch: Sequence[int]) -> list[int]:
+    return [d for d in range(ndim) if d not in contract and d not in batch]
+
+
+def dot_general_impl(x, y, *, dimension_numbers, preferred_element_type):
+    (lc, rc), (lb, rb) = dimension_numbers
+    if not lb:  # no batch dims: tensordot reaches BLAS without copying transposed operands
+        out = np.tensordot(x, y, axes=(lc, rc))
+    else:
+        lf, rf = _free_dims(x.ndim, lc, lb), _free_dims(y.ndim, rc, rb)
+        batch_shape = [x.shape[d] for d in lb]
+        xt = x.transpose(lb + tuple(lf) + lc).reshape(
+            math.prod(batch_shape), math.prod(x.shape[d] for d in lf), -1)
+        yt = y.transpose(rb + rc + tuple(rf)).reshape(
+            math.prod(batch_shape), -1, math.prod(y.shape[d] for d in rf))
+        out = np.matmul(xt, yt).reshape(
+            batch_shape + [x.shape[d] for d in lf] + [y.shape[d] for d in rf])
+    return np.asarray(out, dtype=preferred_element_type or x.dtype)
+impl_rules[dot_general_p] = dot_general_impl
+
+
+def _dot_general_ct(ct, other, ct_free, other_free, ct_batch, other_batch,
+                    own_batch, own_free, own_contract, other_contract):
+    """The cotangent of one operand: contract ``ct`` with the other operand over the other's
+    free dims, then put the dims back in the operand's order."""
+    result = dot_general(ct, other, ((ct_free, other_free), (ct_batch, other_batch)))
+    # result dims: batch, this operand's free dims, then the other operand's contracting dims
+    # in increasing order, each standing for the dim of ours it was contracted with.
+    paired = sorted(zip(other_contract, own_contract))
+    result_dims = list(own_batch) + list(own_free) + [own for _, own in paired]
+    return transpose(result, tuple(np.argsort(result_dims)))
+
+
+def dot_general_vjp(ct, x, y, *, out, dimension_numbers, preferred_element_type):
+    (lc, rc), (lb, rb) = dimension_numbers
+    lf = _free_dims(get_aval(x).ndim, lc, lb)
+    rf = _free_dims(get_aval(y).ndim, rc, rb)
+    nb = len(lb)
+    ct_batch = tuple(range(nb))
+    ct_x_free = tuple(range(nb, nb + len(lf)))
+    ct_y_free = tuple(range(nb + len(lf), nb + len(lf) + len(rf)))
+    ct_x = _dot_general_ct(ct, y, ct_y_free, tuple(rf), ct_batch, rb, lb, lf, lc, rc)
+    ct_y = _dot_general_ct(ct, x, ct_x_free, tuple(lf), ct_batch, lb, rb, rf, rc, lc)
+    return [ct_x, ct_y]
+vjp_rules[dot_general_p] = dot_general_vjp
+def dot_general_jvp(primals, tangents, **params):
+    (x, y), (x_dot, y_dot) = primals, tangents
+    out = dot_general_p.bind(x, y, **params)
+    return out, add(dot_general_p.bind(x_dot, y, **params), dot_general_p.bind(x, y_dot, **params))
+jvp_rules[dot_general_p] = dot_general_jvp
+# --8<-- [end:dot_general]
+
+# ------------------------------------------------------------------------------------------
+# Gather and scatter. NB: JAX's gather/scatter take XLA's general dimension numbers
+# (jax/_src/lax/slicing.py). Ours index the leading dims only: ``indices`` has shape
+# ``batch + (k,)`` and picks ``operand[i_0, ..., i_{k-1}, ...]`` for each batch position. The
+# numpy module moves the indexed dims to the front first, which covers NumPy's indexing.
+# ------------------------------------------------------------------------------------------
+
+
+def _index_tuple(operand, indices):
+    k = indices.shape[-1]
+    return tuple(indices[..., i] for i in range(k)), operand.shape[:k]
+
+
+# --8<-- [start:gather]
+gather_p = Primitive("gather")
+def gather(operand, indices): return gather_p.bind(operand, indices)
+def gather_impl(operand, indices):
+    index, dims = _index_tuple(operand, indices)
+    # Out-of-bounds indices are clamped, as JAX does for retrieval.
+    return operand[tuple(np.clip(i, 0, n - 1) for i, n in zip(index, dims))]
+impl_rules[gather_p] = gather_impl
+def gather_vjp(ct, operand, indices, *, out):
+    return [scatter_add(zeros_like(operand), indices, ct), None]
+vjp_rules[gather_p] = gather_vjp
+def gather_jvp(primals, tangents):
+    (operand, indices), (operand_dot, _) = primals, tangents
+    return gather(operand, indices), gather(operand_dot, indices)
+jvp_rules[gather_p] = gather_jvp
+# --8<-- [end:gather]
+
+
+def _scatter_impl(ufunc):
+    def impl(operand, indices, updates):
+        index, dims = _index_tuple(operand, indices)
+        in_bounds = np.ones(indices.shape[:-1], dtype=bool)
+        for i, n in zip(index, dims):
+            in_bounds &= (i >= 0) & (i < n)
+        index = tuple(i[in_bounds] for i in index)  # out-of-bounds updates are dropped
+        out = operand.copy()
+        if ufunc is None:
+            out[index] = updates[in_bounds]
+        else:
+            ufunc.at(out, index, updates[in_bounds])
+        return out
+    return impl
+
+
+# --8<-- [start:scatter_add]
+scatter_add_p = Primitive("scatter_add")
+def scatter_add(operand, indices, updates):
+    return scatter_add_p.bind(operand, indices, updates)
+impl_rules[scatter_add_p] = _scatter_impl(np.add)
+def scatter_add_vjp(ct, operand, indices, updates, *, out):
+    return [ct, None, gather(ct, indices)]
+vjp_rules[scatter_add_p] = scatter_add_vjp
+def scatter_add_jvp(primals, tangents):
+    (operand, indices, updates), (operand_dot, _, updates_dot) = primals, tangents
+    return scatter_add(operand, indices, updates), scatter_add(operand_dot, indices, updates_dot)
+jvp_rules[scatter_add_p] = scatter_add_jvp
+# --8<-- [end:scatter_add]
+
+scatter_p = Primitive("scatter")
+def scatter(operand, indices, updates): return scatter_p.bind(operand, indices, updates)
+impl_rules[scatter_p] = _scatter_impl(None)
+# NB: with repeated indices one update wins and the others get a zero cotangent in JAX;
+# here every repeat gets the cotangent of the winning position.
+def scatter_vjp(ct, operand, indices, updates, *, out):
+    return [scatter(ct, indices, zeros_like(updates)), None, gather(ct, indices)]
+vjp_rules[scatter_p] = scatter_vjp
+def scatter_jvp(primals, tangents):
+    (operand, indices, updates), (operand_dot, _, updates_dot) = primals, tangents
+    return scatter(operand, indices, updates), scatter(operand_dot, indices, updates_dot)
+jvp_rules[scatter_p] = scatter_jvp
+
+scatter_mul_p = Primitive("scatter_mul")
+def scatter_mul(operand, indices, updates): return scatter_mul_p.bind(operand, indices, updates)
+impl_rules[scatter_mul_p] = _scatter_impl(np.multiply)
+# NB: exact for unique indices, as JAX's rule (which requires unique_indices=True).
+def scatter_mul_vjp(ct, operand, indices, updates, *, out):
+    return [scatter_mul(ct, indices, updates), None, gather(mul(ct, operand), indices)]
+vjp_rules[scatter_mul_p] = scatter_mul_vjp
+def scatter_mul_jvp(primals, tangents):
+    (operand, indices, updates), (operand_dot, _, updates_dot) = primals, tangents
+    out = scatter_mul(operand, indices, updates)
+    from_operand = scatter_mul(operand_dot, indices, updates)
+    from_updates = scatter_mul(operand, indices, updates_dot)
+    only_updates = scatter(zeros_like(operand), indices, full_like(updates, 1))
+    return out, add(from_operand, mul(only_updates, from_updates))
+jvp_rules[scatter_mul_p] = scatter_mul_jvp
+
+
+def _scatter_chooser_vjp(ct, operand, indices, updates, *, out):
+    """For scatter_min/max: the cotangent goes to whichever side ended up in ``out``."""
+    operand_won = convert_element_type(eq(out, operand), get_aval(ct).dtype)
+    update_won = convert_element_type(eq(gather(out, indices), updates), get_aval(ct).dtype)
+    return [mul(ct, operand_won), None, mul(gather(ct, indices), update_won)]
+
+
+def _scatter_chooser_jvp(prim):
+    def jvp(primals, tangents):
+        operand, indices, updates = primals
+        out = prim.bind(operand, indices, updates)
+        ct_operand, _, ct_updates = _scatter_chooser_vjp(
+            full_like(out, 1), operand, indices, updates, out=out)
+        from_updates = scatter(zeros_like(operand), indices, mul(ct_updates, tangents[2]))
+        return out, add(mul(ct_operand, tangents[0]), from_updates)
+    return jvp
+
+
+scatter_min_p = Primitive("scatter_min")
+def scatter_min(operand, indices, updates): return scatter_min_p.bind(operand, indices, updates)
+impl_rules[scatter_min_p] = _scatter_impl(np.minimum)
+vjp_rules[scatter_min_p] = _scatter_chooser_vjp
+jvp_rules[scatter_min_p] = _scatter_chooser_jvp(scatter_min_p)
+
+scatter_max_p = Primitive("scatter_max")
+def scatter_max(operand, indices, updates): return scatter_max_p.bind(operand, indices, updates)
+impl_rules[scatter_max_p] = _scatter_impl(np.maximum)
+vjp_rules[scatter_max_p] = _scatter_chooser_vjp
+jvp_rules[scatter_max_p] = _scatter_chooser_jvp(scatter_max_p)
+
+
+def index_grid(shape: Shape, axis: int, index_along_axis) -> Any:
+    """Indices (shape + (ndim,)) that pick ``x[..., index_along_axis, ...]`` from every
+    position: an iota for each dim, with ``index_along_axis`` in place of dim ``axis``."""
+    columns = []
+    for d in range(len(shape)):
+        column = index_along_axis if d == axis else iota(np.int32, shape, d)
+        columns.append(broadcast_in_dim(column, tuple(shape) + (1,), tuple(range(len(shape)))))
+    return concatenate(columns, len(shape))
+
+# ------------------------------------------------------------------------------------------
+# Sorting
+# ------------------------------------------------------------------------------------------
+
+
+sort_p = Primitive("sort", multiple_results=True)
+def sort(operands: Sequence[Any], dimension: int = -1, num_keys: int = 1) -> list[Any]:
+    """Sorts all ``operands`` along ``dimension`` by the first ``num_keys`` (stably)."""
+    ndim = get_aval(operands[0]).ndim
+    return sort_p.bind(*operands, dimension=dimension % ndim, num_keys=num_keys)
+def sort_impl(*operands, dimension, num_keys):
+    keys = [np.moveaxis(k, dimension, -1) for k in operands[:num_keys]]
+    order = np.moveaxis(np.lexsort(keys[::-1], axis=-1), -1, dimension)
+    return [np.take_along_axis(x, order, axis=dimension) for x in operands]
+impl_rules[sort_p] = sort_impl
+def _sort_permutation(operands, dimension, num_keys):
+    shape = get_aval(operands[0]).shape
+    return sort([*operands[:num_keys], iota(np.int32, shape, dimension)],
+                dimension, num_keys)[-1]
+def sort_vjp(cts, *operands, out, dimension, num_keys):
+    # Each output element came from position perm[i]: send its cotangent back there.
+    shape = get_aval(operands[0]).shape
+    perm = _sort_permutation(operands, dimension, num_keys)
+    indices = index_grid(shape, dimension, perm)
+    return [scatter_add(zeros_like(x), indices, ct) if dtypes.is_float(get_aval(x).dtype)
+            else None for x, ct in zip(operands, cts)]
+vjp_rules[sort_p] = sort_vjp
+def sort_jvp(primals, tangents, *, dimension, num_keys):
+    shape = get_aval(primals[0]).shape
+    indices = index_grid(shape, dimension, _sort_permutation(primals, dimension, num_keys))
+    outs = sort(primals, dimension, num_keys)
+    return outs, [gather(t, indices) for t in tangents]
+jvp_rules[sort_p] = sort_jvp
+
+# ------------------------------------------------------------------------------------------
+# The PRNG's hash
+# ------------------------------------------------------------------------------------------
+
+# --8<-- [start:threefry]
+threefry2x32_p = Primitive("threefry2x32", multiple_results=True)
+def threefry2x32(key1, key2, x1, x2) -> list[Any]:
+    """The Threefry-2x32 block cipher (20 rounds) of Salmon et al., "Parallel random numbers:
+    as easy as 1, 2, 3" (SC 2011): hashes the counter pair (x1, x2) under the key pair."""
+    return threefry2x32_p.bind(key1, key2, x1, x2)
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _rotate_left(v, distance):
+    return (v << np.uint32(distance)) | (v >> np.uint32(32 - distance))
+
+
+def threefry2x32_impl(key1, key2, x1, x2):
+    ks = [key1, key2, key1 ^ key2 ^ np.uint32(0x1BD11BDA)]
+    x = [x1 + ks[0], x2 + ks[1]]
+    for i in range(5):  # 5 groups of 4 rounds, injecting the key after each group
+        for distance in _ROTATIONS[i % 2]:
+            x[0] = x[0] + x[1]
+            x[1] = _rotate_left(x[1], distance) ^ x[0]
+        x[0] = x[0] + ks[(i + 1) % 3]
+        x[1] = x[1] + ks[(i + 2) % 3] + np.uint32(i + 1)
+    return [np.asarray(x[0], np.uint32), np.asarray(x[1], np.uint32)]
+impl_rules[threefry2x32_p] = _quiet(threefry2x32_impl)
+vjp_rules[threefry2x32_p] = _zero_vjp
+jvp_rules[threefry2x32_p] = _zero_jvp(threefry2x32_p)
+# --8<-- [end:threefry]

@@ -1,0 +1,428 @@
+"""``jax.random``: explicit keys and the Threefry-2x32 counter-based generator.
+
+There is no hidden state. A key is two uint32 words; ``split`` and ``fold_in`` derive new keys
+by hashing counters under the old one, and every sampler hashes the counters
+``0, 1, 2, ...`` (one per output element) under its key. All of it is built from primitives
+(``threefry2x32``, shifts, ``bitcast_convert_type``), so later stages can jit, vmap and shard
+it. ``split``, ``fold_in``, ``bits`` and ``uniform`` (with its default bounds) are bit-for-bit
+JAX's with ``jax_threefry_partitionable`` on (JAX's default); ``normal`` agrees to about 1e-6.
+
+Example:
+    >>> import stage1_autodiff as jax
+    >>> key = jax.random.key(0)
+    >>> k1, k2 = jax.random.split(key)
+    >>> jax.random.uniform(k1, (3,)).shape
+    (3,)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from . import numpy as jnp
+from . import primitives as lax
+from .config import config
+from .core import Array, Tracer, get_aval
+from .numpy._promote import as_value, canonicalize_axis, convert
+from .tree_util import register_pytree_node
+
+Shape = Sequence[int]
+
+
+# --8<-- [start:key_array]
+class KeyDtype:
+    """The dtype of typed key arrays: each element is one key of two uint32 words."""
+
+    name = "key<fry>"
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, KeyDtype)
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+class PRNGKeyArray:
+    """An array of typed keys, as made by ``random.key``: shape ``s`` over uint32 data of
+    shape ``s + (2,)``. NB: in JAX a key is one element of an extended dtype
+    (jax/_src/prng.py: ``PRNGKeyArray``); here it is a pytree over its uint32 data, so
+    every transformation sees an ordinary uint32 array.
+    """
+
+    dtype = KeyDtype()
+
+    def __init__(self, data: Any) -> None:
+        self._data = data
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return get_aval(self._data).shape[:-1]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a single key (shape ()).")
+        return self.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __getitem__(self, idx: Any) -> PRNGKeyArray:
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if Ellipsis in idx:
+            raise IndexError("Ellipsis indexing of key arrays is not supported.")
+        return PRNGKeyArray(self._data[idx + (slice(None),)])
+
+    def reshape(self, *shape: int) -> PRNGKeyArray:
+        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        return PRNGKeyArray(jnp.reshape(self._data, tuple(shape) + (2,)))
+
+    def __repr__(self) -> str:
+        return f"Array({self.shape}, dtype={self.dtype.name}) overlaying:\n{self._data}"
+
+
+register_pytree_node(PRNGKeyArray, lambda k: ((k._data,), None),
+                     lambda _, children: PRNGKeyArray(children[0]))
+# --8<-- [end:key_array]
+
+
+def _key_data_and_kind(key: Any, name: str) -> tuple[Any, bool]:
+    """The uint32 data of ``key`` and whether it was a typed key."""
+    if isinstance(key, PRNGKeyArray):
+        return key._data, True
+    data = as_value(key)
+    aval = get_aval(data)
+    if aval.dtype != dtypes.uint32 or not aval.shape or aval.shape[-1] != 2:
+        raise TypeError(
+            f"{name} expects a PRNG key: a typed key from random.key(seed), or a raw key, a "
+            f"uint32 array whose last dim is 2 (random.PRNGKey(seed)). Got an array of dtype "
+            f"{aval.dtype} and shape {aval.shape}.")
+    return data, False
+
+
+def _single_key(key: Any, name: str) -> tuple[Any, Any, bool]:
+    """The two key words of a single key, and whether it was typed."""
+    data, typed = _key_data_and_kind(key, name)
+    shape = get_aval(data).shape
+    if shape != (2,):
+        raise TypeError(
+            f"{name} accepts a single key, but was given a key array of shape {shape[:-1]} != "
+            f"(). Use jax.vmap (stage 3) to map over keys, or index a single key first.")
+    return data[0], data[1], typed
+
+
+def _wrap(data: Any, typed: bool) -> Any:
+    return PRNGKeyArray(data) if typed else data
+
+
+def _seed_words(seed: Any) -> tuple[Any, Any]:
+    """The two key words (high, low) of an integer seed."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        seed = int(seed)
+        if not config.jax_enable_x64:
+            seed &= 0xFFFFFFFF  # a 32-bit seed: only its low word counts, as in JAX
+            seed -= (seed >> 31) << 32  # as a signed int32
+        seed = as_value(np.asarray(seed, dtypes.default_int_dtype()))
+    seed = as_value(seed)
+    aval = get_aval(seed)
+    if aval.shape or not dtypes.is_int(aval.dtype):
+        raise TypeError(f"PRNG key seed must be an integer scalar; got {aval.str_short()}.")
+    low = convert(seed, dtypes.uint32)  # wraps modulo 2**32
+    if aval.dtype.itemsize == 8:
+        high = convert(lax.shift_right_logical(seed, lax.full_like(seed, 32)), dtypes.uint32)
+    else:
+        high = lax.zeros_like(low)
+    return high, low
+
+
+def PRNGKey(seed: Any) -> Any:  # noqa: N802 -- JAX's name
+    """A raw key: a uint32 array of shape (2,) made from an integer seed.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.random.PRNGKey(42)
+        Array([ 0, 42], dtype=uint32)
+    """
+    high, low = _seed_words(seed)
+    return jnp.stack([high, low])
+
+
+def key(seed: Any) -> PRNGKeyArray:
+    """A typed key (shape ()) from an integer seed.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.random.key_data(jax.random.key(42))
+        Array([ 0, 42], dtype=uint32)
+    """
+    return PRNGKeyArray(PRNGKey(seed))
+
+
+def key_data(keys: Any) -> Any:
+    """The uint32 data under typed keys (shape ``keys.shape + (2,)``); raw keys unchanged."""
+    data, _ = _key_data_and_kind(keys, "key_data")
+    return data
+
+
+def wrap_key_data(key_bits_array: Any, impl: str | None = None) -> PRNGKeyArray:
+    """Typed keys over uint32 data whose last dim is 2."""
+    if impl not in (None, "threefry2x32"):
+        raise ValueError(f"Only the threefry2x32 PRNG implementation exists, got {impl!r}.")
+    data, _ = _key_data_and_kind(key_bits_array, "wrap_key_data")
+    return PRNGKeyArray(data)
+
+
+# --8<-- [start:counters]
+def _hash_counters(k1: Any, k2: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
+    """Threefry of the counters 0..n-1, one per element of ``shape``, as (high, low) words
+    of a 64-bit count: the 'partitionable' scheme, where element i depends on i alone."""
+    size = math.prod(shape)
+    if size >= 2 ** 32:
+        raise NotImplementedError("random arrays of 2**32 or more elements are not supported.")
+    low = lax.reshape(lax.iota(dtypes.uint32, (size,)), shape)
+    high = lax.zeros_like(low)
+    k1 = lax.broadcast_in_dim(k1, shape, ())
+    k2 = lax.broadcast_in_dim(k2, shape, ())
+    bits1, bits2 = lax.threefry2x32(k1, k2, high, low)
+    return bits1, bits2
+# --8<-- [end:counters]
+
+
+def _shape(shape: Shape | int, name: str) -> tuple[int, ...]:
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    for d in shape:
+        if isinstance(d, Tracer) or not isinstance(d, (int, np.integer)) or d < 0:
+            raise TypeError(f"{name}: shape must be a tuple of non-negative Python ints, got "
+                            f"{shape}. A shape cannot depend on a traced value.")
+    return tuple(int(d) for d in shape)
+
+
+def split(key: Any, num: int | Shape = 2) -> Any:
+    """``num`` new keys (or an array of keys of shape ``num``) derived from ``key``.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.random.split(jax.random.key(0), 3).shape
+        (3,)
+    """
+    k1, k2, typed = _single_key(key, "split")
+    shape = _shape(num, "split")
+    bits1, bits2 = _hash_counters(k1, k2, shape)
+    return _wrap(jnp.stack([bits1, bits2], axis=len(shape)), typed)
+
+
+def fold_in(key: Any, data: Any) -> Any:
+    """A new key from ``key`` and an integer: the key of ``split(key, data + 1)[data]``.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.random.fold_in(jax.random.key(0), 7).shape
+        ()
+    """
+    k1, k2, typed = _single_key(key, "fold_in")
+    if isinstance(data, (int, np.integer)):
+        if not 0 <= int(data) < 2 ** 32:
+            raise OverflowError(f"fold_in data must fit in a uint32, got {data}.")
+        data = Array(np.asarray(data, np.uint32))
+    data = convert(as_value(data), dtypes.uint32)
+    bits1, bits2 = lax.threefry2x32(k1, k2, lax.zeros_like(data), data)
+    return _wrap(jnp.stack([bits1, bits2]), typed)
+
+
+def bits(key: Any, shape: Shape = (), dtype: Any = np.uint32) -> Any:
+    """Uniformly random unsigned integers.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.random.bits(jax.random.key(0), (2,)).dtype
+        dtype('uint32')
+    """
+    k1, k2, _ = _single_key(key, "bits")
+    shape = _shape(shape, "bits")
+    dtype = dtypes.canonicalize_dtype(dtype)
+    bits1, bits2 = _hash_counters(k1, k2, shape)
+    if dtype == dtypes.uint32:
+        return lax.bitwise_xor(bits1, bits2)
+    if dtype == dtypes.uint64:
+        high = lax.convert_element_type(bits1, dtypes.uint64)
+        low = lax.convert_element_type(bits2, dtypes.uint64)
+        return lax.bitwise_or(lax.shift_left(high, lax.full_like(high, 32)), low)
+    raise TypeError(f"bits: dtype must be uint32 (or uint64 with jax_enable_x64), got {dtype}.")
+
+
+def _float_dtype(dtype: Any, name: str) -> np.dtype:
+    dtype = dtypes.canonicalize_dtype(dtype)
+    if not dtypes.is_float(dtype):
+        raise TypeError(f"{name}: dtype must be a float dtype, got {dtype}.")
+    return dtype
+
+
+# --8<-- [start:uniform]
+def uniform(key: Any, shape: Shape = (), dtype: Any = np.float32, minval: Any = 0.0,
+            maxval: Any = 1.0) -> Any:
+    """Uniform floats in [minval, maxval).
+
+    The top mantissa bits of a random word, under the exponent of 1.0, make a float in
+    [1, 2); subtracting 1 gives [0, 1) in steps of 2**-23 (for float32). NB: JAX's compiled
+    ``f * (maxval - minval) + minval`` is one fused multiply-add; we round twice, so with
+    non-default bounds the last bit can differ from JAX's.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> u = jax.random.uniform(jax.random.key(0), (1000,))
+        >>> bool((u >= 0).all() and (u < 1).all())
+        True
+    """
+    dtype = _float_dtype(dtype, "uniform")
+    shape = _shape(shape, "uniform")
+    nbits = dtype.itemsize * 8
+    nmant = np.finfo(dtype).nmant
+    uint = dtypes.uint32 if nbits == 32 else dtypes.uint64
+    random = bits(key, shape, uint)
+    mantissa = lax.shift_right_logical(random, lax.full_like(random, nbits - nmant))
+    one_bits = np.array(1.0, dtype).view(uint)
+    floats = lax.bitcast_convert_type(lax.bitwise_or(mantissa, lax.full_like(mantissa, one_bits)),
+                                      dtype)
+    floats = lax.sub(floats, lax.full_like(floats, 1.0))
+    minval = jnp.broadcast_to(convert(as_value(minval), dtype), shape)
+    maxval = jnp.broadcast_to(convert(as_value(maxval), dtype), shape)
+    scaled = lax.add(lax.mul(floats, lax.sub(maxval, minval)), minval)
+    return lax.max(minval, scaled)
+# --8<-- [end:uniform]
+
+
+def normal(key: Any, shape: Shape = (), dtype: Any = np.float32) -> Any:
+    """Standard normal samples: sqrt(2) erfinv(u) for u uniform in (-1, 1).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.random.normal(jax.random.key(0), (2, 3)).shape
+        (2, 3)
+    """
+    dtype = _float_dtype(dtype, "normal")
+    lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
+    u = uniform(key, shape, dtype, lo, 1.0)
+    return lax.mul(lax.full_like(u, np.sqrt(2)), lax.erf_inv(u))
+
+
+def bernoulli(key: Any, p: Any = 0.5, shape: Shape | None = None) -> Any:
+    """Random booleans, true with probability ``p``."""
+    p = as_value(p)
+    if not dtypes.is_float(get_aval(p).dtype):
+        p = convert(p, dtypes.default_float_dtype())
+    shape = get_aval(p).shape if shape is None else _shape(shape, "bernoulli")
+    return jnp.less(uniform(key, shape, get_aval(p).dtype), p)
+
+
+def randint(key: Any, shape: Shape, minval: Any, maxval: Any, dtype: Any = np.int32) -> Any:
+    """Random integers in [minval, maxval).
+
+    Two random words per element are combined modulo the span, which keeps the bias small
+    for any span (JAX's construction).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> r = jax.random.randint(jax.random.key(0), (100,), 3, 7)
+        >>> bool((r >= 3).all() and (r < 7).all())
+        True
+    """
+    dtype = dtypes.canonicalize_dtype(dtype)
+    shape = _shape(shape, "randint")
+    if not dtypes.is_int(dtype):
+        raise TypeError(f"randint: dtype must be an integer dtype, got {dtype}.")
+    info = np.iinfo(dtype)
+    minval, maxval = (_clamped_int(v, info, dtype, shape) for v in (minval, maxval))
+    k1, k2 = split(key)
+    unsigned = dtypes.uint32 if dtype.itemsize == 4 else dtypes.uint64
+    higher, lower = bits(k1, shape, unsigned), bits(k2, shape, unsigned)
+    span = convert(lax.sub(maxval, minval), unsigned)
+    span = lax.select_n(lax.le(maxval, minval), span, lax.full_like(span, 1))
+    multiplier = lax.rem(lax.full_like(span, 2 ** (unsigned.itemsize * 4)), span)
+    multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
+    offset = lax.add(lax.mul(lax.rem(higher, span), multiplier), lax.rem(lower, span))
+    offset = lax.rem(offset, span)
+    return lax.add(minval, convert(offset, dtype))
+
+
+def _clamped_int(value: Any, info: np.iinfo, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
+    if isinstance(value, (int, np.integer)):
+        value = Array(np.asarray(min(max(int(value), info.min), info.max), dtype))
+    value = convert(as_value(value), dtype)
+    return jnp.broadcast_to(value, shape)
+
+
+def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
+    """A random permutation of ``range(x)`` for an int ``x``, else of ``x`` along ``axis``.
+
+    Each round sorts by fresh random words; enough rounds make ties (which would bias the
+    result) improbable.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> sorted(jax.random.permutation(jax.random.key(0), 5).tolist())
+        [0, 1, 2, 3, 4]
+    """
+    if independent:
+        raise NotImplementedError("permutation(independent=True) is not supported.")
+    if isinstance(x, (int, np.integer)):
+        return _shuffle(key, jnp.arange(int(x)))
+    x = as_value(x)
+    shape = get_aval(x).shape
+    if not shape:
+        raise TypeError("permutation: x must be an integer or an array with at least 1 dim.")
+    axis = canonicalize_axis(axis, len(shape), "permutation")
+    return jnp.take(x, _shuffle(key, jnp.arange(shape[axis])), axis=axis)
+
+
+def _shuffle(key: Any, x: Any) -> Any:
+    n = get_aval(x).size
+    rounds = math.ceil(3 * math.log(max(1, n)) / math.log(2 ** 32 - 1))
+    for _ in range(rounds):
+        key, subkey = split(key)
+        sort_keys = bits(subkey, get_aval(x).shape)
+        _, x = lax.sort([sort_keys, x], dimension=0, num_keys=1)
+    return x
+
+
+def gumbel(key: Any, shape: Shape = (), dtype: Any = np.float32) -> Any:
+    """Standard Gumbel samples: -log(-log(u)) for u uniform in [tiny, 1)."""
+    dtype = _float_dtype(dtype, "gumbel")
+    u = uniform(key, shape, dtype, np.finfo(dtype).tiny, 1.0)
+    return lax.neg(lax.log(lax.neg(lax.log(u))))
+
+
+def categorical(key: Any, logits: Any, axis: int = -1, shape: Shape | None = None) -> Any:
+    """Samples class indices with probabilities softmax(logits) along ``axis``, by the
+    Gumbel-max trick: argmax(logits + Gumbel noise).
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> jax.random.categorical(jax.random.key(0), jnp.zeros((4, 3))).shape
+        (4,)
+    """
+    logits = as_value(logits)
+    logits_shape = get_aval(logits).shape
+    axis = canonicalize_axis(axis, len(logits_shape), "categorical") - len(logits_shape)
+    batch_shape = tuple(n for d, n in enumerate(logits_shape) if d != len(logits_shape) + axis)
+    shape = batch_shape if shape is None else _shape(shape, "categorical")
+    if shape[len(shape) - len(batch_shape):] != batch_shape:
+        raise ValueError(f"categorical: shape {shape} must end with the logits' batch shape "
+                         f"{batch_shape} (logits shape {logits_shape} without axis {axis}).")
+    prefix = shape[:len(shape) - len(batch_shape)]
+    noise = gumbel(key, prefix + logits_shape, get_aval(logits).dtype)
+    return jnp.argmax(noise + logits, axis=axis)
