@@ -86,7 +86,12 @@ class TapeTracer(Tracer):
 
     @property
     def aval(self):
-        return get_aval(self.primal)
+        return self.primal.aval
+
+    # Shortcuts past ``aval``: the primal knows its own shape and dtype.
+    shape = property(lambda self: self.primal.shape)
+    dtype = property(lambda self: self.primal.dtype)
+    weak_type = property(lambda self: self.primal.weak_type)
 
     def _concrete_value(self, context: str) -> np.ndarray:
         # The primal is known, so Python control flow on it just works.
@@ -170,7 +175,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
     primals_flat, in_tree = tree_flatten(primals)
     primals_flat = [_as_value(x) for x in primals_flat]
     with new_main(TapeTrace, Tape()) as main:
-        trace = TapeTrace(main)
+        trace = main.trace
         tape: Tape = main.global_data
         tracers_in = [TapeTracer(trace, x, tape.new_node()) for x in primals_flat]
         out = fun(*tree_unflatten(in_tree, tracers_in))
@@ -252,12 +257,20 @@ def _check_argnums(argnums: int | Sequence[int], num_args: int, name: str) -> tu
     return tuple(n % num_args for n in nums)
 
 
+def _leaf_dtype(leaf: Any) -> np.dtype:
+    if isinstance(leaf, float):
+        return dtypes.default_float_dtype()
+    return get_aval(_as_value(leaf)).dtype
+
+
 def _check_input_dtypes(args: tuple[Any, ...], argnums: tuple[int, ...], allow_int: bool,
                         name: str) -> None:
     for argnum in argnums:
+        if allow_int or all(_leaf_dtype(x).kind == "f" for x in tree_flatten(args[argnum])[0]):
+            continue
         for path, leaf in tree_flatten_with_path(args[argnum])[0]:
-            dtype = get_aval(_as_value(leaf)).dtype
-            if dtypes.is_float(dtype) or (allow_int and dtype != dtypes.float0):
+            dtype = _leaf_dtype(leaf)
+            if dtypes.is_float(dtype):
                 continue
             raise TypeError(
                 f"{name} requires real-valued inputs (input dtype that is a sub-dtype of "
@@ -267,10 +280,10 @@ def _check_input_dtypes(args: tuple[Any, ...], argnums: tuple[int, ...], allow_i
 
 
 def _check_scalar_output(out: Any, name: str) -> None:
-    aval = get_aval(_as_value(out)) if not isinstance(out, (list, tuple, dict)) else None
-    if aval is None:
-        raise TypeError(f"{name} requires a scalar output, but the function returned a "
+    if not isinstance(out, (Array, Tracer)):
+        raise TypeError(f"{name} requires a scalar array output, but the function returned a "
                         f"{type(out).__name__}. Return a single scalar array, or use vjp.")
+    aval = out.aval
     if aval.shape != ():
         raise TypeError(
             f"Gradient only defined for scalar-output functions. Output had shape: "
@@ -349,7 +362,12 @@ class JVPTracer(Tracer):
 
     @property
     def aval(self):
-        return get_aval(self.primal)
+        return self.primal.aval
+
+    # Shortcuts past ``aval``: the primal knows its own shape and dtype.
+    shape = property(lambda self: self.primal.shape)
+    dtype = property(lambda self: self.primal.dtype)
+    weak_type = property(lambda self: self.primal.weak_type)
 
     def _concrete_value(self, context: str) -> np.ndarray:
         return self.primal._concrete_value(context)
@@ -394,7 +412,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
     """
     primals_flat, tangents_flat, in_tree = _check_jvp_args(primals, tangents)
     with new_main(JVPTrace) as main:
-        trace = JVPTrace(main)
+        trace = main.trace
         tracers_in = [JVPTracer(trace, p, t) for p, t in zip(primals_flat, tangents_flat)]
         out = fun(*tree_unflatten(in_tree, tracers_in))
         out, aux = _split_aux(out, has_aux, "jvp")

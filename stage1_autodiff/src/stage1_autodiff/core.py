@@ -16,9 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,9 +29,10 @@ _SHORT_DTYPE_NAMES = {
 }
 
 
-@dataclass(frozen=True)
-class ShapedArray:
+class ShapedArray(NamedTuple):
     """The abstract value (aval) of an array: what is known without its numbers.
+
+    A NamedTuple, so it is immutable, hashable (a jit cache key in stage 2) and cheap to make.
 
     Example:
         >>> ShapedArray((3, 4), np.dtype("float32")).str_short()
@@ -79,8 +78,12 @@ class Primitive:
         all_primitives.append(self)
 
     def bind(self, *args: Any, **params: Any) -> Any:
-        """Applies the primitive through the innermost active interpreter."""
-        return bind(self, *args, **params)
+        """Applies the primitive through the innermost active interpreter: the heart of the
+        library. Every operation ends here."""
+        trace = find_top_trace(args)
+        tracers = [full_raise(trace, arg) for arg in args]
+        outs = trace.process_primitive(self, tracers, params)
+        return outs if self.multiple_results else outs[0]
 
     def __repr__(self) -> str:
         return self.name
@@ -96,13 +99,19 @@ jvp_rules: dict[Primitive, Callable[..., Any]] = {}
 
 
 # --8<-- [start:trace_stack]
-@dataclass(frozen=True, eq=False)
 class MainTrace:
     """One active interpreter: its level on the stack, its Trace class and its state."""
 
-    level: int
-    trace_type: type[Trace]
-    global_data: Any
+    __slots__ = ("level", "trace_type", "global_data", "trace")
+
+    def __init__(self, level: int, trace_type: type[Trace], global_data: Any) -> None:
+        self.level = level
+        self.trace_type = trace_type
+        self.global_data = global_data
+        self.trace = trace_type(self)  # traces hold no state of their own: make one, reuse it
+
+    def __repr__(self) -> str:
+        return f"MainTrace({self.level}, {self.trace_type.__name__})"
 
 
 class _TraceState(threading.local):
@@ -127,20 +136,17 @@ def new_main(trace_type: type[Trace], global_data: Any = None) -> Iterator[MainT
 
 
 def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
-    """Hands ``prim`` to the innermost interpreter among ``args``; the heart of the library."""
-    trace = find_top_trace(args)
-    tracers = [full_raise(trace, arg) for arg in args]
-    outs = trace.process_primitive(prim, tracers, params)
-    return outs if prim.multiple_results else outs[0]
+    """``prim.bind(*args, **params)``, as a function."""
+    return prim.bind(*args, **params)
 
 
 def find_top_trace(xs: Sequence[Any]) -> Trace:
-    mains = [x._trace.main for x in xs if isinstance(x, Tracer)]
-    top = max(mains, key=attrgetter("level"), default=trace_state.trace_stack[0])
-    dynamic = trace_state.dynamic_trace
-    if dynamic.level > top.level:
-        top = dynamic
-    return top.trace_type(top)
+    """The interpreter of the highest level among the arguments' tracers."""
+    top = trace_state.dynamic_trace  # the bottom (eval) trace unless make_jaxpr is running
+    for x in xs:
+        if isinstance(x, Tracer) and x._trace.main.level > top.level:
+            top = x._trace.main
+    return top.trace
 
 
 def full_raise(trace: Trace, val: Any) -> Any:
@@ -200,16 +206,17 @@ class EvalTrace(Trace):
     """The bottom interpreter: runs each primitive's NumPy implementation."""
 
     def pure(self, val: Any) -> Array:
-        return asarray(val)
+        return val if type(val) is Array else asarray(val)
 
     lift = pure
 
     def process_primitive(self, prim: Primitive, tracers: list[Array],
                           params: dict[str, Any]) -> list[Array]:
         outs = impl_rules[prim](*[t._value for t in tracers], **params)
-        if not prim.multiple_results:
-            outs = [outs]
         weak = _result_weak_type(tracers, params)
+        if not prim.multiple_results:
+            out = np.asarray(outs)
+            return [Array(out, weak and out.dtype == tracers[0].dtype)]
         return [Array(np.asarray(out), weak and out.dtype == tracers[0].dtype) for out in outs]
 
 
@@ -217,7 +224,10 @@ def _result_weak_type(args: list[Array], params: dict[str, Any]) -> bool:
     """A result is weakly typed when all its operands are (JAX's rule for most primitives)."""
     if "weak_type" in params:  # convert_element_type says explicitly
         return params["weak_type"]
-    return bool(args) and all(a.weak_type for a in args)
+    for a in args:
+        if not a.weak_type:
+            return False
+    return bool(args)
 # --8<-- [end:eval_trace]
 
 

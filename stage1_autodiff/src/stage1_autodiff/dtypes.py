@@ -59,11 +59,11 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
 
 
 def is_float(dtype: np.dtype) -> bool:
-    return np.issubdtype(dtype, np.floating)
+    return dtype.kind == "f"
 
 
 def is_int(dtype: np.dtype) -> bool:
-    return np.issubdtype(dtype, np.integer)
+    return dtype.kind in "iu"
 
 
 # --8<-- [start:lattice]
@@ -114,6 +114,11 @@ def promote_types(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
         >>> promote_types((int32, False), (float32, True))  # int32 array + 2.5
         (dtype('float32'), True)
     """
+    return _promote_types(typed, config.jax_enable_x64)
+
+
+@lru_cache(maxsize=4096)
+def _promote_types(typed: tuple[tuple[np.dtype, bool], ...], x64: bool) -> tuple[np.dtype, bool]:
     node = _join(tuple(_lattice_node(d, w) for d, w in typed))
     if node == "i*":
         return default_int_dtype(), True

@@ -51,7 +51,7 @@ def full_like(x: Any, value: float | int | bool) -> Any:
 def full(shape: Shape, value: float | int | bool, dtype: np.dtype, weak_type: bool = False) -> Any:
     """A broadcast scalar: in eager mode a view, so no memory is filled."""
     scalar = Array(np.asarray(value, dtype=dtype), weak_type)
-    return broadcast_in_dim(scalar, tuple(shape), ())
+    return scalar if shape == () else broadcast_in_dim(scalar, tuple(shape), ())
 
 
 def _unary_elementwise_jvp(prim: Primitive):
@@ -290,7 +290,9 @@ def div_impl(x, y):
         return np.where(y == 0, -1, np.fix(x / safe_y)).astype(x.dtype)
     return np.true_divide(x, y)
 impl_rules[div_p] = _quiet(div_impl)
-def div_vjp(ct, x, y, *, out): return [div(ct, y), neg(mul(ct, div(out, y)))]
+def div_vjp(ct, x, y, *, out):
+    ct_x = div(ct, y)
+    return [ct_x, neg(mul(ct_x, out))]  # d(x/y)/dy = -(x/y)/y
 vjp_rules[div_p] = div_vjp
 def div_jvp(primals, tangents):
     (x, y), (x_dot, y_dot) = primals, tangents
@@ -686,19 +688,26 @@ reduce_prod_p = Primitive("reduce_prod")
 def reduce_prod(x, axes: Sequence[int]): return reduce_prod_p.bind(x, axes=tuple(axes))
 impl_rules[reduce_prod_p] = lambda x, *, axes: np.prod(x, axis=axes, dtype=x.dtype)
 def _prod_of_others(x, axes):
-    """d prod(x) / d x_i, the product of all other elements, exact even with zeros."""
+    """d prod(x) / d x_i: the product of all the other reduced elements.
+
+    Computed without division, so it is exact at zeros and differentiable again: the reduced
+    dims are flattened into one of size n, each element sees a row of n copies with itself
+    replaced by 1, and each row is multiplied out. NB: this costs n^2 memory per output;
+    JAX builds exclusive products in a tree instead (jax/_src/lax/lax.py, _reduce_prod_jvp_rule).
+    """
     shape = get_aval(x).shape
-    is_zero = eq(x, zeros_like(x))
-    nonzero_prod = reduce_prod(select_n(is_zero, x, full_like(x, 1)), axes)
-    zero_count = reduce_sum(convert_element_type(is_zero, np.int32), axes)
-    nonzero_prod = _broadcast_back(nonzero_prod, shape, axes)
-    zero_count = _broadcast_back(zero_count, shape, axes)
-    # No zeros: prod / x_i. One zero: the product of the rest at the zero, 0 elsewhere.
-    safe_x = select_n(is_zero, x, full_like(x, 1))
-    one_zero = select_n(is_zero, zeros_like(x), nonzero_prod)
-    return select_n(eq(zero_count, zeros_like(zero_count)),
-                    select_n(eq(zero_count, full_like(zero_count, 1)), zeros_like(x), one_zero),
-                    div(nonzero_prod, safe_x))
+    kept = [d for d in range(len(shape)) if d not in axes]
+    n = math.prod(shape[d] for d in axes)
+    batch = tuple(shape[d] for d in kept)
+    rows = reshape(transpose(x, kept + list(axes)), batch + (n,))
+    grid = broadcast_in_dim(rows, batch + (n, n), tuple(range(len(batch))) + (len(batch) + 1,))
+    on_diagonal = eq(iota(np.int32, (n, n), 0), iota(np.int32, (n, n), 1))
+    on_diagonal = broadcast_in_dim(on_diagonal, batch + (n, n), (len(batch), len(batch) + 1))
+    others = reduce_prod(select_n(on_diagonal, grid, full_like(grid, 1)), (len(batch) + 1,))
+    moved = reshape(others, batch + tuple(shape[d] for d in axes))
+    return transpose(moved, tuple(np.argsort(kept + list(axes))))
+
+
 def reduce_prod_vjp(ct, x, *, out, axes):
     return [mul(_broadcast_back(ct, get_aval(x).shape, axes), _prod_of_others(x, axes))]
 vjp_rules[reduce_prod_p] = reduce_prod_vjp

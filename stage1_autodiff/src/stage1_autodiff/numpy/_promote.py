@@ -41,8 +41,28 @@ def convert(x: Any, dtype: np.dtype, weak_type: bool = False) -> Any:
     return lax.convert_element_type(x, dtype, weak_type)
 
 
+def _scalar_like(x: Any, scalar: Any) -> Any | None:
+    """A Python scalar next to an array takes the array's dtype when the lattice says so
+    (the common case ``x * 2.0``); None when it does not (``int_array * 2.5``)."""
+    if not isinstance(x, (Array, Tracer)) or isinstance(scalar, bool):
+        return None
+    kind = x.dtype.kind
+    if kind == "f" and isinstance(scalar, (int, float)) or kind in "iu" and isinstance(scalar, int):
+        return Array(np.asarray(scalar, x.dtype), x.weak_type)
+    return None
+
+
 def promote(*args: Any) -> list[Any]:
     """Converts all ``args`` to their common dtype, following JAX's promotion lattice."""
+    if len(args) == 2:  # fast paths: both already agree, or an array and a Python scalar
+        x, y = args
+        if isinstance(x, (Array, Tracer)) and isinstance(y, (Array, Tracer)):
+            if x.dtype == y.dtype and x.weak_type == y.weak_type:
+                return [x, y]
+        elif isinstance(y, (int, float)) and (y_like := _scalar_like(x, y)) is not None:
+            return [x, y_like]
+        elif isinstance(x, (int, float)) and (x_like := _scalar_like(y, x)) is not None:
+            return [x_like, y]
     values = [as_value(a) for a in args]
     avals = [get_aval(v) for v in values]
     dtype, weak = dtypes.promote_types(*[(a.dtype, a.weak_type) for a in avals])
@@ -52,11 +72,11 @@ def promote(*args: Any) -> list[Any]:
 def promote_inexact(*args: Any) -> list[Any]:
     """Like :func:`promote`, then integers and booleans become the default float."""
     values = promote(*args)
-    aval = get_aval(values[0])
-    if dtypes.is_float(aval.dtype):
+    first = values[0]
+    if first.dtype.kind == "f":
         return values
     float_dtype = dtypes.default_float_dtype()
-    return [convert(v, float_dtype, aval.weak_type) for v in values]
+    return [convert(v, float_dtype, first.weak_type) for v in values]
 
 
 def broadcast_shapes(*shapes: Sequence[int], op_name: str = "broadcast_shapes") -> tuple[int, ...]:
@@ -84,7 +104,10 @@ def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
 def promote_and_broadcast(op_name: str, *args: Any, inexact: bool = False) -> list[Any]:
     """The operands of an elementwise op: one dtype, one shape."""
     values = promote_inexact(*args) if inexact else promote(*args)
-    shape = broadcast_shapes(*[get_aval(v).shape for v in values], op_name=op_name)
+    shapes = [v.shape for v in values]
+    if all(s == shapes[0] for s in shapes):
+        return values
+    shape = broadcast_shapes(*shapes, op_name=op_name)
     return [broadcast_to_shape(v, shape) for v in values]
 
 

@@ -5,6 +5,7 @@ Each takes ``axis`` (None, an int or a tuple, negative allowed) and ``keepdims``
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from typing import Any
 
@@ -95,7 +96,7 @@ def std(a, axis: Axis = None, ddof: int = 0, keepdims: bool = False):
 def _check_nonempty(name: str, x: Any, axis: Axis) -> None:
     shape = get_aval(x).shape
     axes = canonicalize_axes(axis, len(shape), name)
-    if any(shape[d] == 0 for d in axes):
+    if builtins.any(shape[d] == 0 for d in axes):
         raise ValueError(f"zero-size array to reduction operation {name} which has no "
                          f"identity (shape {shape}, axis {axis}).")
 

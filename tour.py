@@ -1,0 +1,138 @@
+"""The tour: what each installed stage can do, on real work, with results and timings.
+
+Run it with ``python tour.py`` after the README's install command. Each stage adds a section;
+a stage that is not installed is skipped with a note.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from typing import Callable, Iterable, Iterator
+
+
+def banner(title: str) -> None:
+    print(f"\n{'=' * 78}\n{title}\n{'=' * 78}")
+
+
+def progress(items: Iterable[int], total: int, label: str, status: Callable[[], str]) -> Iterator[int]:
+    """A text progress bar: redrawn in place on a terminal, a few lines otherwise."""
+    interactive = sys.stdout.isatty()
+    start = time.perf_counter()
+    for done, item in enumerate(items, 1):
+        yield item
+        if interactive or done == total or done % max(1, total // 4) == 0:
+            filled = int(30 * done / total)
+            bar = "#" * filled + "-" * (30 - filled)
+            line = (f"{label} [{bar}] {done:>4}/{total} {status()} "
+                    f"({time.perf_counter() - start:.1f}s)")
+            print(f"\r{line}" if interactive else line, end="" if interactive else "\n",
+                  flush=True)
+    if interactive:
+        print()
+
+
+def timed(fun: Callable[[], object], repeat: int = 200) -> float:
+    """Seconds per call, the best of a few rounds of ``repeat`` calls."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(repeat):
+            fun()
+        best = min(best, (time.perf_counter() - start) / repeat)
+    return best
+
+
+# ------------------------------------------------------------------------------------------
+# Stage 1: autodiff
+# ------------------------------------------------------------------------------------------
+
+
+def tour_stage1() -> None:
+    import stage1_autodiff as jax
+    import stage1_autodiff.numpy as jnp
+
+    banner("Stage 1: a JAX-style API on primitives, with tape-based autodiff")
+
+    def tanh(x):
+        y = jnp.exp(-2.0 * x)
+        return (1.0 - y) / (1.0 + y)
+
+    print("tanh(x) = (1 - exp(-2x)) / (1 + exp(-2x)), written with jax.numpy\n")
+    d1 = jax.grad(tanh)
+    d2 = jax.grad(d1)
+    d3 = jax.grad(d2)
+    print(f"  grad(tanh)(1.0)             = {d1(1.0)}")
+    print(f"  grad(grad(tanh))(1.0)       = {d2(1.0)}")
+    print(f"  grad(grad(grad(tanh)))(1.0) = {d3(1.0)}")
+    print(f"  one call of grad(tanh): {timed(lambda: d1(1.0)) * 1e6:.1f} µs")
+
+    print("\nA small MLP on a synthetic classification set made with jax.random:")
+    inputs, labels = make_blobs(jax, jnp, jax.random.key(0), num_classes=4, per_class=256)
+    print(f"  {inputs.shape[0]} points in {inputs.shape[1]} dims, 4 classes")
+    params = init_mlp(jax, jnp, jax.random.key(1), [2, 64, 64, 4])
+
+    def loss_fn(params, inputs, labels):
+        logits = mlp(jnp, jax, params, inputs)
+        log_probs = jax.nn.log_softmax(logits)
+        return -jnp.mean(jnp.take_along_axis(log_probs, labels[:, None], axis=1))
+
+    value_and_grad = jax.value_and_grad(loss_fn)
+    learning_rate, steps = 0.5, 300
+    losses = [float(loss_fn(params, inputs, labels))]
+    start = time.perf_counter()
+    for _ in progress(range(steps), steps, "  training", lambda: f"loss {losses[-1]:.4f}"):
+        loss, grads = value_and_grad(params, inputs, labels)
+        params = jax.tree_util.tree_map(lambda p, g: p - learning_rate * g, params, grads)
+        losses.append(float(loss))
+    elapsed = time.perf_counter() - start
+    predictions = jnp.argmax(mlp(jnp, jax, params, inputs), axis=1)
+    accuracy = float(jnp.mean((predictions == labels).astype(jnp.float32)))
+    print(f"  loss {losses[0]:.4f} -> {losses[-1]:.4f}, training accuracy {accuracy:.1%}, "
+          f"{elapsed / steps * 1e3:.2f} ms per step")
+
+
+def make_blobs(jax, jnp, key, num_classes: int, per_class: int):
+    """Gaussian blobs around points on a circle: a small, honest classification task."""
+    angles = 2 * jnp.pi * jnp.arange(num_classes) / num_classes
+    centers = jnp.stack([jnp.cos(angles), jnp.sin(angles)], axis=1) * 2.0
+    noise = jax.random.normal(key, (num_classes, per_class, 2))
+    points = centers[:, None, :] + 0.8 * noise
+    labels = jnp.broadcast_to(jnp.arange(num_classes)[:, None], (num_classes, per_class))
+    return points.reshape(-1, 2), labels.reshape(-1)
+
+
+def init_mlp(jax, jnp, key, sizes: list[int]):
+    params = []
+    for key, (n_in, n_out) in zip(jax.random.split(key, len(sizes) - 1), zip(sizes, sizes[1:])):
+        w = jax.random.normal(key, (n_in, n_out)) * jnp.sqrt(1.0 / n_in)
+        params.append((w, jnp.zeros(n_out)))
+    return params
+
+
+def mlp(jnp, jax, params, x):
+    for w, b in params[:-1]:
+        x = jnp.tanh(x @ w + b)
+    w, b = params[-1]
+    return x @ w + b
+
+
+# ------------------------------------------------------------------------------------------
+
+SECTIONS = [
+    ("stage1_autodiff", tour_stage1),
+]
+
+
+def main() -> None:
+    print("JAX from NumPy: a tour of the installed stages")
+    for module, section in SECTIONS:
+        if importlib.util.find_spec(module) is None:
+            banner(f"{module} is not installed: see the README's install command")
+            continue
+        section()
+
+
+if __name__ == "__main__":
+    main()
