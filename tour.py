@@ -9,14 +9,15 @@ from __future__ import annotations
 import importlib.util
 import sys
 import time
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 
 def banner(title: str) -> None:
     print(f"\n{'=' * 78}\n{title}\n{'=' * 78}")
 
 
-def progress(items: Iterable[int], total: int, label: str, status: Callable[[], str]) -> Iterator[int]:
+def progress(items: Iterable[int], total: int, label: str,
+             status: Callable[[], str]) -> Iterator[int]:
     """A text progress bar: redrawn in place on a terminal, a few lines otherwise."""
     interactive = sys.stdout.isatty()
     start = time.perf_counter()
@@ -50,8 +51,9 @@ def timed(fun: Callable[[], object], repeat: int = 200) -> float:
 
 
 def tour_stage1() -> None:
-    import stage1_autodiff as jax
     import stage1_autodiff.numpy as jnp
+
+    import stage1_autodiff as jax
 
     banner("Stage 1: a JAX-style API on primitives, with tape-based autodiff")
 
@@ -105,8 +107,9 @@ def make_blobs(jax, jnp, key, num_classes: int, per_class: int):
 
 def init_mlp(jax, jnp, key, sizes: list[int]):
     params = []
-    for key, (n_in, n_out) in zip(jax.random.split(key, len(sizes) - 1), zip(sizes, sizes[1:])):
-        w = jax.random.normal(key, (n_in, n_out)) * jnp.sqrt(1.0 / n_in)
+    layer_keys = jax.random.split(key, len(sizes) - 1)
+    for layer_key, (n_in, n_out) in zip(layer_keys, zip(sizes, sizes[1:])):
+        w = jax.random.normal(layer_key, (n_in, n_out)) * jnp.sqrt(1.0 / n_in)
         params.append((w, jnp.zeros(n_out)))
     return params
 

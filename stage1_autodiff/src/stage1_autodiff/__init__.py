@@ -9,10 +9,11 @@ Use it as JAX:
     0.4199743
 """
 
-from . import core, dtypes, lax, nn, numpy, random, tree_util
+from . import core, dtypes, lax, nn, numpy, random, tree, tree_util
 from .autodiff import custom_vjp, grad, jvp, value_and_grad, vjp
 from .config import config
-from .core import Array
+from .core import Array, ConcretizationTypeError, TracerArrayConversionError
+from .dtypes import float0
 from .test_util import check_grads
 from .tree_util import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 

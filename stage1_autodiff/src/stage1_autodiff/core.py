@@ -238,6 +238,10 @@ class ConcretizationTypeError(TypeError):
     """A concrete Python value was needed from an abstract (traced) array."""
 
 
+class TracerArrayConversionError(TypeError):
+    """A traced value was converted to a NumPy array."""
+
+
 # --8<-- [start:array_methods]
 class ArrayMethods:
     """Operators and methods shared by concrete arrays and tracers.
@@ -400,6 +404,14 @@ class Tracer(ArrayMethods):
         raise ConcretizationTypeError(
             f"{context} needs a concrete value, but it was called on an abstract tracer "
             f"{self.aval.str_short()} ({type(self).__name__}).")
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracerArrayConversionError(
+            f"The numpy.ndarray conversion method __array__() was called on a tracer "
+            f"{self.aval.str_short()} ({type(self).__name__}). A NumPy array would leave the "
+            f"transformation, so derivatives (or, in later stages, compiled code) could not see "
+            f"the operations on it. Use jax.numpy functions instead of numpy ones on traced "
+            f"values.")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}<{self.aval.str_short()}>"
