@@ -248,6 +248,9 @@ def _check_cotangents(ct: Any, out_tree: Any, primals_out: list[Any]) -> list[An
 
 def _check_argnums(argnums: int | Sequence[int], num_args: int, name: str) -> tuple[int, ...]:
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if num_args == 0:
+        raise TypeError(f"{name} requires at least one positional argument to differentiate "
+                        f"with respect to, but the function was called with none.")
     for n in nums:
         if not -num_args <= n < num_args:
             raise ValueError(
@@ -527,14 +530,15 @@ class custom_vjp:  # noqa: N801 -- JAX's name
         args_flat, in_tree = tree_flatten(args)
         args_flat = [_as_value(x) for x in args_flat]
         out_tree_box: list[Any] = []
-        fun_flat, fwd_flat, bwd_flat = self._flat_functions(in_tree, out_tree_box)
+        in_avals = [get_aval(x) for x in args_flat]
+        fun_flat, fwd_flat, bwd_flat = self._flat_functions(in_tree, in_avals, out_tree_box)
         trace = find_top_trace(args_flat)
         tracers = [full_raise(trace, x) for x in args_flat]
         outs = trace.process_custom_vjp_call(custom_vjp_call_p, fun_flat, fwd_flat, bwd_flat,
                                              tracers, lambda: out_tree_box[0])
         return tree_unflatten(out_tree_box[0], outs)
 
-    def _flat_functions(self, in_tree, out_tree_box):
+    def _flat_functions(self, in_tree, in_avals, out_tree_box):
         """The user's functions on flat lists of leaves, recording the output structure."""
         def fun_flat(*xs):
             out_flat, out_tree = tree_flatten(self.fun(*tree_unflatten(in_tree, xs)))
@@ -559,7 +563,14 @@ class custom_vjp:  # noqa: N801 -- JAX's name
                     f"Custom VJP bwd rule of {self.__name__} must produce an output with the "
                     f"same container (pytree) structure as the args tuple of the primal "
                     f"function: expected {in_tree}, got {ct_tree}.")
-            return [None if c is None else _as_value(c) for c in cts_flat_in]
+            cts_flat_in = [None if c is None else _as_value(c) for c in cts_flat_in]
+            for i, (ct, aval) in enumerate(zip(cts_flat_in, in_avals)):
+                if ct is not None and ct.shape != aval.shape:
+                    raise ValueError(
+                        f"Custom VJP bwd rule of {self.__name__} returned a cotangent of shape "
+                        f"{ct.shape} for argument leaf {i}, whose primal has shape "
+                        f"{aval.shape}. Each cotangent must have its primal's shape.")
+            return cts_flat_in
 
         return fun_flat, fwd_flat, bwd_flat
 

@@ -146,7 +146,18 @@ def find_top_trace(xs: Sequence[Any]) -> Trace:
     for x in xs:
         if isinstance(x, Tracer) and x._trace.main.level > top.level:
             top = x._trace.main
+    if top.level:
+        _check_alive(top)
     return top.trace
+
+
+def _check_alive(main: MainTrace) -> None:
+    stack = trace_state.trace_stack
+    if main.level >= len(stack) or stack[main.level] is not main:
+        raise UnexpectedTracerError(
+            f"Encountered an escaped tracer: a value from a transformation (grad, jvp, jit, "
+            f"vmap, ...) that has already finished ({main}) was used outside of it. Return it "
+            f"from the transformed function instead of storing it in a global or closure.")
 
 
 def full_raise(trace: Trace, val: Any) -> Any:
@@ -156,13 +167,8 @@ def full_raise(trace: Trace, val: Any) -> Any:
     level = trace.main.level
     if val._trace.main is trace.main:
         return val
-    stack = trace_state.trace_stack
     owner = val._trace.main
-    if owner.level >= len(stack) or stack[owner.level] is not owner:
-        raise UnexpectedTracerError(
-            f"Encountered an escaped tracer {val!r}: a value from a transformation (grad, jvp, "
-            f"jit, vmap, ...) that has already finished was used outside of it. Return it from "
-            f"the transformed function instead of storing it in a global or closure.")
+    _check_alive(owner)
     if owner.level < level:
         return trace.lift(val)
     raise UnexpectedTracerError(
@@ -212,7 +218,9 @@ class EvalTrace(Trace):
 
     def process_primitive(self, prim: Primitive, tracers: list[Array],
                           params: dict[str, Any]) -> list[Array]:
-        outs = impl_rules[prim](*[t._value for t in tracers], **params)
+        # NaN and inf propagate silently, as in JAX: no NumPy floating-point warnings.
+        with np.errstate(all="ignore"):
+            outs = impl_rules[prim](*[t._value for t in tracers], **params)
         weak = _result_weak_type(tracers, params)
         if not prim.multiple_results:
             out = np.asarray(outs)

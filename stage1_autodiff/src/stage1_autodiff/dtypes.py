@@ -95,6 +95,11 @@ def _upper_set(node: str) -> frozenset[str]:
 
 
 def _lattice_node(dtype: np.dtype, weak_type: bool) -> str:
+    if dtype == float0:
+        raise TypeError("float0 arrays (the gradients of integer inputs, from "
+                        "grad(..., allow_int=True)) have no values and support no operations.")
+    if dtype not in _NODE_OF_DTYPE:
+        canonicalize_dtype(dtype)  # raises the unsupported-dtype error
     if weak_type and dtype != bool_:
         return "f*" if is_float(dtype) else "i*"
     return _NODE_OF_DTYPE[dtype]

@@ -29,15 +29,6 @@ from .core import Array, Primitive, get_aval, impl_rules, jvp_rules, vjp_rules
 Shape = tuple[int, ...]
 
 
-def _quiet(impl):
-    """Silences NumPy's warnings: NaN and inf propagate as in JAX, without a message."""
-    def quiet_impl(*args, **params):
-        with np.errstate(all="ignore"):
-            return impl(*args, **params)
-    quiet_impl.__name__ = impl.__name__
-    return quiet_impl
-
-
 def zeros_like(x: Any) -> Any:
     return full_like(x, 0)
 
@@ -91,7 +82,7 @@ jvp_rules[neg_p] = _unary_elementwise_jvp(neg_p)
 # --8<-- [start:exp]
 exp_p = Primitive("exp")
 def exp(x): return exp_p.bind(x)
-impl_rules[exp_p] = _quiet(np.exp)
+impl_rules[exp_p] = np.exp
 def exp_vjp(ct, x, *, out): return [mul(ct, out)]
 vjp_rules[exp_p] = exp_vjp
 def exp_jvp(primals, tangents):
@@ -103,21 +94,21 @@ jvp_rules[exp_p] = exp_jvp
 
 log_p = Primitive("log")
 def log(x): return log_p.bind(x)
-impl_rules[log_p] = _quiet(np.log)
+impl_rules[log_p] = np.log
 def log_vjp(ct, x, *, out): return [div(ct, x)]
 vjp_rules[log_p] = log_vjp
 jvp_rules[log_p] = _unary_elementwise_jvp(log_p)
 
 log1p_p = Primitive("log1p")
 def log1p(x): return log1p_p.bind(x)
-impl_rules[log1p_p] = _quiet(np.log1p)
+impl_rules[log1p_p] = np.log1p
 def log1p_vjp(ct, x, *, out): return [div(ct, add(x, full_like(x, 1)))]
 vjp_rules[log1p_p] = log1p_vjp
 jvp_rules[log1p_p] = _unary_elementwise_jvp(log1p_p)
 
 expm1_p = Primitive("expm1")
 def expm1(x): return expm1_p.bind(x)
-impl_rules[expm1_p] = _quiet(np.expm1)
+impl_rules[expm1_p] = np.expm1
 def expm1_vjp(ct, x, *, out): return [mul(ct, add(out, full_like(out, 1)))]
 vjp_rules[expm1_p] = expm1_vjp
 jvp_rules[expm1_p] = _unary_elementwise_jvp(expm1_p)
@@ -138,7 +129,7 @@ jvp_rules[cos_p] = _unary_elementwise_jvp(cos_p)
 
 tan_p = Primitive("tan")
 def tan(x): return tan_p.bind(x)
-impl_rules[tan_p] = _quiet(np.tan)
+impl_rules[tan_p] = np.tan
 def tan_vjp(ct, x, *, out): return [mul(ct, add(full_like(out, 1), mul(out, out)))]
 vjp_rules[tan_p] = tan_vjp
 jvp_rules[tan_p] = _unary_elementwise_jvp(tan_p)
@@ -166,7 +157,7 @@ jvp_rules[logistic_p] = _unary_elementwise_jvp(logistic_p)
 
 sqrt_p = Primitive("sqrt")
 def sqrt(x): return sqrt_p.bind(x)
-impl_rules[sqrt_p] = _quiet(np.sqrt)
+impl_rules[sqrt_p] = np.sqrt
 def sqrt_vjp(ct, x, *, out): return [div(ct, mul(full_like(out, 2), out))]
 vjp_rules[sqrt_p] = sqrt_vjp
 jvp_rules[sqrt_p] = _unary_elementwise_jvp(sqrt_p)
@@ -200,7 +191,7 @@ integer_pow_p = Primitive("integer_pow")
 def integer_pow(x, y: int): return integer_pow_p.bind(x, y=y)
 def integer_pow_impl(x, *, y):
     return np.power(x, y, dtype=x.dtype) if y >= 0 else (1 / np.power(x, -y)).astype(x.dtype)
-impl_rules[integer_pow_p] = _quiet(integer_pow_impl)
+impl_rules[integer_pow_p] = integer_pow_impl
 def integer_pow_vjp(ct, x, *, out, y):
     if y == 0:
         return [None]
@@ -232,7 +223,7 @@ def erf_inv_impl(x):
         p_tail = (c_tail + p_tail.astype(np.float64) * tail).astype(dtype)
     out = np.where(w < 5, p_central, p_tail) * x
     return np.where(np.abs(x) == 1, x * dtype.type(np.inf), out).astype(dtype)
-impl_rules[erf_inv_p] = _quiet(erf_inv_impl)
+impl_rules[erf_inv_p] = erf_inv_impl
 def erf_inv_vjp(ct, x, *, out):  # d erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2)
     return [mul(ct, mul(full_like(out, math.sqrt(math.pi) / 2), exp(mul(out, out))))]
 vjp_rules[erf_inv_p] = erf_inv_vjp
@@ -289,7 +280,7 @@ def div_impl(x, y):
         safe_y = np.where(y == 0, 1, y)
         return np.where(y == 0, -1, np.fix(x / safe_y)).astype(x.dtype)
     return np.true_divide(x, y)
-impl_rules[div_p] = _quiet(div_impl)
+impl_rules[div_p] = div_impl
 def div_vjp(ct, x, y, *, out):
     ct_x = div(ct, y)
     return [ct_x, neg(mul(ct_x, out))]  # d(x/y)/dy = -(x/y)/y
@@ -306,7 +297,7 @@ def rem_impl(x, y):
     if dtypes.is_int(x.dtype):
         return np.where(y == 0, x, np.fmod(x, np.where(y == 0, 1, y))).astype(x.dtype)
     return np.fmod(x, y)
-impl_rules[rem_p] = _quiet(rem_impl)
+impl_rules[rem_p] = rem_impl
 def _truncate(x): return mul(sign(x), floor(abs(x)))
 def rem_vjp(ct, x, y, *, out): return [ct, neg(mul(ct, _truncate(div(x, y))))]
 vjp_rules[rem_p] = rem_vjp
@@ -317,7 +308,7 @@ jvp_rules[rem_p] = rem_jvp
 
 pow_p = Primitive("pow")
 def pow(x, y): return pow_p.bind(x, y)  # noqa: A001 -- lax's name
-impl_rules[pow_p] = _quiet(np.power)
+impl_rules[pow_p] = np.power
 def _pow_dx(x, y):
     # y * x^(y-1), taken as 0 where y == 0 so that d(x^0) = 0 even at x = 0.
     return select_n(eq(y, zeros_like(y)), mul(y, pow(x, sub(y, full_like(y, 1)))), zeros_like(x))
@@ -405,11 +396,11 @@ def shift_right_logical_impl(x, y): return np.where(y < _bit_width(x), x >> y, 0
 def shift_right_arithmetic_impl(x, y): return x >> np.minimum(y, _bit_width(x) - 1)
 
 
-shift_left_p, shift_left = _nondifferentiable_binary("shift_left", _quiet(shift_left_impl))
+shift_left_p, shift_left = _nondifferentiable_binary("shift_left", shift_left_impl)
 shift_right_logical_p, shift_right_logical = _nondifferentiable_binary(
-    "shift_right_logical", _quiet(shift_right_logical_impl))
+    "shift_right_logical", shift_right_logical_impl)
 shift_right_arithmetic_p, shift_right_arithmetic = _nondifferentiable_binary(
-    "shift_right_arithmetic", _quiet(shift_right_arithmetic_impl))
+    "shift_right_arithmetic", shift_right_arithmetic_impl)
 
 # --8<-- [start:select_n]
 select_n_p = Primitive("select_n")
@@ -445,7 +436,7 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
     return convert_element_type_p.bind(x, new_dtype=np.dtype(new_dtype), weak_type=weak_type)
 def convert_element_type_impl(x, *, new_dtype, weak_type):
     return x.astype(new_dtype)
-impl_rules[convert_element_type_p] = _quiet(convert_element_type_impl)
+impl_rules[convert_element_type_p] = convert_element_type_impl
 def convert_element_type_vjp(ct, x, *, out, new_dtype, weak_type):
     x_aval = get_aval(x)
     if not dtypes.is_float(x_aval.dtype) or not dtypes.is_float(new_dtype):
@@ -1006,7 +997,7 @@ def threefry2x32_impl(key1, key2, x1, x2):
         x[0] = x[0] + ks[(i + 1) % 3]
         x[1] = x[1] + ks[(i + 2) % 3] + np.uint32(i + 1)
     return [np.asarray(x[0], np.uint32), np.asarray(x[1], np.uint32)]
-impl_rules[threefry2x32_p] = _quiet(threefry2x32_impl)
+impl_rules[threefry2x32_p] = threefry2x32_impl
 vjp_rules[threefry2x32_p] = _zero_vjp
 jvp_rules[threefry2x32_p] = _zero_jvp(threefry2x32_p)
 # --8<-- [end:threefry]

@@ -280,7 +280,7 @@ def uniform(key: Any, shape: Shape = (), dtype: Any = np.float32, minval: Any = 
     The top mantissa bits of a random word, under the exponent of 1.0, make a float in
     [1, 2); subtracting 1 gives [0, 1) in steps of 2**-23 (for float32). NB: JAX's compiled
     ``f * (maxval - minval) + minval`` is one fused multiply-add; we round twice, so with
-    non-default bounds the last bit can differ from JAX's.
+    non-default bounds a result can differ from JAX's by up to one ulp of (maxval - minval).
 
     Example:
         >>> import stage1_autodiff as jax

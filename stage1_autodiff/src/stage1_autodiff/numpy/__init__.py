@@ -10,7 +10,6 @@ Example:
 import numpy as _np
 
 from ..core import Array
-from ..dtypes import bool_, float32, float64, int32, int64, uint32, uint64
 from . import indexing
 from .contractions import dot, einsum, inner, matmul, outer, tensordot, vdot
 from .creation import (
@@ -29,6 +28,7 @@ from .creation import (
 )
 from .indexing import take, take_along_axis
 from .reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, std, sum, var
+from .scalar_types import bool_, float32, float64, int32, int64, uint32, uint64
 from .shapes import (
                        atleast_1d,
                        atleast_2d,

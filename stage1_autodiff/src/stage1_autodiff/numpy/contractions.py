@@ -75,7 +75,11 @@ def _batched_matmul(a, b):
     _check_contracted("matmul", a_shape, b_shape, (len(a_shape) - 1,), (len(b_shape) - 2,))
     if len(b_shape) == 2:  # a's batch dims act as extra rows: one plain contraction
         return lax.dot_general(a, b, (((len(a_shape) - 1,), (0,)), ((), ())))
-    batch = broadcast_shapes(a_shape[:-2], b_shape[:-2], op_name="matmul")
+    try:
+        batch = broadcast_shapes(a_shape[:-2], b_shape[:-2], op_name="matmul")
+    except ValueError:
+        raise ValueError(f"matmul: the batch dims of shapes {a_shape} and {b_shape} do not "
+                         f"broadcast (dims before the last two must be equal or 1).") from None
     a = broadcast_to_shape(a, batch + a_shape[-2:])
     b = broadcast_to_shape(b, batch + b_shape[-2:])
     n = len(batch)

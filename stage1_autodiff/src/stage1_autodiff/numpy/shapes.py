@@ -87,7 +87,8 @@ def swapaxes(a, axis1: int, axis2: int):
     a = as_value(a)
     ndim = get_aval(a).ndim
     perm = list(range(ndim))
-    i, j = canonicalize_axis(axis1, ndim), canonicalize_axis(axis2, ndim)
+    i = canonicalize_axis(axis1, ndim, "swapaxes")
+    j = canonicalize_axis(axis2, ndim, "swapaxes")
     perm[i], perm[j] = perm[j], perm[i]
     return transpose(a, perm)
 

@@ -1,0 +1,46 @@
+"""``jnp.float32`` and friends: usable as dtypes, and callable to make arrays, as in JAX."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .creation import array
+
+
+class ScalarType:
+    """A dtype that can be called: ``jnp.float32(1)`` is ``jnp.array(1, jnp.float32)``.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.float32(1)
+        Array(1., dtype=float32)
+    """
+
+    def __init__(self, dtype: Any) -> None:
+        self.dtype = np.dtype(dtype)  # np.dtype(jnp.float32) reads this attribute
+
+    def __call__(self, x: Any) -> Any:
+        return array(x, dtype=self.dtype)
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return self.dtype == np.dtype(other)
+        except TypeError:
+            return False
+
+    def __hash__(self) -> int:
+        return hash(self.dtype)
+
+    def __repr__(self) -> str:
+        return f"jnp.{self.dtype.name}"
+
+
+bool_ = ScalarType(np.bool_)
+int32 = ScalarType(np.int32)
+uint32 = ScalarType(np.uint32)
+float32 = ScalarType(np.float32)
+int64 = ScalarType(np.int64)
+uint64 = ScalarType(np.uint64)
+float64 = ScalarType(np.float64)
