@@ -219,10 +219,11 @@ def _lower(x: Any, main: MainTrace) -> Any:
 
 
 def _zero_cotangent(x: Any) -> Any:
+    """A zero cotangent; for an integer input, a NumPy array of dtype float0, as in JAX."""
     aval = get_aval(x)
     if dtypes.is_float(aval.dtype):
         return lax.zeros_like(x)
-    return Array(np.zeros(aval.shape, dtypes.float0))
+    return np.zeros(aval.shape, dtypes.float0)
 
 
 def _check_cotangents(ct: Any, out_tree: Any, primals_out: list[Any]) -> list[Any]:
@@ -429,6 +430,12 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
     return (*result, aux) if has_aux else result
 
 
+def _tangent_dtype(t: Any) -> np.dtype:
+    if isinstance(t, np.ndarray) and t.dtype == dtypes.float0:
+        return t.dtype
+    return get_aval(_as_value(t)).dtype
+
+
 def _check_jvp_args(primals, tangents):
     for name, value in (("primals", primals), ("tangents", tangents)):
         if not isinstance(value, (tuple, list)):
@@ -441,21 +448,24 @@ def _check_jvp_args(primals, tangents):
             f"primal and tangent arguments to jvp must have the same tree structure; primals "
             f"have tree structure {in_tree} whereas tangents have tree structure {tangent_tree}.")
     primals_flat = [_as_value(p) for p in primals_flat]
-    tangents_flat = [_as_value(t) for t in tangents_flat]
     paths = [keystr(path) for path, _ in tree_flatten_with_path(tuple(primals))[0]]
+    checked = []
     for path, p, t in zip(paths, primals_flat, tangents_flat):
-        p_aval, t_aval = get_aval(p), get_aval(t)
-        if p_aval.shape != t_aval.shape:
+        p_aval = get_aval(p)
+        t_shape, t_dtype = np.shape(t), _tangent_dtype(t)
+        if p_aval.shape != t_shape:
             raise ValueError(
                 f"jvp called with different primal and tangent shapes at primals{path}: "
-                f"primal shape {p_aval.shape}, tangent shape {t_aval.shape}.")
-        if dtypes.is_float(p_aval.dtype) and t_aval.dtype != p_aval.dtype:
+                f"primal shape {p_aval.shape}, tangent shape {t_shape}.")
+        expected = p_aval.dtype if dtypes.is_float(p_aval.dtype) else dtypes.float0
+        if t_dtype != expected:
             raise TypeError(
                 f"primal and tangent arguments to jvp do not match at primals{path}: dtypes "
-                f"must be equal, got primal dtype {p_aval.dtype} and tangent dtype "
-                f"{t_aval.dtype}.")
-    tangents_flat = [t if dtypes.is_float(get_aval(p).dtype) else None
-                     for p, t in zip(primals_flat, tangents_flat)]
+                f"must be equal, or for an integer or boolean primal the tangent must have "
+                f"dtype float0. Got primal dtype {p_aval.dtype}, so expected tangent dtype "
+                f"{expected}, but got {t_dtype}.")
+        checked.append(_as_value(t) if dtypes.is_float(p_aval.dtype) else None)
+    tangents_flat = checked
     return primals_flat, tangents_flat, in_tree
 
 

@@ -221,21 +221,25 @@ class EvalTrace(Trace):
         # NaN and inf propagate silently, as in JAX: no NumPy floating-point warnings.
         with np.errstate(all="ignore"):
             outs = impl_rules[prim](*[t._value for t in tracers], **params)
-        weak = _result_weak_type(tracers, params)
         if not prim.multiple_results:
             out = np.asarray(outs)
-            return [Array(out, weak and out.dtype == tracers[0].dtype)]
-        return [Array(np.asarray(out), weak and out.dtype == tracers[0].dtype) for out in outs]
+            return [Array(out, _result_weak_type(tracers, out.dtype, params))]
+        return [Array(np.asarray(out), _result_weak_type(tracers, out.dtype, params))
+                for out in outs]
 
 
-def _result_weak_type(args: list[Array], params: dict[str, Any]) -> bool:
-    """A result is weakly typed when all its operands are (JAX's rule for most primitives)."""
+def _result_weak_type(args: list[Array], out_dtype: np.dtype, params: dict[str, Any]) -> bool:
+    """A result is weakly typed when all its operands of the same dtype are (JAX's rule for
+    most primitives: the predicate of a select or the indices of a gather do not count)."""
     if "weak_type" in params:  # convert_element_type says explicitly
         return params["weak_type"]
+    same_dtype = False
     for a in args:
-        if not a.weak_type:
-            return False
-    return bool(args)
+        if a.dtype == out_dtype:
+            if not a.weak_type:
+                return False
+            same_dtype = True
+    return same_dtype
 # --8<-- [end:eval_trace]
 
 
@@ -276,6 +280,8 @@ class ArrayMethods:
     def __rfloordiv__(self, other): return jnp.floor_divide(other, self)
     def __mod__(self, other): return jnp.remainder(self, other)
     def __rmod__(self, other): return jnp.remainder(other, self)
+    def __divmod__(self, other): return jnp.divmod(self, other)
+    def __rdivmod__(self, other): return jnp.divmod(other, self)
     def __pow__(self, other): return jnp.power(self, other)
     def __rpow__(self, other): return jnp.power(other, self)
     def __matmul__(self, other): return jnp.matmul(self, other)
@@ -333,18 +339,41 @@ class ArrayMethods:
     @property
     def T(self): return jnp.transpose(self)
 
-    # Methods that mirror functions of the numpy module.
-    def sum(self, axis=None, keepdims=False): return jnp.sum(self, axis, keepdims=keepdims)
-    def mean(self, axis=None, keepdims=False): return jnp.mean(self, axis, keepdims=keepdims)
-    def max(self, axis=None, keepdims=False): return jnp.max(self, axis, keepdims=keepdims)
-    def min(self, axis=None, keepdims=False): return jnp.min(self, axis, keepdims=keepdims)
-    def prod(self, axis=None, keepdims=False): return jnp.prod(self, axis, keepdims=keepdims)
-    def var(self, axis=None, keepdims=False): return jnp.var(self, axis, keepdims=keepdims)
-    def std(self, axis=None, keepdims=False): return jnp.std(self, axis, keepdims=keepdims)
-    def all(self, axis=None, keepdims=False): return jnp.all(self, axis, keepdims=keepdims)
-    def any(self, axis=None, keepdims=False): return jnp.any(self, axis, keepdims=keepdims)
-    def argmax(self, axis=None, keepdims=False): return jnp.argmax(self, axis, keepdims=keepdims)
-    def argmin(self, axis=None, keepdims=False): return jnp.argmin(self, axis, keepdims=keepdims)
+    # Methods that mirror functions of the numpy module. ``out`` exists so that NumPy's own
+    # functions (np.sum(x) calls x.sum(axis=..., dtype=..., out=None)) work on our arrays.
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False):
+        return jnp.sum(self, axis, dtype, _no_out(out), keepdims)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False):
+        return jnp.mean(self, axis, dtype, _no_out(out), keepdims)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False):
+        return jnp.prod(self, axis, dtype, _no_out(out), keepdims)
+
+    def max(self, axis=None, out=None, keepdims=False):
+        return jnp.max(self, axis, _no_out(out), keepdims)
+
+    def min(self, axis=None, out=None, keepdims=False):
+        return jnp.min(self, axis, _no_out(out), keepdims)
+
+    def all(self, axis=None, out=None, keepdims=False):
+        return jnp.all(self, axis, _no_out(out), keepdims)
+
+    def any(self, axis=None, out=None, keepdims=False):
+        return jnp.any(self, axis, _no_out(out), keepdims)
+
+    def argmax(self, axis=None, out=None, keepdims=False):
+        return jnp.argmax(self, axis, _no_out(out), keepdims)
+
+    def argmin(self, axis=None, out=None, keepdims=False):
+        return jnp.argmin(self, axis, _no_out(out), keepdims)
+
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        return jnp.var(self, axis, dtype, _no_out(out), ddof, keepdims)
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        return jnp.std(self, axis, dtype, _no_out(out), ddof, keepdims)
+
     def astype(self, dtype): return jnp.astype(self, dtype)
     def ravel(self): return jnp.ravel(self)
     def flatten(self): return jnp.ravel(self)
@@ -383,6 +412,13 @@ class ArrayMethods:
     def _concrete_value(self, context: str) -> np.ndarray:
         raise NotImplementedError
 # --8<-- [end:array_methods]
+
+
+def _no_out(out: Any) -> None:
+    if out is not None:
+        raise TypeError("The 'out' argument is not supported: JAX arrays are immutable. Use "
+                        "the returned array instead.")
+    return None
 
 
 class Tracer(ArrayMethods):
@@ -481,8 +517,10 @@ def asarray(x: Any, dtype: Any = None) -> Array:
         return x
     if isinstance(x, Tracer):
         raise TypeError(f"asarray got a tracer {x!r}; expected a concrete value.")
-    weak = isinstance(x, (bool, int, float)) and dtype is None
-    if isinstance(x, (bool, int, float)):
+    # Exact types: NumPy scalars such as np.float64 subclass float but are strongly typed.
+    python_scalar = type(x) in (bool, int, float)
+    weak = type(x) in (int, float) and dtype is None  # Python bools are not weakly typed
+    if python_scalar:
         np_dtype = dtypes.python_scalar_dtype(x) if dtype is None else dtype
         value = _python_scalar_to_numpy(x, dtypes.canonicalize_dtype(np_dtype))
     else:

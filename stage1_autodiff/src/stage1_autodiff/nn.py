@@ -35,9 +35,21 @@ def sigmoid(x: Any) -> Any:
 
 
 def softplus(x: Any) -> Any:
-    """log(1 + exp(x)), computed stably as max(x, 0) + log1p(exp(-|x|))."""
+    """log(1 + exp(x)), as x + log1p(exp(-x)) for x > 0 and log1p(exp(x)) otherwise, so
+    that exp never overflows. Each branch sees only inputs from its own side (the other
+    side gets 0), so an unused branch cannot put NaN into the gradient. The derivative is
+    sigmoid(x), 0.5 at 0.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.grad(jax.nn.softplus)(0.0))
+        0.5
+    """
     (x,) = promote_inexact(x)
-    return jnp.maximum(x, 0) + jnp.log1p(jnp.exp(-jnp.abs(x)))
+    positive = x > 0
+    x_pos = jnp.where(positive, x, 0.0)
+    x_neg = jnp.where(positive, 0.0, x)
+    return jnp.where(positive, x_pos + jnp.log1p(jnp.exp(-x_pos)), jnp.log1p(jnp.exp(x_neg)))
 
 
 def gelu(x: Any, approximate: bool = True) -> Any:

@@ -165,7 +165,8 @@ jvp_rules[sqrt_p] = _unary_elementwise_jvp(sqrt_p)
 abs_p = Primitive("abs")
 def abs(x): return abs_p.bind(x)  # noqa: A001 -- lax's name
 impl_rules[abs_p] = np.abs
-def abs_vjp(ct, x, *, out): return [mul(ct, sign(x))]
+def abs_vjp(ct, x, *, out):  # at 0 the derivative is taken as +1, as in JAX
+    return [select_n(ge(x, zeros_like(x)), neg(ct), ct)]
 vjp_rules[abs_p] = abs_vjp
 jvp_rules[abs_p] = _unary_elementwise_jvp(abs_p)
 
@@ -222,7 +223,21 @@ def erf_inv_impl(x):
         p_central = (c_central + p_central.astype(np.float64) * central).astype(dtype)
         p_tail = (c_tail + p_tail.astype(np.float64) * tail).astype(dtype)
     out = np.where(w < 5, p_central, p_tail) * x
+    if dtype == np.float64:
+        out = _refine_erf_inv(out, x)
     return np.where(np.abs(x) == 1, x * dtype.type(np.inf), out).astype(dtype)
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _refine_erf_inv(z, x):
+    """Two Newton steps on erf(z) = x take the float32-accurate guess to float64 accuracy.
+    NB: JAX uses a separate double-precision polynomial (Giles) for float64 instead."""
+    for _ in range(2):
+        residual = _erf(z).astype(np.float64) - x
+        z = z - residual / (2 / math.sqrt(math.pi) * np.exp(-z * z))
+    return z
 impl_rules[erf_inv_p] = erf_inv_impl
 def erf_inv_vjp(ct, x, *, out):  # d erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2)
     return [mul(ct, mul(full_like(out, math.sqrt(math.pi) / 2), exp(mul(out, out))))]

@@ -14,10 +14,13 @@ from .. import primitives as lax
 from ..core import Array, Tracer, asarray, get_aval
 
 
-def as_value(x: Any) -> Any:
-    """An array or tracer for ``x``; Python scalars become weakly typed arrays."""
+def as_value(x: Any, dtype: Any = None) -> Any:
+    """An array or tracer for ``x``; Python scalars become weakly typed arrays (or arrays of
+    ``dtype``, so that ``2**31`` can be a uint32)."""
     if isinstance(x, (Array, Tracer)):
-        return x
+        return x if dtype is None else convert(x, dtypes.canonicalize_dtype(dtype))
+    if dtype is not None and type(x) in (bool, int, float):
+        return asarray(x, dtypes.canonicalize_dtype(dtype))
     if isinstance(x, (list, tuple)) and any(_contains_tracer_or_array(e) for e in x):
         from .shapes import stack  # a list of arrays, e.g. jnp.array([x, y])
         return stack([as_value(e) for e in x])
@@ -44,10 +47,10 @@ def convert(x: Any, dtype: np.dtype, weak_type: bool = False) -> Any:
 def _scalar_like(x: Any, scalar: Any) -> Any | None:
     """A Python scalar next to an array takes the array's dtype when the lattice says so
     (the common case ``x * 2.0``); None when it does not (``int_array * 2.5``)."""
-    if not isinstance(x, (Array, Tracer)) or isinstance(scalar, bool):
+    if not isinstance(x, (Array, Tracer)):
         return None
-    kind = x.dtype.kind
-    if kind == "f" and isinstance(scalar, (int, float)) or kind in "iu" and isinstance(scalar, int):
+    kind, scalar_type = x.dtype.kind, type(scalar)
+    if kind == "f" and scalar_type in (int, float) or kind in "iu" and scalar_type is int:
         return Array(np.asarray(scalar, x.dtype), x.weak_type)
     return None
 
@@ -59,9 +62,9 @@ def promote(*args: Any) -> list[Any]:
         if isinstance(x, (Array, Tracer)) and isinstance(y, (Array, Tracer)):
             if x.dtype == y.dtype and x.weak_type == y.weak_type:
                 return [x, y]
-        elif isinstance(y, (int, float)) and (y_like := _scalar_like(x, y)) is not None:
+        elif type(y) in (int, float) and (y_like := _scalar_like(x, y)) is not None:
             return [x, y_like]
-        elif isinstance(x, (int, float)) and (x_like := _scalar_like(y, x)) is not None:
+        elif type(x) in (int, float) and (x_like := _scalar_like(y, x)) is not None:
             return [x_like, y]
     values = [as_value(a) for a in args]
     avals = [get_aval(v) for v in values]
@@ -112,10 +115,11 @@ def promote_and_broadcast(op_name: str, *args: Any, inexact: bool = False) -> li
 
 
 def canonicalize_axis(axis: int, ndim: int, op_name: str = "axis") -> int:
-    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+    if not -ndim <= axis < ndim:
+        valid = f"Valid axes are {-ndim} to {ndim - 1}." if ndim else "It has no axes."
         raise ValueError(f"{op_name}: axis {axis} is out of bounds for an array of dimension "
-                         f"{ndim}. Valid axes are {-ndim} to {ndim - 1}.")
-    return axis % ndim if ndim else 0
+                         f"{ndim}. {valid}")
+    return axis % ndim
 
 
 def canonicalize_axes(axis: int | Sequence[int] | None, ndim: int,

@@ -118,9 +118,12 @@ def outer(a, b):
 
 
 def inner(a, b):
-    """Contracts the last dims of ``a`` and ``b``."""
+    """Contracts the last dims of ``a`` and ``b`` (a scalar operand multiplies)."""
     a, b = promote(a, b)
     a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
+    if not a_ndim or not b_ndim:
+        from .ufuncs import multiply
+        return multiply(a, b)
     return tensordot(a, b, ((a_ndim - 1,), (b_ndim - 1,)))
 
 

@@ -42,7 +42,7 @@ def array(object: Any, dtype: Any = None, copy: bool = True) -> Any:  # noqa: A0
                [3, 4]], dtype=int32)
     """
     del copy  # arrays are immutable, so a copy is never observable
-    value = as_value(object)
+    value = as_value(object, dtype)
     if dtype is not None:
         value = convert(value, dtypes.canonicalize_dtype(dtype))
     return value
@@ -62,7 +62,7 @@ def full(shape: Shape, fill_value: Any, dtype: Any = None) -> Any:
         Array([7, 7], dtype=int32)
     """
     shape = _shape(shape)
-    value = as_value(fill_value)
+    value = as_value(fill_value, dtype)
     aval = get_aval(value)
     value = convert(value, _dtype(dtype, aval.dtype), aval.weak_type and dtype is None)
     return broadcast_to_shape(value, shape) if aval.shape != shape else value
@@ -115,7 +115,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
                 "arange requires concrete bounds: its length would depend on a traced value. "
                 "Use a static argument or a fixed size.")
     if stop is None and step is None and dtype is None and isinstance(start, (int, np.integer)):
-        return lax.iota(dtypes.default_int_dtype(), (int(start),))
+        return lax.iota(dtypes.default_int_dtype(), (max(int(start), 0),))
     values = np.arange(start, stop, step)
     default = dtypes.canonicalize_dtype(values.dtype)
     return _core_asarray(values, _dtype(dtype, default))

@@ -34,7 +34,7 @@ def _reduce(name: str, lax_fn, x, axis: Axis, keepdims: bool) -> Any:
 
 
 # --8<-- [start:sum]
-def sum(a, axis: Axis = None, dtype=None, keepdims: bool = False):  # noqa: A001
+def sum(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False):  # noqa: A001
     """Sum over ``axis``. Booleans and small integers sum as the default integer.
 
     Example:
@@ -42,21 +42,37 @@ def sum(a, axis: Axis = None, dtype=None, keepdims: bool = False):  # noqa: A001
         >>> jnp.sum(jnp.ones((2, 3)), axis=0)
         Array([2., 2., 2.], dtype=float32)
     """
-    a = as_value(a)
-    aval = get_aval(a)
-    if dtype is not None:
-        a = convert(a, dtypes.canonicalize_dtype(dtype))
-    elif aval.dtype == np.bool_:
-        a = convert(a, dtypes.default_int_dtype())
+    _check_no_out(out)
+    a = _accumulation_dtype(as_value(a), dtype)
     return _reduce("sum", lax.reduce_sum, a, axis, keepdims)
 # --8<-- [end:sum]
+
+
+def _check_no_out(out: Any) -> None:
+    if out is not None:
+        raise TypeError("The 'out' argument is not supported: JAX arrays are immutable. Use "
+                        "the returned array instead.")
+
+
+def _accumulation_dtype(a: Any, dtype: Any) -> Any:
+    """Sums and products of booleans and of integers narrower than the default integer
+    accumulate in the default integer (int64 with jax_enable_x64), as NumPy and JAX do."""
+    if dtype is not None:
+        return convert(a, dtypes.canonicalize_dtype(dtype))
+    a_dtype = get_aval(a).dtype
+    if a_dtype == np.bool_:
+        return convert(a, dtypes.default_int_dtype())
+    if dtypes.is_int(a_dtype) and a_dtype.itemsize < dtypes.default_int_dtype().itemsize:
+        wide = dtypes.uint64 if a_dtype.kind == "u" else dtypes.default_int_dtype()
+        return convert(a, wide)
+    return a
 
 
 def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
     return int(np.prod([shape[d] for d in axes], dtype=np.int64))
 
 
-def mean(a, axis: Axis = None, dtype=None, keepdims: bool = False):
+def mean(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False):
     """Arithmetic mean over ``axis`` (in floating point).
 
     Example:
@@ -64,6 +80,7 @@ def mean(a, axis: Axis = None, dtype=None, keepdims: bool = False):
         >>> jnp.mean(jnp.array([1, 2, 3, 4]))
         Array(2.5, dtype=float32)
     """
+    _check_no_out(out)
     (a,) = promote_inexact(as_value(a) if dtype is None else as_value(a).astype(dtype))
     shape = get_aval(a).shape
     axes = canonicalize_axes(axis, len(shape), "mean")
@@ -71,7 +88,7 @@ def mean(a, axis: Axis = None, dtype=None, keepdims: bool = False):
     return lax.div(total, lax.full_like(total, _count(shape, axes)))
 
 
-def var(a, axis: Axis = None, ddof: int = 0, keepdims: bool = False):
+def var(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False):
     """Variance: the mean squared deviation from the mean, divided by ``n - ddof``.
 
     Example:
@@ -79,7 +96,8 @@ def var(a, axis: Axis = None, ddof: int = 0, keepdims: bool = False):
         >>> jnp.var(jnp.array([1.0, 2.0, 3.0, 4.0]))
         Array(1.25, dtype=float32)
     """
-    (a,) = promote_inexact(a)
+    _check_no_out(out)
+    (a,) = promote_inexact(as_value(a) if dtype is None else as_value(a).astype(dtype))
     shape = get_aval(a).shape
     axes = canonicalize_axes(axis, len(shape), "var")
     centered = lax.sub(a, lax.broadcast_in_dim(
@@ -88,9 +106,9 @@ def var(a, axis: Axis = None, ddof: int = 0, keepdims: bool = False):
     return lax.div(total, lax.full_like(total, _count(shape, axes) - ddof))
 
 
-def std(a, axis: Axis = None, ddof: int = 0, keepdims: bool = False):
+def std(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False):
     """Standard deviation: the square root of :func:`var`."""
-    return lax.sqrt(var(a, axis, ddof=ddof, keepdims=keepdims))
+    return lax.sqrt(var(a, axis, dtype, out, ddof=ddof, keepdims=keepdims))
 
 
 def _check_nonempty(name: str, x: Any, axis: Axis) -> None:
@@ -101,15 +119,17 @@ def _check_nonempty(name: str, x: Any, axis: Axis) -> None:
                          f"identity (shape {shape}, axis {axis}).")
 
 
-def max(a, axis: Axis = None, keepdims: bool = False):  # noqa: A001
+def max(a, axis: Axis = None, out=None, keepdims: bool = False):  # noqa: A001
     """Largest element over ``axis`` (NaN if any element is NaN)."""
+    _check_no_out(out)
     a = as_value(a)
     _check_nonempty("max", a, axis)
     return _reduce("max", lax.reduce_max, a, axis, keepdims)
 
 
-def min(a, axis: Axis = None, keepdims: bool = False):  # noqa: A001
+def min(a, axis: Axis = None, out=None, keepdims: bool = False):  # noqa: A001
     """Smallest element over ``axis`` (NaN if any element is NaN)."""
+    _check_no_out(out)
     a = as_value(a)
     _check_nonempty("min", a, axis)
     return _reduce("min", lax.reduce_min, a, axis, keepdims)
@@ -118,40 +138,45 @@ def min(a, axis: Axis = None, keepdims: bool = False):  # noqa: A001
 amax, amin = max, min
 
 
-def prod(a, axis: Axis = None, keepdims: bool = False):
+def prod(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False):
     """Product over ``axis``."""
-    a = as_value(a)
-    if get_aval(a).dtype == np.bool_:
-        a = convert(a, dtypes.default_int_dtype())
+    _check_no_out(out)
+    a = _accumulation_dtype(as_value(a), dtype)
     return _reduce("prod", lax.reduce_prod, a, axis, keepdims)
 
 
-def all(a, axis: Axis = None, keepdims: bool = False):  # noqa: A001
+def all(a, axis: Axis = None, out=None, keepdims: bool = False):  # noqa: A001
     """Whether every element over ``axis`` is true."""
     from .ufuncs import _as_bool
+    _check_no_out(out)
     return _reduce("all", lax.reduce_and, _as_bool(a), axis, keepdims)
 
 
-def any(a, axis: Axis = None, keepdims: bool = False):  # noqa: A001
+def any(a, axis: Axis = None, out=None, keepdims: bool = False):  # noqa: A001
     """Whether any element over ``axis`` is true."""
     from .ufuncs import _as_bool
+    _check_no_out(out)
     return _reduce("any", lax.reduce_or, _as_bool(a), axis, keepdims)
 
 
-def _arg_reduce(name: str, lax_fn, a, axis: int | None, keepdims: bool):
+def _arg_reduce(name: str, lax_fn, a, axis: int | None, out, keepdims: bool):
+    _check_no_out(out)
     a = as_value(a)
+    original_ndim = get_aval(a).ndim
     if axis is None:
-        a, axis = lax.reshape(a, (get_aval(a).size,)), 0
+        flat = lax.reshape(a, (get_aval(a).size,))
+        result = _arg_reduce(name, lax_fn, flat, 0, None, False)
+        return lax.reshape(result, (1,) * original_ndim) if keepdims else result
     _check_nonempty(name, a, axis)
     shape = get_aval(a).shape
     (axis,) = canonicalize_axes(axis, len(shape), name)
-    out = lax_fn(a, axis, dtypes.default_int_dtype())
+    result = lax_fn(a, axis, dtypes.default_int_dtype())
     if keepdims:
-        out = lax.reshape(out, tuple(1 if d == axis else n for d, n in enumerate(shape)))
-    return out
+        result = lax.reshape(result, tuple(1 if d == axis else n for d, n in enumerate(shape)))
+    return result
 
 
-def argmax(a, axis: int | None = None, keepdims: bool = False):
+def argmax(a, axis: int | None = None, out=None, keepdims: bool = False):
     """Index of the largest element along ``axis`` (of the flattened array if None).
 
     Example:
@@ -159,9 +184,9 @@ def argmax(a, axis: int | None = None, keepdims: bool = False):
         >>> jnp.argmax(jnp.array([[1, 5], [7, 2]]), axis=1)
         Array([1, 0], dtype=int32)
     """
-    return _arg_reduce("argmax", lax.argmax, a, axis, keepdims)
+    return _arg_reduce("argmax", lax.argmax, a, axis, out, keepdims)
 
 
-def argmin(a, axis: int | None = None, keepdims: bool = False):
+def argmin(a, axis: int | None = None, out=None, keepdims: bool = False):
     """Index of the smallest element along ``axis`` (of the flattened array if None)."""
-    return _arg_reduce("argmin", lax.argmin, a, axis, keepdims)
+    return _arg_reduce("argmin", lax.argmin, a, axis, out, keepdims)

@@ -216,7 +216,8 @@ def split(ary, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[
                              f"elements along axis {axis} into {sections} sections.")
         bounds = [i * (n // sections) for i in range(sections + 1)]
     else:
-        bounds = [0, *[min(max(int(i), 0), n) for i in indices_or_sections], n]
+        cuts = [int(i) + n if int(i) < 0 else int(i) for i in indices_or_sections]
+        bounds = [0, *[min(max(i, 0), n) for i in cuts], n]
     pieces = []
     for start, stop in zip(bounds[:-1], bounds[1:]):
         starts = [0] * len(shape)

@@ -166,6 +166,11 @@ def remainder(x, y):
 mod = remainder
 
 
+def divmod(x, y):  # noqa: A001 -- NumPy's name
+    """``(x // y, x % y)``."""
+    return floor_divide(x, y), remainder(x, y)
+
+
 def power(x, y):
     """x ** y. A Python int exponent becomes ``integer_pow`` (repeated multiplication).
 
