@@ -63,6 +63,7 @@ from .ufuncs import (
                        ceil,
                        clip,
                        cos,
+                       divmod,
                        divide,
                        equal,
                        exp,
