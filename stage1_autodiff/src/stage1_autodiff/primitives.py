@@ -45,6 +45,7 @@ def full(shape: Shape, value: float | int | bool, dtype: np.dtype, weak_type: bo
     return scalar if shape == () else broadcast_in_dim(scalar, tuple(shape), ())
 
 
+# --8<-- [start:unary_elementwise_jvp]
 def _unary_elementwise_jvp(prim: Primitive):
     """An elementwise op has a diagonal Jacobian, so its VJP rule applied to the tangent is
     its JVP: ``t_out = f'(x) * t``."""
@@ -52,6 +53,7 @@ def _unary_elementwise_jvp(prim: Primitive):
         out = prim.bind(*primals, **params)
         return out, vjp_rules[prim](tangents[0], *primals, out=out, **params)[0]
     return jvp
+# --8<-- [end:unary_elementwise_jvp]
 
 
 def _zero_vjp(ct, *primals, out, **params):
@@ -506,11 +508,13 @@ vjp_rules[broadcast_in_dim_p] = broadcast_in_dim_vjp
 # --8<-- [end:broadcast_in_dim]
 
 
+# --8<-- [start:linear_jvp]
 def _linear_jvp(prim: Primitive):
     """A primitive linear in its operands is its own JVP: ``f(x)`` and ``f(x_dot)``."""
     def jvp(primals, tangents, **params):
         return prim.bind(*primals, **params), prim.bind(*tangents, **params)
     return jvp
+# --8<-- [end:linear_jvp]
 
 
 jvp_rules[broadcast_in_dim_p] = _linear_jvp(broadcast_in_dim_p)
