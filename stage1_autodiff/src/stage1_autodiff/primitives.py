@@ -237,7 +237,7 @@ def _refine_erf_inv(z, x):
     """Two Newton steps on erf(z) = x take the float32-accurate guess to float64 accuracy.
     NB: JAX uses a separate double-precision polynomial (Giles) for float64 instead."""
     for _ in range(2):
-        residual = _erf(z).astype(np.float64) - x
+        residual = np.asarray(_erf(z), np.float64) - x
         z = z - residual / (2 / math.sqrt(math.pi) * np.exp(-z * z))
     return z
 impl_rules[erf_inv_p] = erf_inv_impl

@@ -76,7 +76,9 @@ def _is_advanced(entry: Any) -> bool:
 
 # --8<-- [start:getitem]
 def getitem(x: Any, idx: Any) -> Any:
-    """``x[idx]`` with NumPy's semantics (out-of-bounds array indices are clamped).
+    """``x[idx]`` with NumPy's semantics. Out-of-bounds *array* indices are clamped, as JAX
+    does; NB: an out-of-bounds Python int raises IndexError here, where JAX clamps it too,
+    because a static index past the end is almost always a bug.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp

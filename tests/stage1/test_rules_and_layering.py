@@ -1,0 +1,537 @@
+"""The architecture's invariants: complete rule tables, dtype-preserving impls, stage layering,
+package hygiene, and how ``bind`` and the interpreter stack behave."""
+
+import ast
+import re
+import tomllib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import stage1_autodiff as jax
+from stage1_autodiff import autodiff, core
+from stage1_autodiff import numpy as jnp
+from stage1_autodiff import primitives as lax
+
+Array = core.Array
+TapeTrace, custom_vjp_call_p = autodiff.TapeTrace, autodiff.custom_vjp_call_p
+
+REPO = Path(__file__).resolve().parents[2]
+
+f32, i32, u32, b1 = (np.dtype(d) for d in (np.float32, np.int32, np.uint32, np.bool_))
+
+
+def by_name(name: str) -> core.Primitive:
+    matches = [p for p in core.all_primitives if p.name == name]
+    assert len(matches) == 1, f"expected one primitive named {name!r}, found {len(matches)}"
+    return matches[0]
+
+
+# ------------------------------------------------------------------------------------------
+# Rule tables
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("table_name", ["impl_rules", "vjp_rules", "jvp_rules"])
+def test_every_primitive_has_a_rule_in_every_stage1_table(table_name):
+    table = getattr(core, table_name)
+    missing = [p.name for p in core.all_primitives if p not in table]
+    assert not missing, f"primitives without an entry in {table_name}: {missing}"
+
+
+def test_rule_tables_hold_only_registered_primitives():
+    known = set(core.all_primitives)
+    for table_name in ("impl_rules", "vjp_rules", "jvp_rules"):
+        extra = [p for p in getattr(core, table_name) if p not in known]
+        assert not extra, f"{table_name} has rules for unregistered primitives: {extra}"
+
+
+def test_primitive_names_are_unique():
+    names = [p.name for p in core.all_primitives]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+# ------------------------------------------------------------------------------------------
+# Each impl keeps dtypes: one or more representative calls per primitive
+# ------------------------------------------------------------------------------------------
+
+
+def a(values, dtype=np.float32) -> Array:
+    return Array(np.asarray(values, dtype=dtype))
+
+
+X = a([0.25, 0.5, 0.75])          # float32, in the domain of every unary op
+Y = a([1.5, 2.0, 2.5])
+M = a([[1.0, 2.0], [3.0, 4.0]])
+N = a([3, -7, 8], np.int32)
+J = a([2, 3, -5], np.int32)
+U = a([3, 7, 0xFFFFFFFF], np.uint32)
+V = a([1, 2, 31], np.uint32)
+B = a([True, False, True], np.bool_)
+C = a([False, False, True], np.bool_)
+IDX = a([[1], [0]], np.int32)     # picks rows 1 and 0 of M
+
+
+@jax.custom_vjp
+def _scaled(x):
+    return x * 2.0
+
+
+_scaled.defvjp(lambda x: (x * 2.0, None), lambda _, ct: (ct * 2.0,))
+
+
+# Each case: a zero-argument call through the lax wrappers, and the dtype of every output.
+DtypeCase = tuple[Callable[[], object], tuple[np.dtype, ...]]
+
+
+def _unary_float(fn) -> list[DtypeCase]:
+    return [(lambda: fn(X), (f32,))]
+
+
+DTYPE_CASES: dict[str, list[DtypeCase]] = {
+    "neg": [(lambda: lax.neg(X), (f32,)), (lambda: lax.neg(N), (i32,))],
+    "exp": _unary_float(lax.exp),
+    "log": _unary_float(lax.log),
+    "log1p": _unary_float(lax.log1p),
+    "expm1": _unary_float(lax.expm1),
+    "sin": _unary_float(lax.sin),
+    "cos": _unary_float(lax.cos),
+    "tan": _unary_float(lax.tan),
+    "tanh": _unary_float(lax.tanh),
+    "logistic": [(lambda: lax.logistic(a([-3.0, 0.0, 3.0])), (f32,))],
+    "sqrt": _unary_float(lax.sqrt),
+    "abs": [(lambda: lax.abs(X), (f32,)), (lambda: lax.abs(N), (i32,))],
+    "sign": [(lambda: lax.sign(X), (f32,)), (lambda: lax.sign(N), (i32,))],
+    "floor": _unary_float(lax.floor),
+    "ceil": _unary_float(lax.ceil),
+    "integer_pow": [(lambda: lax.integer_pow(X, 3), (f32,)),
+                    (lambda: lax.integer_pow(X, -2), (f32,)),
+                    (lambda: lax.integer_pow(N, 2), (i32,))],
+    "erf_inv": _unary_float(lax.erf_inv),
+    "not": [(lambda: lax.bitwise_not(B), (b1,)), (lambda: lax.bitwise_not(U), (u32,))],
+    "add": [(lambda: lax.add(X, Y), (f32,)), (lambda: lax.add(N, J), (i32,)),
+            (lambda: lax.add(U, V), (u32,))],
+    "sub": [(lambda: lax.sub(X, Y), (f32,)), (lambda: lax.sub(U, V), (u32,))],
+    "mul": [(lambda: lax.mul(X, Y), (f32,)), (lambda: lax.mul(U, V), (u32,))],
+    "div": [(lambda: lax.div(X, Y), (f32,)), (lambda: lax.div(N, J), (i32,))],
+    "rem": [(lambda: lax.rem(X, Y), (f32,)), (lambda: lax.rem(N, J), (i32,))],
+    "pow": [(lambda: lax.pow(X, Y), (f32,))],
+    "max": [(lambda: lax.max(X, Y), (f32,)), (lambda: lax.max(N, J), (i32,))],
+    "min": [(lambda: lax.min(X, Y), (f32,)), (lambda: lax.min(U, V), (u32,))],
+    "atan2": [(lambda: lax.atan2(X, Y), (f32,))],
+    "eq": [(lambda: lax.eq(X, Y), (b1,)), (lambda: lax.eq(N, J), (b1,))],
+    "ne": [(lambda: lax.ne(X, Y), (b1,))],
+    "lt": [(lambda: lax.lt(X, Y), (b1,))],
+    "le": [(lambda: lax.le(N, J), (b1,))],
+    "gt": [(lambda: lax.gt(U, V), (b1,))],
+    "ge": [(lambda: lax.ge(X, Y), (b1,))],
+    "and": [(lambda: lax.bitwise_and(B, C), (b1,)), (lambda: lax.bitwise_and(U, V), (u32,))],
+    "or": [(lambda: lax.bitwise_or(B, C), (b1,)), (lambda: lax.bitwise_or(N, J), (i32,))],
+    "xor": [(lambda: lax.bitwise_xor(B, C), (b1,)), (lambda: lax.bitwise_xor(U, V), (u32,))],
+    "shift_left": [(lambda: lax.shift_left(U, V), (u32,)),
+                   (lambda: lax.shift_left(N, a([1, 2, 40], np.int32)), (i32,))],
+    "shift_right_logical": [(lambda: lax.shift_right_logical(U, V), (u32,)),
+                            (lambda: lax.shift_right_logical(N, a([1, 2, 3], np.int32)),
+                             (i32,))],
+    "shift_right_arithmetic": [
+        (lambda: lax.shift_right_arithmetic(N, a([1, 2, 40], np.int32)), (i32,)),
+        (lambda: lax.shift_right_arithmetic(U, V), (u32,))],
+    "select_n": [(lambda: lax.select_n(B, X, Y), (f32,)),
+                 (lambda: lax.select_n(a([0, 1, 2], np.int32), N, J, N), (i32,))],
+    "convert_element_type": [(lambda: lax.convert_element_type(N, np.float32), (f32,)),
+                             (lambda: lax.convert_element_type(X, np.int32), (i32,)),
+                             (lambda: lax.convert_element_type(X, np.bool_), (b1,))],
+    "bitcast_convert_type": [(lambda: lax.bitcast_convert_type(X, np.uint32), (u32,)),
+                             (lambda: lax.bitcast_convert_type(U, np.float32), (f32,))],
+    "stop_gradient": [(lambda: lax.stop_gradient(X), (f32,))],
+    "broadcast_in_dim": [(lambda: lax.broadcast_in_dim(X, (2, 3), (1,)), (f32,)),
+                         (lambda: lax.broadcast_in_dim(a(1.0), (2,), ()), (f32,))],
+    "reshape": [(lambda: lax.reshape(M, (4,)), (f32,))],
+    "transpose": [(lambda: lax.transpose(M, (1, 0)), (f32,))],
+    "squeeze": [(lambda: lax.squeeze(a([[1.0]]), (0, 1)), (f32,))],
+    "concatenate": [(lambda: lax.concatenate([X, Y], 0), (f32,)),
+                    (lambda: lax.concatenate([N, J], 0), (i32,))],
+    "pad": [(lambda: lax.pad(X, a(0.0), [(1, 2, 1)]), (f32,))],
+    "slice": [(lambda: lax.slice(X, (1,), (3,)), (f32,)),
+              (lambda: lax.slice(M, (0, 0), (2, 2), (2, 1)), (f32,))],
+    "rev": [(lambda: lax.rev(X, (0,)), (f32,))],
+    "iota": [(lambda: lax.iota(np.int32, (2, 3), 1), (i32,)),
+             (lambda: lax.iota(np.uint32, (4,)), (u32,)),
+             (lambda: lax.iota(np.float32, (4,)), (f32,))],
+    "reduce_sum": [(lambda: lax.reduce_sum(M, (0,)), (f32,)),
+                   (lambda: lax.reduce_sum(N, (0,)), (i32,)),
+                   (lambda: lax.reduce_sum(U, (0,)), (u32,))],
+    "reduce_max": [(lambda: lax.reduce_max(M, (1,)), (f32,)),
+                   (lambda: lax.reduce_max(N, (0,)), (i32,))],
+    "reduce_min": [(lambda: lax.reduce_min(M, (0, 1)), (f32,))],
+    "reduce_prod": [(lambda: lax.reduce_prod(M, (1,)), (f32,)),
+                    (lambda: lax.reduce_prod(N, (0,)), (i32,))],
+    "reduce_and": [(lambda: lax.reduce_and(B, (0,)), (b1,))],
+    "reduce_or": [(lambda: lax.reduce_or(B, (0,)), (b1,))],
+    "argmax": [(lambda: lax.argmax(M, 1), (i32,))],
+    "argmin": [(lambda: lax.argmin(N, 0), (i32,))],
+    "dot_general": [(lambda: lax.dot_general(M, M, (((1,), (0,)), ((), ()))), (f32,)),
+                    (lambda: lax.dot_general(X, Y, (((0,), (0,)), ((), ()))), (f32,)),
+                    (lambda: lax.dot_general(a(np.ones((2, 2, 3))), a(np.ones((2, 3, 4))),
+                                             (((2,), (1,)), ((0,), (0,)))), (f32,)),
+                    (lambda: lax.dot_general(N, J, (((0,), (0,)), ((), ()))), (i32,))],
+    "gather": [(lambda: lax.gather(M, IDX), (f32,)),
+               (lambda: lax.gather(N, a([[2], [0]], np.int32)), (i32,))],
+    "scatter_add": [(lambda: lax.scatter_add(M, IDX, a([[1.0, 1.0], [2.0, 2.0]])), (f32,))],
+    "scatter": [(lambda: lax.scatter(M, IDX, a([[1.0, 1.0], [2.0, 2.0]])), (f32,))],
+    "scatter_mul": [(lambda: lax.scatter_mul(M, IDX, a([[1.0, 1.0], [2.0, 2.0]])), (f32,))],
+    "scatter_min": [(lambda: lax.scatter_min(M, IDX, a([[1.0, 1.0], [2.0, 2.0]])), (f32,))],
+    "scatter_max": [(lambda: lax.scatter_max(N, a([[1]], np.int32), a([9], np.int32)),
+                     (i32,))],
+    "sort": [(lambda: lax.sort([X]), (f32,)),
+             (lambda: lax.sort([N, X], 0, 1), (i32, f32))],
+    "threefry2x32": [(lambda: lax.threefry2x32(U, V, V, U), (u32, u32))],
+    # At the eval level a custom_vjp function just runs; bind the primitive itself.
+    "custom_vjp_call": [(lambda: custom_vjp_call_p.bind(X, fun=lambda x: [jnp.multiply(x, 2.0)]),
+                         (f32,))],
+}
+
+
+def _outputs(result) -> list:
+    return list(result) if isinstance(result, (list, tuple)) else [result]
+
+
+def test_dtype_table_covers_every_primitive():
+    """A new primitive must come with a dtype case here (and rules in every table)."""
+    names = {p.name for p in core.all_primitives}
+    assert names - DTYPE_CASES.keys() == set(), "add a DTYPE_CASES entry for these primitives"
+    assert DTYPE_CASES.keys() - names == set(), "DTYPE_CASES names primitives that don't exist"
+
+
+@pytest.fixture(params=[False, True], ids=["x32", "x64"])
+def x64_mode(request):
+    """Both settings of jax_enable_x64: float32 inputs stay float32 either way."""
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", request.param)
+    try:
+        yield request.param
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+
+
+@pytest.mark.parametrize("name", sorted(DTYPE_CASES))
+def test_impl_keeps_dtypes(name, x64_mode):
+    prim = by_name(name)
+    for call, expected in DTYPE_CASES[name]:
+        calls = []
+        original = core.impl_rules[prim]
+
+        def spy(*args, **params):
+            calls.append(1)
+            return original(*args, **params)
+
+        core.impl_rules[prim] = spy  # the case must reach this primitive's impl
+        try:
+            outs = _outputs(call())
+        finally:
+            core.impl_rules[prim] = original
+        assert calls, f"the {name} case never bound {name}"
+        assert len(outs) == len(expected)
+        for out, dtype in zip(outs, expected):
+            assert isinstance(out, Array)
+            assert out.dtype == dtype, f"{name}: got {out.dtype}, expected {dtype}"
+            assert out._value.dtype == dtype  # the buffer itself, not only the aval
+
+
+SCALAR_CASES = {  # 0-d inputs: where NumPy returns scalars and Python floats sneak in
+    "exp": lambda: lax.exp(a(0.5)),
+    "log": lambda: lax.log(a(0.5)),
+    "logistic": lambda: lax.logistic(a(-2.0)),
+    "erf_inv": lambda: lax.erf_inv(a(0.5)),
+    "integer_pow": lambda: lax.integer_pow(a(0.5), -3),
+    "div": lambda: lax.div(a(1.0), a(3.0)),
+    "rem": lambda: lax.rem(a(1.0), a(0.3)),
+    "pow": lambda: lax.pow(a(2.0), a(0.5)),
+    "atan2": lambda: lax.atan2(a(1.0), a(2.0)),
+    "tanh": lambda: lax.tanh(a(0.3)),
+    "reduce_sum": lambda: lax.reduce_sum(a(2.0), ()),
+    "reduce_prod": lambda: lax.reduce_prod(X, (0,)),
+    "dot_general": lambda: lax.dot_general(X, Y, (((0,), (0,)), ((), ()))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR_CASES))
+def test_impl_keeps_float32_on_0d_inputs(name):
+    out = SCALAR_CASES[name]()
+    assert out.shape == ()
+    assert out.dtype == f32 and out._value.dtype == f32
+
+
+# ------------------------------------------------------------------------------------------
+# Stage layering and package hygiene
+# ------------------------------------------------------------------------------------------
+
+STAGE_DIR = re.compile(r"^stage(\d+)_\w+$")
+STAGE_MODULE = re.compile(r"^stage(\d+)_")
+
+
+def stage_packages(root: Path = REPO) -> dict[str, tuple[int, Path]]:
+    """Every stage at the repo root: package name -> (stage number, package folder)."""
+    found = {}
+    for folder in sorted(root.iterdir()):
+        match = STAGE_DIR.match(folder.name)
+        if match and (folder / "src" / folder.name).is_dir():
+            found[folder.name] = (int(match.group(1)), folder / "src" / folder.name)
+    return found
+
+
+def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, absolute module name) of every import in a file, including
+    ``importlib.import_module("...")`` and ``__import__("...")`` with a literal name. Relative
+    imports stay inside the package, so they are skipped."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.lineno, node.module
+        elif isinstance(node, ast.Call) and _is_dynamic_import(node.func) and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                yield node.lineno, first.value
+
+
+def _is_dynamic_import(func: ast.expr) -> bool:
+    if isinstance(func, ast.Name):
+        return func.id in ("__import__", "import_module")
+    return isinstance(func, ast.Attribute) and func.attr == "import_module"
+
+
+def layering_violations(root: Path) -> list[str]:
+    """Imports of a later stage, by any stage under ``root``. Names of stages that don't exist
+    yet count too, so stage 1 can't import stage2_jit before stage 2 is written."""
+    packages = stage_packages(root)
+    violations = []
+    for name, (number, folder) in packages.items():
+        for path in sorted(folder.rglob("*.py")):
+            for line, module in sorted(imported_modules(path)):
+                match = STAGE_MODULE.match(module)
+                if match and int(match.group(1)) > number:
+                    violations.append(f"{path.relative_to(root)}:{line} imports {module}")
+    return violations
+
+
+def test_stage1_is_found_by_the_layering_scan():
+    packages = stage_packages()
+    assert packages.get("stage1_autodiff", (None,))[0] == 1
+    assert len(list(packages["stage1_autodiff"][1].rglob("*.py"))) >= 10
+
+
+def test_no_stage_imports_a_later_stage():
+    violations = layering_violations(REPO)
+    assert not violations, "a stage may import only earlier stages:\n" + "\n".join(violations)
+
+
+def test_layering_scan_catches_forward_imports(tmp_path):
+    """The scan itself works, on a made-up repo with two stages."""
+    for name in ("stage1_autodiff", "stage2_jit"):
+        (tmp_path / name / "src" / name / "sub").mkdir(parents=True)
+    stage1 = tmp_path / "stage1_autodiff" / "src" / "stage1_autodiff"
+    stage2 = tmp_path / "stage2_jit" / "src" / "stage2_jit"
+    (stage1 / "ok.py").write_text("import numpy\nfrom . import core\nimport stage1_autodiff\n")
+    (stage1 / "sub" / "bad.py").write_text(
+        "from stage2_jit.core import jit\n"
+        "def f():\n    import stage4_sharding.mesh as m\n"
+        "import importlib\nimportlib.import_module('stage3_vmap')\n")
+    (stage2 / "ok.py").write_text("import stage1_autodiff\nfrom stage1_autodiff import lax\n")
+    violations = layering_violations(tmp_path)
+    assert violations == [
+        "stage1_autodiff/src/stage1_autodiff/sub/bad.py:1 imports stage2_jit.core",
+        "stage1_autodiff/src/stage1_autodiff/sub/bad.py:3 imports stage4_sharding.mesh",
+        "stage1_autodiff/src/stage1_autodiff/sub/bad.py:5 imports stage3_vmap",
+    ]
+
+
+def _requirement_name(requirement: str) -> str:
+    return re.match(r"[A-Za-z0-9_.\-]+", requirement.strip()).group(0).lower().replace("-", "_")
+
+
+def test_stage1_depends_on_numpy_only():
+    pyproject = tomllib.loads((REPO / "stage1_autodiff" / "pyproject.toml").read_text())
+    project = pyproject["project"]
+    names = [_requirement_name(r) for r in project.get("dependencies", [])]
+    assert names == ["numpy"]
+    # No optional extras that would pull in more at install time either.
+    assert not project.get("optional-dependencies")
+
+
+def test_no_stage_depends_on_a_later_stage():
+    packages = stage_packages()
+    for name, (number, _) in packages.items():
+        pyproject = tomllib.loads((REPO / name / "pyproject.toml").read_text())
+        for requirement in pyproject["project"].get("dependencies", []):
+            match = re.match(r"stage(\d+)_", _requirement_name(requirement))
+            assert not match or int(match.group(1)) < number, f"{name} depends on {requirement}"
+
+
+# ------------------------------------------------------------------------------------------
+# Interpreter semantics
+# ------------------------------------------------------------------------------------------
+
+
+def test_bind_with_no_active_interpreter_runs_the_impl(monkeypatch):
+    assert len(core.trace_state.trace_stack) == 1
+    assert core.trace_state.trace_stack[0].trace_type is core.EvalTrace
+    calls = []
+    original = core.impl_rules[lax.sin_p]
+
+    def spy(x):
+        calls.append(x)
+        return original(x)
+
+    monkeypatch.setitem(core.impl_rules, lax.sin_p, spy)
+    x = np.array([0.0, 1.0], np.float32)
+    out = lax.sin_p.bind(Array(x))
+    assert type(out) is Array
+    assert len(calls) == 1 and isinstance(calls[0], np.ndarray)
+    np.testing.assert_array_equal(out._value, np.sin(x))
+
+
+def test_bind_lifts_python_scalars_and_numpy_arrays():
+    out = lax.add_p.bind(np.float32(1.5), 2.5)
+    assert type(out) is Array and float(out) == 4.0
+
+
+def _current_tape():
+    main = core.trace_state.trace_stack[-1]
+    assert main.trace_type is TapeTrace
+    return main.global_data
+
+
+def test_tape_records_one_entry_per_primitive_on_tracked_values():
+    seen = {}
+    c = jnp.array(2.0)
+
+    def f(x):
+        tape = _current_tape()
+        constant = jnp.sin(c) * jnp.cos(c)  # constants only: evaluated, never taped
+        assert type(constant) is Array
+        y = jnp.sin(x) * c + constant        # sin, mul, add on a tracked value
+        seen["names"] = [e.prim.name for e in tape.entries]
+        seen["in_nodes"] = [e.in_nodes for e in tape.entries]
+        return y
+
+    g = jax.grad(f)(jnp.array(0.5))
+    assert seen["names"] == ["sin", "mul", "add"]
+    # The constant operands of mul and add have no node: no gradient flows to them.
+    assert seen["in_nodes"][1][1] is None and seen["in_nodes"][2][1] is None
+    np.testing.assert_allclose(g, np.cos(0.5) * 2.0, rtol=1e-6)
+
+
+def test_tape_records_nothing_for_constants_lifted_into_the_trace():
+    seen = {}
+
+    def f(x):
+        main = core.trace_state.trace_stack[-1]
+        tape = _current_tape()
+        before = len(tape.entries)
+        k = core.full_raise(TapeTrace(main), jnp.array(3.0))  # a TapeTracer with no node
+        z = jnp.exp(k) + jnp.sin(k)
+        assert isinstance(z, core.Tracer) and z.node is None
+        seen["added"] = len(tape.entries) - before
+        return x * 2.0
+
+    assert float(jax.grad(f)(1.0)) == 2.0
+    assert seen["added"] == 0
+
+
+def test_tape_records_each_use_of_a_primitive():
+    seen = {}
+
+    def f(x):
+        tape = _current_tape()
+        y = x
+        for _ in range(4):
+            y = jnp.sin(y)
+        seen["names"] = [e.prim.name for e in tape.entries]
+        return y
+
+    jax.grad(f)(jnp.array(0.3))
+    assert seen["names"] == ["sin"] * 4
+
+
+def test_interpreter_stack_is_restored_after_grad_and_after_errors():
+    depth = len(core.trace_state.trace_stack)
+    jax.grad(jnp.sin)(1.0)
+    with pytest.raises(ZeroDivisionError):
+        jax.grad(lambda x: x * (1 // 0))(1.0)
+    assert len(core.trace_state.trace_stack) == depth
+
+
+def test_outer_value_is_a_constant_to_the_inner_grad():
+    """Perturbation confusion: d/dx [x * d/dy (x + y)] = d/dx [x * 1] = 1, not 2."""
+    def outer(x):
+        return x * jax.grad(lambda y: x + y)(1.0)
+
+    assert float(jax.grad(outer)(2.0)) == 1.0
+
+
+def test_inner_tape_does_not_record_outer_only_operations():
+    seen = {}
+
+    def outer(x):
+        outer_tape = _current_tape()
+
+        def inner(y):
+            inner_tape = _current_tape()
+            assert inner_tape is not outer_tape
+            before_outer = len(outer_tape.entries)
+            z = x * x                       # outer values only: the outer tape's business
+            seen["inner_after_outer_op"] = len(inner_tape.entries)
+            seen["outer_grew"] = len(outer_tape.entries) - before_outer
+            out = z * y                     # mixes levels: the inner tape records it
+            seen["inner_names"] = [e.prim.name for e in inner_tape.entries]
+            return out
+
+        return jax.grad(inner)(3.0)         # = x * x
+
+    result = jax.grad(outer)(2.0)           # d/dx of x * x = 2x
+    assert float(result) == 4.0
+    assert seen["inner_after_outer_op"] == 0
+    assert seen["outer_grew"] == 1
+    assert seen["inner_names"] == ["mul"]
+
+
+def test_levels_increase_with_nesting():
+    levels = []
+
+    def inner(y):
+        levels.append(y._trace.main.level)
+        return y * 2.0
+
+    def outer(x):
+        levels.append(x._trace.main.level)
+        return jax.grad(inner)(x)
+
+    jax.grad(outer)(1.0)
+    assert levels[1] == levels[0] + 1 and levels[0] == len(core.trace_state.trace_stack)
+
+
+def test_jvp_of_grad_and_grad_of_jvp_agree():
+    """Nesting different interpreters: second derivative of sin both ways."""
+    x = 0.7
+    fwd_over_rev = jax.jvp(jax.grad(jnp.sin), (x,), (1.0,))[1]
+    rev_over_fwd = jax.grad(lambda x: jax.jvp(jnp.sin, (x,), (1.0,))[1])(x)
+    np.testing.assert_allclose(fwd_over_rev, -np.sin(x), rtol=1e-6)
+    np.testing.assert_allclose(rev_over_fwd, -np.sin(x), rtol=1e-6)
+
+
+def test_custom_vjp_call_is_its_own_primitive_on_the_tape():
+    seen = {}
+
+    def f(x):
+        tape = _current_tape()
+        y = _scaled(x)
+        seen["prims"] = [e.prim for e in tape.entries]
+        return y
+
+    assert float(jax.grad(f)(1.0)) == 2.0
+    assert seen["prims"] == [custom_vjp_call_p]
