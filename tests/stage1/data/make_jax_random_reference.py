@@ -30,10 +30,9 @@ import os
 import platform
 import sys
 
-import numpy as np
-
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 try:  # JAX >= 0.4.x exposes this publicly; older versions had jax.prng.
     from jax.extend.random import threefry_2x32 as _threefry_2x32
