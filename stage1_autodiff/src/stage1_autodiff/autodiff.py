@@ -35,6 +35,7 @@ from .core import (
     impl_rules,
     jvp_rules,
     new_main,
+    numpy_warnings_off,
     vjp_rules,
 )
 from .tree_util import (
@@ -42,7 +43,6 @@ from .tree_util import (
     tree_flatten,
     tree_flatten_with_path,
     tree_map,
-    tree_structure,
     tree_unflatten,
 )
 
@@ -132,6 +132,11 @@ class TapeTrace(Trace):
 # --8<-- [start:backward_pass]
 def backward_pass(tape: Tape, cts_out: dict[int, Any]) -> dict[int, Any]:
     """Walks the tape in reverse, turning output cotangents into cotangents of every node."""
+    with numpy_warnings_off():
+        return _backward_pass(tape, cts_out)
+
+
+def _backward_pass(tape: Tape, cts_out: dict[int, Any]) -> dict[int, Any]:
     cts = dict(cts_out)
     for entry in reversed(tape.entries):
         cts_here = [cts.pop(node, None) for node in entry.out_nodes]
@@ -172,6 +177,16 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
         >>> f_vjp(1.0)
         (Array(1., dtype=float32, weak_type=True),)
     """
+    out_primal, pullback, out_tree, primals_out, aux = _vjp(fun, primals, has_aux)
+
+    def vjp_fun(ct: Any) -> tuple[Any, ...]:
+        return pullback(_check_cotangents(ct, out_tree, primals_out))
+
+    return (out_primal, vjp_fun, aux) if has_aux else (out_primal, vjp_fun)
+
+
+def _vjp(fun: Callable, primals: tuple[Any, ...], has_aux: bool):
+    """Runs ``fun`` on the tape; returns its output and a pullback of flat cotangents."""
     primals_flat, in_tree = tree_flatten(primals)
     primals_flat = [_as_value(x) for x in primals_flat]
     with new_main(TapeTrace, Tape()) as main:
@@ -182,23 +197,22 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
         out, aux = _split_aux(out, has_aux, "vjp")
         out_flat, out_tree = tree_flatten(out)
         out_tracers = [full_raise(trace, _as_value(o)) for o in out_flat]
-        aux = tree_map(lambda x: _lower(x, main), aux)
+        if has_aux:
+            aux = tree_map(lambda x: _lower(x, main), aux)
     primals_out = [t.primal for t in out_tracers]
 
-    def vjp_fun(ct: Any) -> tuple[Any, ...]:
-        cts_flat = _check_cotangents(ct, out_tree, primals_out)
+    def pullback(cts_flat: list[Any]) -> tuple[Any, ...]:
         cts_out: dict[int, Any] = {}
-        for t, ct_flat in zip(out_tracers, cts_flat):
-            if t.node is not None:
-                cts_out[t.node] = ct_flat if t.node not in cts_out else lax.add(
-                    cts_out[t.node], ct_flat)
+        for t, ct in zip(out_tracers, cts_flat):
+            if t.node is not None:  # an output may appear twice: add its cotangents
+                cts_out[t.node] = ct if t.node not in cts_out else lax.add(cts_out[t.node], ct)
         cts = backward_pass(tape, cts_out)
         cts_in = [_zero_cotangent(x) if t.node not in cts else cts[t.node]
                   for x, t in zip(primals_flat, tracers_in)]
         return tuple(tree_unflatten(in_tree, cts_in))
 
     out_primal = tree_unflatten(out_tree, primals_out)
-    return (out_primal, vjp_fun, aux) if has_aux else (out_primal, vjp_fun)
+    return out_primal, pullback, out_tree, primals_out, aux
 # --8<-- [end:vjp]
 
 
@@ -319,12 +333,12 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                 full_args[n] = arg
             return fun(*full_args, **kwargs)
 
-        out = vjp(f_of_diff_args, *[args[n] for n in nums], has_aux=has_aux)
-        value, f_vjp = out[0], out[1]
+        diff_args = tuple(args[n] for n in nums)
+        value, pullback, _, _, aux = _vjp(f_of_diff_args, diff_args, has_aux)
         _check_scalar_output(value, "grad")
-        g = f_vjp(lax.full_like(value, 1))
+        g = pullback([lax.full_like(value, 1)])
         g = g[0] if isinstance(argnums, int) else g
-        return ((value, out[2]), g) if has_aux else (value, g)
+        return ((value, aux), g) if has_aux else (value, g)
 
     return value_and_grad_f
 # --8<-- [end:value_and_grad]
@@ -597,8 +611,3 @@ def stop_gradient(x: Any) -> Any:
         leaf = _as_value(leaf)
         return lax.stop_gradient(leaf) if dtypes.is_float(get_aval(leaf).dtype) else leaf
     return tree_map(stop, x)
-
-
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "custom_vjp", "stop_gradient",
-           "TapeTrace", "TapeTracer", "JVPTrace", "JVPTracer", "backward_pass",
-           "custom_vjp_call_p", "tree_structure"]

@@ -121,6 +121,7 @@ class _TraceState(threading.local):
         self.trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
         # Stage 2's make_jaxpr sets this so that even ops on constants get staged.
         self.dynamic_trace: MainTrace = self.trace_stack[0]
+        self.numpy_quiet = False  # whether NumPy's floating-point warnings are already off
 
 
 @contextmanager
@@ -130,9 +131,25 @@ def new_main(trace_type: type[Trace], global_data: Any = None) -> Iterator[MainT
     main = MainTrace(len(stack), trace_type, global_data)
     stack.append(main)
     try:
-        yield main
+        with numpy_warnings_off():
+            yield main
     finally:
         stack.pop()
+
+
+@contextmanager
+def numpy_warnings_off() -> Iterator[None]:
+    """NaN and inf propagate silently, as in JAX: NumPy's floating-point warnings are off
+    inside every transformation (entered once here rather than once per primitive)."""
+    if trace_state.numpy_quiet:
+        yield
+        return
+    trace_state.numpy_quiet = True
+    try:
+        with np.errstate(all="ignore"):
+            yield
+    finally:
+        trace_state.numpy_quiet = False
 
 
 def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
@@ -218,9 +235,12 @@ class EvalTrace(Trace):
 
     def process_primitive(self, prim: Primitive, tracers: list[Array],
                           params: dict[str, Any]) -> list[Array]:
-        # NaN and inf propagate silently, as in JAX: no NumPy floating-point warnings.
-        with np.errstate(all="ignore"):
-            outs = impl_rules[prim](*[t._value for t in tracers], **params)
+        values = [t._value for t in tracers]
+        if trace_state.numpy_quiet:
+            outs = impl_rules[prim](*values, **params)
+        else:  # an eager op outside any transformation: silence NumPy for this one call
+            with np.errstate(all="ignore"):
+                outs = impl_rules[prim](*values, **params)
         if not prim.multiple_results:
             out = np.asarray(outs)
             return [Array(out, _result_weak_type(tracers, out.dtype, params))]

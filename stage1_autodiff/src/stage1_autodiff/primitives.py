@@ -777,7 +777,10 @@ def _free_dims(ndim: int, contract: Sequence[int], batch: Sequence[int]) -> list
 
 def dot_general_impl(x, y, *, dimension_numbers, preferred_element_type):
     (lc, rc), (lb, rb) = dimension_numbers
-    if not lb:  # no batch dims: tensordot reaches BLAS without copying transposed operands
+    if not lb and x.ndim == y.ndim == 2 and len(lc) == 1:
+        # A matrix product: BLAS reads a transposed view through its own flag, no copy.
+        out = np.matmul(x if lc == (1,) else x.T, y if rc == (0,) else y.T)
+    elif not lb:
         out = np.tensordot(x, y, axes=(lc, rc))
     else:
         lf, rf = _free_dims(x.ndim, lc, lb), _free_dims(y.ndim, rc, rb)
@@ -796,12 +799,19 @@ def _dot_general_ct(ct, other, ct_free, other_free, ct_batch, other_batch,
                     own_batch, own_free, own_contract, other_contract):
     """The cotangent of one operand: contract ``ct`` with the other operand over the other's
     free dims, then put the dims back in the operand's order."""
+    # Dims of the result, named by the operand dim each stands for: the batch dims, our free
+    # dims (they come from ct), and our contracting dims (they come from the other operand,
+    # in the order of its own dims).
+    from_other = [own for _, own in sorted(zip(other_contract, own_contract))]
+    ct_first = list(own_batch) + list(own_free) + from_other
+    other_first = list(own_batch) + from_other + list(own_free)
+    if other_first == sorted(other_first) != ct_first:
+        # Contracting in the other order lands in our layout directly, so the cotangent is
+        # contiguous (a weight's gradient x.T @ ct rather than a transposed (ct.T @ x)).
+        return dot_general(other, ct, ((other_free, ct_free), (other_batch, ct_batch)))
     result = dot_general(ct, other, ((ct_free, other_free), (ct_batch, other_batch)))
-    # result dims: batch, this operand's free dims, then the other operand's contracting dims
-    # in increasing order, each standing for the dim of ours it was contracted with.
-    paired = sorted(zip(other_contract, own_contract))
-    result_dims = list(own_batch) + list(own_free) + [own for _, own in paired]
-    return transpose(result, tuple(np.argsort(result_dims)))
+    perm = tuple(np.argsort(ct_first))
+    return result if perm == tuple(range(len(perm))) else transpose(result, perm)
 
 
 def dot_general_vjp(ct, x, y, *, out, dimension_numbers, preferred_element_type):

@@ -1,0 +1,94 @@
+"""Timing and table helpers shared by the benchmarks of every stage.
+
+Every figure a benchmark prints is measured in the same run, on the same machine; nothing is
+compared against numbers written down elsewhere.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import statistics
+import timeit
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Timing(NamedTuple):
+    """Seconds per call: the best repeat (what ratios use) and the median (the spread)."""
+
+    best: float
+    median: float
+
+
+def time_call(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.1) -> Timing:
+    """Seconds per call of ``fn()`` through :mod:`timeit`: ``repeat`` rounds of about
+    ``min_time`` seconds each. A first call warms up (caches, lazy imports) and sets how many
+    calls make a round."""
+    timer = timeit.Timer(fn)
+    number = max(1, round(min_time / max(timer.timeit(number=1), 1e-7)))
+    per_call = [t / number for t in timer.repeat(repeat=repeat, number=number)]
+    return Timing(min(per_call), statistics.median(per_call))
+
+
+def time_rows(rows: list[tuple[str, Callable[[], object] | str]], repeat: int = 7,
+              min_time: float = 0.1) -> list[tuple[str, Timing | str]]:
+    """Rows of (name, function or note) become rows of (name, Timing or note).
+
+    Each function's rounds run back to back, not in turns with the others': a library's
+    threads spin for a while after its calls (OpenBLAS's about 0.1 s), and would slow the next
+    library's round on a small machine.
+    """
+    return [(name, time_call(fn, repeat, min_time) if callable(fn) else fn)
+            for name, fn in rows]
+
+
+def keep_freed_memory() -> bool:
+    """Asks glibc's malloc to serve arrays up to 32 MiB from its heap and to keep what is freed.
+
+    Otherwise whether a large array comes back as fresh pages, each page-faulted on first touch
+    (about 2 µs a page on a VM), depends on what the process did before (importing PyTorch is
+    enough to flip it), and a timed loop can measure page faults instead of arithmetic.
+    Returns False where glibc is not the allocator.
+    """
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3  # from glibc's malloc.h
+    return bool(mallopt(m_mmap_threshold, 32 << 20) and mallopt(m_trim_threshold, 1 << 30))
+
+
+def format_seconds(seconds: float) -> str:
+    """``12.3 µs``, ``4.56 ms`` or ``1.23 s``."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def machine_summary() -> str:
+    """Python, NumPy and its BLAS, cores, thread settings from the environment, load average."""
+    blas = np.show_config(mode="dicts").get("Build Dependencies", {}).get("blas", {})
+    threads = ", ".join(f"{name}={os.environ.get(name, 'unset')}" for name in (
+        "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_CORETYPE"))
+    return (f"python {platform.python_version()}, numpy {np.__version__} "
+            f"({blas.get('name', '?')} {blas.get('version', '')}), {os.cpu_count()} cores; "
+            f"{threads}; load average {os.getloadavg()[0]:.2f}")
+
+
+def print_table(title: str, rows: list[tuple[str, Timing | str]]) -> None:
+    """Prints one comparison. The first row is ours (timed); ``ours / this`` is its best time
+    over each row's best (above 1: ours is slower). A string in place of a time is a note."""
+    ours = rows[0][1]
+    print(f"\n{title}")
+    print(f"  {'':34} {'best':>10} {'median':>10} {'ours / this':>12}")
+    for name, timing in rows:
+        if isinstance(timing, str):
+            print(f"  {name:34} {timing}")
+            continue
+        print(f"  {name:34} {format_seconds(timing.best):>10} "
+              f"{format_seconds(timing.median):>10} {ours.best / timing.best:>11.2f}x")
