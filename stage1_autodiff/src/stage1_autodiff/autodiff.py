@@ -37,6 +37,7 @@ from .core import (
     new_main,
     numpy_warnings_off,
     vjp_rules,
+    vjp_rules_take_needs,
 )
 from .tree_util import (
     keystr,
@@ -148,7 +149,12 @@ def _backward_pass(tape: Tape, cts_out: dict[int, Any]) -> dict[int, Any]:
             out = entry.primals_out
         else:
             ct, out = cts_here[0], entry.primals_out[0]
-        cts_in = vjp_rules[entry.prim](ct, *entry.primals_in, out=out, **entry.params)
+        rule = vjp_rules[entry.prim]
+        if entry.prim in vjp_rules_take_needs:
+            needs = [node is not None for node in entry.in_nodes]
+            cts_in = rule(ct, *entry.primals_in, out=out, needs=needs, **entry.params)
+        else:
+            cts_in = rule(ct, *entry.primals_in, out=out, **entry.params)
         for node, ct_in in zip(entry.in_nodes, cts_in):
             if node is not None and ct_in is not None:
                 cts[node] = ct_in if node not in cts else lax.add(cts[node], ct_in)

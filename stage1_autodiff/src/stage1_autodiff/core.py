@@ -95,6 +95,11 @@ all_primitives: list[Primitive] = []
 impl_rules: dict[Primitive, Callable[..., Any]] = {}  # NumPy arrays in, NumPy arrays out
 vjp_rules: dict[Primitive, Callable[..., Any]] = {}   # see autodiff.py for the signature
 jvp_rules: dict[Primitive, Callable[..., Any]] = {}
+# The VJP rules that also take ``needs`` (one bool per operand) and skip the cotangents of
+# operands that are not being differentiated, as JAX's transpose rules skip defined primals.
+# Only rules whose skipped work is large bother: dot_general's (the gradient of x @ W with
+# respect to the data x is a whole matrix product that nobody wants).
+vjp_rules_take_needs: set[Primitive] = set()
 # --8<-- [end:primitive]
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
-from .core import Array, Primitive, get_aval, impl_rules, jvp_rules, vjp_rules
+from .core import Array, Primitive, get_aval, impl_rules, jvp_rules, vjp_rules, vjp_rules_take_needs
 
 Shape = tuple[int, ...]
 
@@ -814,7 +814,8 @@ def _dot_general_ct(ct, other, ct_free, other_free, ct_batch, other_batch,
     return result if perm == tuple(range(len(perm))) else transpose(result, perm)
 
 
-def dot_general_vjp(ct, x, y, *, out, dimension_numbers, preferred_element_type):
+def dot_general_vjp(ct, x, y, *, out, dimension_numbers, preferred_element_type,
+                    needs=(True, True)):
     (lc, rc), (lb, rb) = dimension_numbers
     lf = _free_dims(get_aval(x).ndim, lc, lb)
     rf = _free_dims(get_aval(y).ndim, rc, rb)
@@ -822,10 +823,14 @@ def dot_general_vjp(ct, x, y, *, out, dimension_numbers, preferred_element_type)
     ct_batch = tuple(range(nb))
     ct_x_free = tuple(range(nb, nb + len(lf)))
     ct_y_free = tuple(range(nb + len(lf), nb + len(lf) + len(rf)))
-    ct_x = _dot_general_ct(ct, y, ct_y_free, tuple(rf), ct_batch, rb, lb, lf, lc, rc)
-    ct_y = _dot_general_ct(ct, x, ct_x_free, tuple(lf), ct_batch, lb, rb, rf, rc, lc)
+    ct_x = ct_y = None
+    if needs[0]:
+        ct_x = _dot_general_ct(ct, y, ct_y_free, tuple(rf), ct_batch, rb, lb, lf, lc, rc)
+    if needs[1]:
+        ct_y = _dot_general_ct(ct, x, ct_x_free, tuple(lf), ct_batch, lb, rb, rf, rc, lc)
     return [ct_x, ct_y]
 vjp_rules[dot_general_p] = dot_general_vjp
+vjp_rules_take_needs.add(dot_general_p)
 def dot_general_jvp(primals, tangents, **params):
     (x, y), (x_dot, y_dot) = primals, tangents
     out = dot_general_p.bind(x, y, **params)
