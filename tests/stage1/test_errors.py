@@ -14,16 +14,6 @@ from stage1_autodiff import random as jr
 UnexpectedTracerError = jax.core.UnexpectedTracerError
 
 
-@pytest.fixture
-def enable_x64():
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_x64", previous)
-
-
 def shapes_pattern(*shapes) -> str:
     """A regex that finds each shape, in order, anywhere in a message."""
     return ".*".join(re.escape(str(tuple(s))) for s in shapes)
@@ -259,7 +249,7 @@ def test_unsupported_dtype_message_mentions_x64_for_64_bit_types():
         jnp.zeros(2, dtype=np.float16)
 
 
-def test_x64_types_canonicalize_without_x64_and_exist_with_it(enable_x64):
+def test_x64_types_canonicalize_without_x64_and_exist_with_it(x64):
     assert jnp.zeros(2, dtype=np.float64).dtype == np.float64
     assert jnp.asarray(np.ones(2, np.int64)).dtype == np.int64
     with pytest.raises(TypeError, match=r"float16.*not supported"):

@@ -75,15 +75,11 @@ class Tape:
         return next(self._ids)
 
 
-class TapeTracer(Tracer):
-    """A value seen by ``grad``: its primal value and its node on the tape."""
+class PrimalTracer(Tracer):
+    """A tracer of the autodiff interpreters: it carries the primal value (from the level
+    below), which answers for its shape, dtype and concrete value."""
 
-    __slots__ = ("primal", "node")
-
-    def __init__(self, trace: TapeTrace, primal: Any, node: int | None) -> None:
-        self._trace = trace
-        self.primal = primal
-        self.node = node
+    __slots__ = ("primal",)
 
     @property
     def aval(self):
@@ -97,6 +93,17 @@ class TapeTracer(Tracer):
     def _concrete_value(self, context: str) -> np.ndarray:
         # The primal is known, so Python control flow on it just works.
         return self.primal._concrete_value(context)
+
+
+class TapeTracer(PrimalTracer):
+    """A value seen by ``grad``: its primal value and its node on the tape."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, trace: TapeTrace, primal: Any, node: int | None) -> None:
+        self._trace = trace
+        self.primal = primal
+        self.node = node
 
 
 class TapeTrace(Trace):
@@ -374,27 +381,15 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
 
 # --8<-- [start:jvp_trace]
-class JVPTracer(Tracer):
+class JVPTracer(PrimalTracer):
     """A value seen by ``jvp``: its primal and its tangent (``None`` for a zero tangent)."""
 
-    __slots__ = ("primal", "tangent")
+    __slots__ = ("tangent",)
 
     def __init__(self, trace: JVPTrace, primal: Any, tangent: Any) -> None:
         self._trace = trace
         self.primal = primal
         self.tangent = tangent
-
-    @property
-    def aval(self):
-        return self.primal.aval
-
-    # Shortcuts past ``aval``: the primal knows its own shape and dtype.
-    shape = property(lambda self: self.primal.shape)
-    dtype = property(lambda self: self.primal.dtype)
-    weak_type = property(lambda self: self.primal.weak_type)
-
-    def _concrete_value(self, context: str) -> np.ndarray:
-        return self.primal._concrete_value(context)
 
 
 class JVPTrace(Trace):
