@@ -364,7 +364,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     Example:
         >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
         >>> print(jax.grad(jnp.tanh)(1.0))
-        0.4199743
+        0.41997433
     """
     value_and_grad_f = value_and_grad(fun, argnums, has_aux, allow_int)
 

@@ -59,7 +59,7 @@ def full(shape: Shape, fill_value: Any, dtype: Any = None) -> Any:
     Example:
         >>> import stage1_autodiff.numpy as jnp
         >>> jnp.full((2,), 7)
-        Array([7, 7], dtype=int32)
+        Array([7, 7], dtype=int32, weak_type=True)
     """
     shape = _shape(shape)
     value = as_value(fill_value, dtype)

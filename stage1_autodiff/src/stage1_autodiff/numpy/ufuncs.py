@@ -5,7 +5,7 @@ binds one primitive (a few bind several). Example:
 
     >>> import stage1_autodiff.numpy as jnp
     >>> jnp.multiply(jnp.arange(3), 2.5)
-    Array([0. , 2.5, 5. ], dtype=float32)
+    Array([0. , 2.5, 5. ], dtype=float32, weak_type=True)
 """
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ def where(condition, x=None, y=None):
     Example:
         >>> import stage1_autodiff.numpy as jnp
         >>> jnp.where(jnp.array([True, False]), 1.0, 0.0)
-        Array([1., 0.], dtype=float32)
+        Array([1., 0.], dtype=float32, weak_type=True)
     """
     if x is None or y is None:
         raise ValueError("where with one argument (nonzero) has a data-dependent shape and is "
