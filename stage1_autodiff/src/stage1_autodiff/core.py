@@ -67,9 +67,9 @@ class Primitive:
     """An operation the interpreters know by name, with one rule per interpreter.
 
     Example:
-        >>> sin_p = Primitive("sin")
-        >>> sin_p
-        sin
+        >>> from stage1_autodiff.primitives import sin_p
+        >>> sin_p.bind(np.float32(0.0))
+        Array(0., dtype=float32)
     """
 
     def __init__(self, name: str, multiple_results: bool = False) -> None:
