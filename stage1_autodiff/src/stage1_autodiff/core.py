@@ -249,7 +249,10 @@ class EvalTrace(Trace):
         if not prim.multiple_results:
             out = np.asarray(outs)
             return [Array(out, _result_weak_type(tracers, out.dtype, params))]
-        return [Array(np.asarray(out), _result_weak_type(tracers, out.dtype, params))
+        # An impl with several results may return Arrays when it knows their weak types
+        # (stage 2's jit does: they come from the program's output types).
+        return [out if isinstance(out, Array) else
+                Array(np.asarray(out), _result_weak_type(tracers, out.dtype, params))
                 for out in outs]
 
 

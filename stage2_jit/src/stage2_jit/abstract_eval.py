@@ -1,0 +1,449 @@
+"""Abstract evaluation: the type of each primitive's result, from the types of its operands.
+
+To trace a function to a jaxpr (``make_jaxpr``, ``jit``), stage 2 runs it on tracers that
+carry no numbers, only an abstract value (aval): a :class:`ShapedArray` of shape, dtype and
+weak type. Each primitive bound on them becomes an equation of the jaxpr, and the rule here
+gives the avals of its outputs, so every value in the program is typed without computing it.
+The rules also check their operands, so a shape or dtype mistake is caught at trace time with a
+message naming the primitive and the operand types in the jaxpr's notation (``f32[3]``).
+
+A rule takes the operands' avals positionally and the primitive's params as keywords, as
+``impl_rules`` takes arrays, and returns one aval (a list for ``multiple_results`` primitives).
+The weak type follows stage 1's eval rule (``core.EvalTrace``), so ``jit(f)`` and ``f`` agree.
+
+Example:
+    >>> import numpy as np
+    >>> f32 = np.dtype(np.float32)
+    >>> abstract_eval_rules[p.add_p](ShapedArray((3,), f32), ShapedArray((3,), f32, True))
+    ShapedArray(f32[3])
+
+NB: in JAX each primitive has a shape rule, a dtype rule and a weak-type rule, combined by
+``standard_abstract_eval`` in jax/_src/lax/utils.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from stage1_autodiff.core import Primitive, ShapedArray
+
+from stage1_autodiff import primitives as p
+
+AbstractEvalRule = Callable[..., ShapedArray | list[ShapedArray]]
+abstract_eval_rules: dict[Primitive, AbstractEvalRule] = {}
+
+# The dtype kinds (``np.dtype.kind``) a primitive accepts, and how errors describe them.
+_BOOLEAN, _FLOAT, _INT, _INT_OR_BOOL, _NUMERIC, _ANY = "b", "f", "iu", "biu", "iuf", "biuf"
+_KIND_NAMES = {_BOOLEAN: "boolean", _FLOAT: "floating-point", _INT: "integer",
+               _INT_OR_BOOL: "integer or boolean", _NUMERIC: "integer or floating-point"}
+_BOOL, _INT32, _UINT32 = np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.uint32)
+
+
+def _types(avals: Sequence[ShapedArray]) -> str:
+    """``f32[3]``, ``f32[3] and i32[3]``, ``f32[3], f32[3] and f32[4]``."""
+    names = [aval.str_short() for aval in avals]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _check_kinds(prim: Primitive, kinds: str, *avals: ShapedArray) -> None:
+    if any(aval.dtype.kind not in kinds for aval in avals):
+        raise TypeError(f"{prim.name} requires {_KIND_NAMES[kinds]} arguments, got "
+                        f"{_types(avals)}.")
+
+
+def _check_equal(prim: Primitive, *avals: ShapedArray) -> None:
+    first = avals[0]
+    if any(aval.shape != first.shape or aval.dtype != first.dtype for aval in avals):
+        raise TypeError(f"{prim.name} requires arguments of equal shapes and dtypes, got "
+                        f"{_types(avals)}. (jax.numpy broadcasts and promotes before binding.)")
+
+
+def _check_dims(prim: Primitive, name: str, dims: Sequence[int], x: ShapedArray) -> None:
+    """``dims`` must be distinct dims of ``x``, none negative: the numpy layer canonicalizes
+    axes before it binds."""
+    if len(set(dims)) != len(dims) or any(not 0 <= d < x.ndim for d in dims):
+        raise TypeError(f"{prim.name} {name} must be distinct dims in [0, {x.ndim}), got "
+                        f"{tuple(dims)} for {x.str_short()}.")
+
+
+def _weak_type(out_dtype: np.dtype, *avals: ShapedArray) -> bool:
+    """Stage 1's rule: weak when every operand of the result's dtype is weak. Operands of
+    another dtype (a select's bool predicate, a gather's indices) do not count."""
+    same_dtype = [aval.weak_type for aval in avals if aval.dtype == out_dtype]
+    return bool(same_dtype) and all(same_dtype)
+
+
+def _short(shape: Sequence[int], dtype: np.dtype) -> str:
+    return ShapedArray(tuple(shape), dtype).str_short()
+
+# ------------------------------------------------------------------------------------------
+# Elementwise
+# ------------------------------------------------------------------------------------------
+
+
+def _unary(prim: Primitive, kinds: str) -> AbstractEvalRule:
+    """An elementwise op on one operand: the result has the operand's type."""
+    def rule(x: ShapedArray, **params) -> ShapedArray:
+        _check_kinds(prim, kinds, x)
+        return x
+    return rule
+
+
+# --8<-- [start:abstract_eval_binary]
+def _binary(prim: Primitive, kinds: str) -> AbstractEvalRule:
+    """An elementwise op on two operands of one shape and dtype: the result has that type,
+    weak only when both operands are."""
+    def rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
+        _check_equal(prim, x, y)
+        _check_kinds(prim, kinds, x, y)
+        return ShapedArray(x.shape, x.dtype, x.weak_type and y.weak_type)
+    return rule
+# --8<-- [end:abstract_eval_binary]
+
+
+def _comparison(prim: Primitive, kinds: str) -> AbstractEvalRule:
+    """Like a binary op, but the result is a (never weakly typed) bool."""
+    def rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
+        _check_equal(prim, x, y)
+        _check_kinds(prim, kinds, x, y)
+        return ShapedArray(x.shape, _BOOL, False)
+    return rule
+
+
+abstract_eval_rules[p.neg_p] = _unary(p.neg_p, _NUMERIC)
+abstract_eval_rules[p.exp_p] = _unary(p.exp_p, _FLOAT)
+abstract_eval_rules[p.log_p] = _unary(p.log_p, _FLOAT)
+abstract_eval_rules[p.log1p_p] = _unary(p.log1p_p, _FLOAT)
+abstract_eval_rules[p.expm1_p] = _unary(p.expm1_p, _FLOAT)
+abstract_eval_rules[p.sin_p] = _unary(p.sin_p, _FLOAT)
+abstract_eval_rules[p.cos_p] = _unary(p.cos_p, _FLOAT)
+abstract_eval_rules[p.tan_p] = _unary(p.tan_p, _FLOAT)
+abstract_eval_rules[p.tanh_p] = _unary(p.tanh_p, _FLOAT)
+abstract_eval_rules[p.logistic_p] = _unary(p.logistic_p, _FLOAT)
+abstract_eval_rules[p.sqrt_p] = _unary(p.sqrt_p, _FLOAT)
+abstract_eval_rules[p.abs_p] = _unary(p.abs_p, _NUMERIC)
+abstract_eval_rules[p.sign_p] = _unary(p.sign_p, _NUMERIC)
+abstract_eval_rules[p.floor_p] = _unary(p.floor_p, _FLOAT)
+abstract_eval_rules[p.ceil_p] = _unary(p.ceil_p, _FLOAT)
+abstract_eval_rules[p.integer_pow_p] = _unary(p.integer_pow_p, _NUMERIC)
+abstract_eval_rules[p.erf_inv_p] = _unary(p.erf_inv_p, _FLOAT)
+abstract_eval_rules[p.not_p] = _unary(p.not_p, _INT_OR_BOOL)
+
+abstract_eval_rules[p.add_p] = _binary(p.add_p, _ANY)  # NB: JAX's add_p rejects bool
+abstract_eval_rules[p.sub_p] = _binary(p.sub_p, _NUMERIC)
+abstract_eval_rules[p.mul_p] = _binary(p.mul_p, _ANY)  # NB: JAX's mul_p rejects bool
+abstract_eval_rules[p.div_p] = _binary(p.div_p, _NUMERIC)
+abstract_eval_rules[p.rem_p] = _binary(p.rem_p, _NUMERIC)
+abstract_eval_rules[p.pow_p] = _binary(p.pow_p, _NUMERIC)
+abstract_eval_rules[p.max_p] = _binary(p.max_p, _ANY)
+abstract_eval_rules[p.min_p] = _binary(p.min_p, _ANY)
+abstract_eval_rules[p.atan2_p] = _binary(p.atan2_p, _FLOAT)
+abstract_eval_rules[p.eq_p] = _comparison(p.eq_p, _ANY)
+abstract_eval_rules[p.ne_p] = _comparison(p.ne_p, _ANY)
+abstract_eval_rules[p.lt_p] = _comparison(p.lt_p, _ANY)
+abstract_eval_rules[p.le_p] = _comparison(p.le_p, _ANY)
+abstract_eval_rules[p.gt_p] = _comparison(p.gt_p, _ANY)
+abstract_eval_rules[p.ge_p] = _comparison(p.ge_p, _ANY)
+abstract_eval_rules[p.and_p] = _binary(p.and_p, _INT_OR_BOOL)
+abstract_eval_rules[p.or_p] = _binary(p.or_p, _INT_OR_BOOL)
+abstract_eval_rules[p.xor_p] = _binary(p.xor_p, _INT_OR_BOOL)
+abstract_eval_rules[p.shift_left_p] = _binary(p.shift_left_p, _INT)
+abstract_eval_rules[p.shift_right_logical_p] = _binary(p.shift_right_logical_p, _INT)
+abstract_eval_rules[p.shift_right_arithmetic_p] = _binary(p.shift_right_arithmetic_p, _INT)
+
+
+def select_n_abstract_eval(which: ShapedArray, *cases: ShapedArray) -> ShapedArray:
+    if not cases:
+        raise TypeError("select_n requires at least one case.")
+    _check_equal(p.select_n_p, *cases)
+    if which.dtype not in (_BOOL, _INT32) or which.shape not in ((), cases[0].shape):
+        raise TypeError(f"select_n requires a bool or int32 predicate that is a scalar or has "
+                        f"the cases' shape, got predicate {which.str_short()} and cases "
+                        f"{_types(cases)}.")
+    if which.dtype == _BOOL and len(cases) != 2:
+        raise TypeError(f"select_n with a bool predicate requires two cases, got "
+                        f"{_types(cases)}.")
+    case = cases[0]
+    return ShapedArray(case.shape, case.dtype, _weak_type(case.dtype, which, *cases))
+abstract_eval_rules[p.select_n_p] = select_n_abstract_eval
+
+# ------------------------------------------------------------------------------------------
+# Types
+# ------------------------------------------------------------------------------------------
+
+
+def convert_element_type_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype,
+                                       weak_type: bool) -> ShapedArray:
+    return ShapedArray(x.shape, np.dtype(new_dtype), weak_type)  # a param, as in eval
+abstract_eval_rules[p.convert_element_type_p] = convert_element_type_abstract_eval
+
+
+def bitcast_convert_type_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArray:
+    new_dtype = np.dtype(new_dtype)
+    if new_dtype.itemsize != x.dtype.itemsize:  # NB: JAX also allows different widths
+        raise TypeError(f"bitcast_convert_type requires a dtype of the same width, got "
+                        f"{x.str_short()} to {new_dtype.name}.")
+    return ShapedArray(x.shape, new_dtype, _weak_type(new_dtype, x))
+abstract_eval_rules[p.bitcast_convert_type_p] = bitcast_convert_type_abstract_eval
+
+abstract_eval_rules[p.stop_gradient_p] = _unary(p.stop_gradient_p, _ANY)
+
+# ------------------------------------------------------------------------------------------
+# Shapes
+# ------------------------------------------------------------------------------------------
+
+
+def broadcast_in_dim_abstract_eval(x: ShapedArray, *, shape: tuple[int, ...],
+                                   broadcast_dimensions: tuple[int, ...]) -> ShapedArray:
+    dims, target = broadcast_dimensions, _short(shape, x.dtype)
+    increasing = all(a < b for a, b in zip(dims, dims[1:]))
+    if len(dims) != x.ndim or not increasing or any(not 0 <= d < len(shape) for d in dims):
+        raise TypeError(f"broadcast_in_dim can't broadcast {x.str_short()} to {target}: "
+                        f"broadcast_dimensions must be increasing output dims, one per operand "
+                        f"dim, got {dims}.")
+    for operand_dim, out_dim in enumerate(dims):
+        if x.shape[operand_dim] not in (1, shape[out_dim]):
+            raise TypeError(f"broadcast_in_dim can't broadcast {x.str_short()} to {target}: "
+                            f"operand dim {operand_dim} must be 1 or {shape[out_dim]}, the size "
+                            f"of output dim {out_dim}.")
+    return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+abstract_eval_rules[p.broadcast_in_dim_p] = broadcast_in_dim_abstract_eval
+
+
+def reshape_abstract_eval(x: ShapedArray, *, new_sizes: tuple[int, ...],
+                          dimensions: None) -> ShapedArray:
+    # NB: JAX's ``dimensions`` transposes first; stage 1 always binds None.
+    out = ShapedArray(tuple(new_sizes), x.dtype, x.weak_type)
+    if any(n < 0 for n in new_sizes) or out.size != x.size:
+        raise TypeError(f"reshape can't reshape {x.str_short()} to {out.str_short()}: the "
+                        f"sizes must be non-negative and keep the number of elements.")
+    return out
+abstract_eval_rules[p.reshape_p] = reshape_abstract_eval
+
+
+def transpose_abstract_eval(x: ShapedArray, *, permutation: tuple[int, ...]) -> ShapedArray:
+    if sorted(permutation) != list(range(x.ndim)):
+        raise TypeError(f"transpose permutation must be a permutation of the dims of "
+                        f"{x.str_short()}, got {permutation}.")
+    shape = tuple(x.shape[d] for d in permutation)
+    return ShapedArray(shape, x.dtype, x.weak_type)
+abstract_eval_rules[p.transpose_p] = transpose_abstract_eval
+
+
+def squeeze_abstract_eval(x: ShapedArray, *, dimensions: tuple[int, ...]) -> ShapedArray:
+    _check_dims(p.squeeze_p, "dimensions", dimensions, x)
+    if any(x.shape[d] != 1 for d in dimensions):
+        raise TypeError(f"squeeze can only remove dims of size 1, got dimensions "
+                        f"{dimensions} of {x.str_short()}.")
+    shape = tuple(n for d, n in enumerate(x.shape) if d not in dimensions)
+    return ShapedArray(shape, x.dtype, x.weak_type)
+abstract_eval_rules[p.squeeze_p] = squeeze_abstract_eval
+
+
+def concatenate_abstract_eval(*operands: ShapedArray, dimension: int) -> ShapedArray:
+    if not operands:
+        raise TypeError("concatenate requires at least one operand.")
+    first = operands[0]
+    without_dim = [x.shape[:dimension] + x.shape[dimension + 1:] for x in operands]
+    if (not 0 <= dimension < first.ndim or any(x.ndim != first.ndim for x in operands)
+            or any(x.dtype != first.dtype or s != without_dim[0]
+                   for x, s in zip(operands, without_dim))):
+        raise TypeError(f"concatenate requires operands of one dtype and rank whose shapes "
+                        f"differ only in dimension {dimension}, got {_types(operands)}.")
+    shape = list(first.shape)
+    shape[dimension] = sum(x.shape[dimension] for x in operands)
+    return ShapedArray(tuple(shape), first.dtype, _weak_type(first.dtype, *operands))
+abstract_eval_rules[p.concatenate_p] = concatenate_abstract_eval
+
+
+def pad_abstract_eval(x: ShapedArray, padding_value: ShapedArray, *,
+                      padding_config: tuple[tuple[int, int, int], ...]) -> ShapedArray:
+    if padding_value.shape != () or padding_value.dtype != x.dtype:
+        raise TypeError(f"pad requires a scalar padding value of the operand's dtype, got "
+                        f"{_types([x, padding_value])}.")
+    if len(padding_config) != x.ndim:
+        raise TypeError(f"pad requires one (low, high, interior) per dim of {x.str_short()}, "
+                        f"got {padding_config}.")
+    if any(n < 0 for config in padding_config for n in config):  # as stage 1's impl says
+        raise ValueError(f"pad: negative padding is not supported, got {padding_config}.")
+    shape = tuple(lo + hi + (n - 1) * interior + n if n else lo + hi
+                  for n, (lo, hi, interior) in zip(x.shape, padding_config))
+    return ShapedArray(shape, x.dtype, _weak_type(x.dtype, x, padding_value))
+abstract_eval_rules[p.pad_p] = pad_abstract_eval
+
+
+def slice_abstract_eval(x: ShapedArray, *, start_indices: tuple[int, ...],
+                        limit_indices: tuple[int, ...],
+                        strides: tuple[int, ...] | None) -> ShapedArray:
+    strides = strides or (1,) * x.ndim
+    bounds = list(zip(start_indices, limit_indices, strides, x.shape))
+    if (not len(start_indices) == len(limit_indices) == len(strides) == x.ndim
+            or any(not 0 <= start <= limit <= n or stride < 1
+                   for start, limit, stride, n in bounds)):
+        raise TypeError(f"slice requires 0 <= start <= limit <= size and stride >= 1 in "
+                        f"every dim of {x.str_short()}, got start_indices={start_indices}, "
+                        f"limit_indices={limit_indices}, strides={strides}.")
+    shape = tuple((limit - start + stride - 1) // stride for start, limit, stride, _ in bounds)
+    return ShapedArray(shape, x.dtype, x.weak_type)
+abstract_eval_rules[p.slice_p] = slice_abstract_eval
+
+
+def rev_abstract_eval(x: ShapedArray, *, dimensions: tuple[int, ...]) -> ShapedArray:
+    _check_dims(p.rev_p, "dimensions", dimensions, x)
+    return x
+abstract_eval_rules[p.rev_p] = rev_abstract_eval
+
+
+def iota_abstract_eval(*, dtype: np.dtype, shape: tuple[int, ...],
+                       dimension: int) -> ShapedArray:
+    out = ShapedArray(tuple(shape), np.dtype(dtype), False)
+    _check_kinds(p.iota_p, _NUMERIC, out)
+    if not 0 <= dimension < len(shape) or any(n < 0 for n in shape):
+        raise TypeError(f"iota requires a dimension of the shape, got dimension {dimension} "
+                        f"for {out.str_short()}.")
+    return out
+abstract_eval_rules[p.iota_p] = iota_abstract_eval
+
+# ------------------------------------------------------------------------------------------
+# Reductions
+# ------------------------------------------------------------------------------------------
+
+
+def _reduction(prim: Primitive, kinds: str) -> AbstractEvalRule:
+    """Reduces away the dims ``axes``: the result keeps the others and the operand's type."""
+    def rule(x: ShapedArray, *, axes: tuple[int, ...]) -> ShapedArray:
+        _check_kinds(prim, kinds, x)
+        _check_dims(prim, "axes", axes, x)
+        shape = tuple(n for d, n in enumerate(x.shape) if d not in axes)
+        return ShapedArray(shape, x.dtype, x.weak_type)
+    return rule
+
+
+def _arg_reduction(prim: Primitive) -> AbstractEvalRule:
+    """The position of the max or min along one axis, as ``index_dtype``."""
+    def rule(x: ShapedArray, *, axes: tuple[int, ...], index_dtype: np.dtype) -> ShapedArray:
+        _check_dims(prim, "axes", axes, x)
+        if len(axes) != 1 or x.shape[axes[0]] == 0:
+            raise TypeError(f"{prim.name} requires one non-empty axis, got axes {axes} of "
+                            f"{x.str_short()}.")
+        shape = tuple(n for d, n in enumerate(x.shape) if d != axes[0])
+        dtype = np.dtype(index_dtype)
+        return ShapedArray(shape, dtype, _weak_type(dtype, x))
+    return rule
+
+
+abstract_eval_rules[p.reduce_sum_p] = _reduction(p.reduce_sum_p, _NUMERIC)
+abstract_eval_rules[p.reduce_max_p] = _reduction(p.reduce_max_p, _ANY)
+abstract_eval_rules[p.reduce_min_p] = _reduction(p.reduce_min_p, _ANY)
+abstract_eval_rules[p.reduce_prod_p] = _reduction(p.reduce_prod_p, _NUMERIC)
+# NB: JAX's reduce_and/or also take integers (bitwise); stage 1's impls are logical.
+abstract_eval_rules[p.reduce_and_p] = _reduction(p.reduce_and_p, _BOOLEAN)
+abstract_eval_rules[p.reduce_or_p] = _reduction(p.reduce_or_p, _BOOLEAN)
+abstract_eval_rules[p.argmax_p] = _arg_reduction(p.argmax_p)
+abstract_eval_rules[p.argmin_p] = _arg_reduction(p.argmin_p)
+
+# ------------------------------------------------------------------------------------------
+# Contraction
+# ------------------------------------------------------------------------------------------
+
+
+# --8<-- [start:abstract_eval_dot_general]
+def dot_general_abstract_eval(x: ShapedArray, y: ShapedArray, *, dimension_numbers,
+                              preferred_element_type: np.dtype | None) -> ShapedArray:
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    _check_kinds(p.dot_general_p, _NUMERIC, x, y)
+    if x.dtype != y.dtype:
+        raise TypeError(f"dot_general requires operands of one dtype, got {_types([x, y])}.")
+    _check_dims(p.dot_general_p, "contracting and batch dims", x_contract + x_batch, x)
+    _check_dims(p.dot_general_p, "contracting and batch dims", y_contract + y_batch, y)
+    for kind, x_dims, y_dims in (("contracting", x_contract, y_contract),
+                                 ("batch", x_batch, y_batch)):
+        x_sizes = tuple(x.shape[d] for d in x_dims)
+        y_sizes = tuple(y.shape[d] for d in y_dims)
+        if x_sizes != y_sizes:
+            raise TypeError(f"dot_general requires {kind} dims of equal sizes, got {x_sizes} "
+                            f"(dims {x_dims} of {x.str_short()}) and {y_sizes} (dims {y_dims} "
+                            f"of {y.str_short()}).")
+    # The result's dims: batch, then x's free dims, then y's free dims.
+    batch = tuple(x.shape[d] for d in x_batch)
+    x_free = tuple(n for d, n in enumerate(x.shape) if d not in x_contract + x_batch)
+    y_free = tuple(n for d, n in enumerate(y.shape) if d not in y_contract + y_batch)
+    dtype = x.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
+    return ShapedArray(batch + x_free + y_free, dtype, _weak_type(dtype, x, y))
+abstract_eval_rules[p.dot_general_p] = dot_general_abstract_eval
+# --8<-- [end:abstract_eval_dot_general]
+
+# ------------------------------------------------------------------------------------------
+# Gather and scatter: ``indices`` of shape batch + (k,) index the operand's first k dims.
+# ------------------------------------------------------------------------------------------
+
+
+def _check_indices(prim: Primitive, operand: ShapedArray, indices: ShapedArray) -> None:
+    if (indices.dtype.kind not in _INT or indices.ndim == 0
+            or indices.shape[-1] > operand.ndim):
+        raise TypeError(f"{prim.name} requires integer indices of shape batch + (k,) with k <= "
+                        f"the operand's rank, got operand {operand.str_short()} and indices "
+                        f"{indices.str_short()}.")
+
+
+def gather_abstract_eval(operand: ShapedArray, indices: ShapedArray) -> ShapedArray:
+    _check_indices(p.gather_p, operand, indices)
+    shape = indices.shape[:-1] + operand.shape[indices.shape[-1]:]
+    return ShapedArray(shape, operand.dtype, _weak_type(operand.dtype, operand, indices))
+abstract_eval_rules[p.gather_p] = gather_abstract_eval
+
+
+def _scatter(prim: Primitive) -> AbstractEvalRule:
+    """Scatters ``updates``, of the shape a gather with ``indices`` would give, into a copy of
+    ``operand``: the result has the operand's shape and dtype."""
+    def rule(operand: ShapedArray, indices: ShapedArray, updates: ShapedArray) -> ShapedArray:
+        _check_indices(prim, operand, indices)
+        expected = indices.shape[:-1] + operand.shape[indices.shape[-1]:]
+        if updates.shape != expected or updates.dtype != operand.dtype:
+            raise TypeError(f"{prim.name} requires updates of type "
+                            f"{_short(expected, operand.dtype)}, got operand "
+                            f"{operand.str_short()}, indices {indices.str_short()} and updates "
+                            f"{updates.str_short()}.")
+        weak_type = _weak_type(operand.dtype, operand, indices, updates)
+        return ShapedArray(operand.shape, operand.dtype, weak_type)
+    return rule
+
+
+abstract_eval_rules[p.scatter_add_p] = _scatter(p.scatter_add_p)
+abstract_eval_rules[p.scatter_p] = _scatter(p.scatter_p)
+abstract_eval_rules[p.scatter_mul_p] = _scatter(p.scatter_mul_p)
+abstract_eval_rules[p.scatter_min_p] = _scatter(p.scatter_min_p)
+abstract_eval_rules[p.scatter_max_p] = _scatter(p.scatter_max_p)
+
+# ------------------------------------------------------------------------------------------
+# Sorting, and the PRNG's hash (multiple results)
+# ------------------------------------------------------------------------------------------
+
+
+def sort_abstract_eval(*operands: ShapedArray, dimension: int,
+                       num_keys: int) -> list[ShapedArray]:
+    if not operands:
+        raise TypeError("sort requires at least one operand.")
+    shape = operands[0].shape
+    if any(x.shape != shape for x in operands) or not 0 <= dimension < len(shape):
+        raise TypeError(f"sort requires operands of one shape and a dimension of it, got "
+                        f"dimension {dimension} of {_types(operands)}.")
+    if not 1 <= num_keys <= len(operands):
+        raise TypeError(f"sort requires 1 <= num_keys <= {len(operands)}, got {num_keys}.")
+    return [ShapedArray(shape, x.dtype, _weak_type(x.dtype, *operands)) for x in operands]
+abstract_eval_rules[p.sort_p] = sort_abstract_eval
+
+
+def threefry2x32_abstract_eval(key1: ShapedArray, key2: ShapedArray, x1: ShapedArray,
+                               x2: ShapedArray) -> list[ShapedArray]:
+    args = (key1, key2, x1, x2)
+    if any(a.dtype != _UINT32 or a.shape != x1.shape for a in args):
+        raise TypeError(f"threefry2x32 requires four uint32 arrays of one shape, got "
+                        f"{_types(args)}.")
+    out = ShapedArray(x1.shape, _UINT32, _weak_type(_UINT32, *args))
+    return [out, out]
+abstract_eval_rules[p.threefry2x32_p] = threefry2x32_abstract_eval
+
+# custom_vjp_call has no rule here: its output types come from tracing the function it
+# carries, which stage 2's tracer does when it meets the primitive.

@@ -1,0 +1,461 @@
+"""``jit``: trace a function once per input signature, cache the jaxpr, run it on a backend.
+
+``jit_p`` is itself a primitive holding a closed jaxpr, with an impl (compile and run), an
+abstract-eval rule (the jaxpr's output types), and JVP and VJP rules that are themselves
+jitted programs, so ``grad(jit(f))`` runs a compiled backward pass and ``jit(grad(f))``,
+nested ``jit`` and ``jit`` inside a taped function all work.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from stage1_autodiff.autodiff import jvp, vjp
+from stage1_autodiff.config import config
+from stage1_autodiff.core import (
+    Array,
+    Primitive,
+    ShapedArray,
+    Tracer,
+    asarray,
+    impl_rules,
+    jvp_rules,
+    numpy_warnings_off,
+    vjp_rules,
+)
+from stage1_autodiff.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+
+from stage1_autodiff import dtypes
+from stage1_autodiff import primitives as lax
+
+from .abstract_eval import abstract_eval_rules
+from .jaxpr import ClosedJaxpr, Jaxpr, Literal
+from .tracing import eval_jaxpr, trace_to_jaxpr
+
+config.define("jax_disable_jit", False, "Runs jitted functions eagerly, op by op (debugging).")
+config.define("jax_default_backend", "interpreter", "The backend jit uses when none is given.")
+
+BACKENDS = ("interpreter",)
+
+# ------------------------------------------------------------------------------------------
+# jit_p: a primitive whose parameter is a program
+# ------------------------------------------------------------------------------------------
+
+jit_p = Primitive("jit", multiple_results=True)
+
+
+# --8<-- [start:jit_impl]
+def jit_impl(*args: np.ndarray, jaxpr: ClosedJaxpr, name: str, backend: str) -> list[Array]:
+    return compile_jaxpr(jaxpr, backend)(*args)
+
+
+impl_rules[jit_p] = jit_impl
+# --8<-- [end:jit_impl]
+
+
+def jit_abstract_eval(*avals: ShapedArray, jaxpr: ClosedJaxpr, name: str,
+                      backend: str) -> list[ShapedArray]:
+    expected = jaxpr.in_avals
+    if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in expected]:
+        raise TypeError(f"jit[{name}] was given arguments of types "
+                        f"{[a.str_short() for a in avals]}, but its program takes "
+                        f"{[a.str_short() for a in expected]}.")
+    return list(jaxpr.out_avals)
+
+
+abstract_eval_rules[jit_p] = jit_abstract_eval
+
+
+def _is_float(aval: ShapedArray) -> bool:
+    return dtypes.is_float(aval.dtype)
+
+
+def _jaxpr_as_fun(jaxpr: ClosedJaxpr) -> Callable[..., list[Any]]:
+    return lambda *args: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, args)
+
+
+_derived: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # jaxpr -> {kind: jaxpr}
+
+
+def _derived_jaxpr(jaxpr: ClosedJaxpr, kind: str, fun: Callable,
+                   in_avals: list[ShapedArray]) -> ClosedJaxpr:
+    """The jaxpr of ``fun`` (a JVP or VJP of ``jaxpr``), traced once and kept with it."""
+    cache = _derived.setdefault(jaxpr, {})
+    if kind not in cache:
+        derived, consts = trace_to_jaxpr(fun, in_avals)
+        cache[kind] = _closed_with_consts_as_args(derived, consts)
+    return cache[kind]
+
+
+# --8<-- [start:jit_jvp]
+def jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, backend: str):
+    """The JVP of a jitted call is another jitted call: of the traced JVP of its program."""
+    float_in = [_is_float(a) for a in jaxpr.in_avals]
+    float_out = [_is_float(a) for a in jaxpr.out_avals]
+
+    def jvp_of_program(*args):
+        primals_in, tangents_in = args[:len(float_in)], iter(args[len(float_in):])
+        tangents_full = [next(tangents_in) if is_float else np.zeros(a.shape, dtypes.float0)
+                         for is_float, a in zip(float_in, jaxpr.in_avals)]
+        outs, outs_dot = jvp(_jaxpr_as_fun(jaxpr), list(primals_in), tangents_full)
+        return [*outs, *[t for t, is_float in zip(outs_dot, float_out) if is_float]]
+
+    in_avals = list(jaxpr.in_avals) + [a for a in jaxpr.in_avals if _is_float(a)]
+    jvp_jaxpr = _derived_jaxpr(jaxpr, "jvp", jvp_of_program, in_avals)
+    float_tangents = [t for t, is_float in zip(tangents, float_in) if is_float]
+    outs = jit_p.bind(*jvp_jaxpr.consts, *primals, *float_tangents, jaxpr=jvp_jaxpr.as_args(),
+                      name=f"jvp({name})", backend=backend)
+    primals_out, tangents_out = outs[:len(float_out)], iter(outs[len(float_out):])
+    tangents_out = [next(tangents_out) if is_float else lax.zeros_like(p)
+                    for is_float, p in zip(float_out, primals_out)]
+    return primals_out, tangents_out
+
+
+jvp_rules[jit_p] = jit_jvp
+# --8<-- [end:jit_jvp]
+
+
+# --8<-- [start:jit_vjp]
+def jit_vjp(cts, *primals, out, jaxpr: ClosedJaxpr, name: str, backend: str):
+    """The VJP of a jitted call is a jitted backward program. NB: it recomputes the forward
+    pass inside; JAX saves residuals instead (partial evaluation, jax/_src/interpreters/
+    partial_eval.py)."""
+    float_in = [_is_float(a) for a in jaxpr.in_avals]
+    float_out = [_is_float(a) for a in jaxpr.out_avals]
+
+    def vjp_of_program(*args):
+        primals_in, cts_in = args[:len(float_in)], iter(args[len(float_in):])
+        outs, pullback = vjp(_jaxpr_as_fun(jaxpr), *primals_in)
+        cts_full = [next(cts_in) if is_float else lax.zeros_like(o)
+                    for is_float, o in zip(float_out, outs)]
+        cts_args = pullback(cts_full)
+        return [ct for ct, is_float in zip(cts_args, float_in) if is_float]
+
+    in_avals = list(jaxpr.in_avals) + [a for a in jaxpr.out_avals if _is_float(a)]
+    vjp_jaxpr = _derived_jaxpr(jaxpr, "vjp", vjp_of_program, in_avals)
+    float_cts = [ct for ct, is_float in zip(cts, float_out) if is_float]
+    results = iter(jit_p.bind(*vjp_jaxpr.consts, *primals, *float_cts,
+                              jaxpr=vjp_jaxpr.as_args(), name=f"vjp({name})",
+                              backend=backend))
+    return [next(results) if is_float else None for is_float in float_in]
+
+
+vjp_rules[jit_p] = jit_vjp
+# --8<-- [end:jit_vjp]
+
+
+# ------------------------------------------------------------------------------------------
+# Backends
+# ------------------------------------------------------------------------------------------
+
+_compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # jaxpr -> {backend: fn}
+_compile_lock = threading.Lock()
+
+
+def compile_jaxpr(jaxpr: ClosedJaxpr, backend: str) -> Callable[..., list[Array]]:
+    """The executable for ``jaxpr`` on ``backend``, made once and kept with the jaxpr."""
+    with _compile_lock:
+        per_backend = _compiled.setdefault(jaxpr, {})
+        if backend not in per_backend:
+            per_backend[backend] = _BACKEND_COMPILERS[backend](jaxpr)
+        return per_backend[backend]
+
+
+def _interpreter_compile(jaxpr: ClosedJaxpr) -> Callable[..., list[Array]]:
+    """The reference backend: evaluate the equations one by one with NumPy."""
+    in_avals = jaxpr.in_avals
+
+    def run(*args: np.ndarray) -> list[Array]:
+        arrays = [Array(np.asarray(x), aval.weak_type) for x, aval in zip(args, in_avals)]
+        with numpy_warnings_off():
+            outs = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, arrays)
+        return [_as_output(o, aval) for o, aval in zip(outs, jaxpr.out_avals)]
+
+    return run
+
+
+def _as_output(value: Any, aval: ShapedArray) -> Array:
+    value = value if isinstance(value, Array) else asarray(value)
+    return Array(value._value, aval.weak_type)
+
+
+_BACKEND_COMPILERS: dict[str, Callable[[ClosedJaxpr], Callable[..., list[Array]]]] = {
+    "interpreter": _interpreter_compile,
+}
+
+
+# ------------------------------------------------------------------------------------------
+# jit
+# ------------------------------------------------------------------------------------------
+
+
+def _closed_with_consts_as_args(jaxpr: Jaxpr, consts: list[Any]) -> _ArgsJaxpr:
+    """A jaxpr whose constants become leading arguments, so that they (possibly tracers of
+    an outer transformation) are passed in by the jit_p call rather than baked in."""
+    program = Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns)
+    return _ArgsJaxpr(ClosedJaxpr(program, []), consts)
+
+
+@dataclass(frozen=True)
+class _ArgsJaxpr:
+    program: ClosedJaxpr
+    consts: list[Any]
+
+    def as_args(self) -> ClosedJaxpr:
+        return self.program
+
+
+@dataclass(frozen=True)
+class _CacheEntry:
+    program: ClosedJaxpr  # constants already turned into leading arguments
+    consts: list[Any]
+    out_tree: Any
+    jaxpr: Jaxpr  # as traced, constants as constvars: for printing
+
+
+class Jitted:
+    """A function compiled on first use for each new signature of its arguments."""
+
+    def __init__(self, fun: Callable, static_argnums: Sequence[int], static_argnames:
+                 Sequence[str], donate_argnums: Sequence[int], backend: str | None) -> None:
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.static_argnums = _as_tuple(static_argnums)
+        self.static_argnames = _as_tuple(static_argnames)
+        self.donate_argnums = _as_tuple(donate_argnums)  # NB: accepted; buffers are not reused
+        if backend is not None and backend not in BACKENDS:
+            raise ValueError(f"Unknown backend {backend!r} for jit. Available backends: "
+                             f"{', '.join(BACKENDS)}.")
+        self.backend = backend
+        self._cache: dict[Any, _CacheEntry] = {}
+        self._lock = threading.RLock()
+        self._signature = _signature_or_none(fun)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if config.jax_disable_jit:
+            return self.fun(*args, **kwargs)
+        entry, leaves = self._lookup(args, kwargs)
+        backend = self.backend or config.jax_default_backend
+        outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.program,
+                          name=getattr(self.fun, "__name__", "fun"), backend=backend)
+        return tree_unflatten(entry.out_tree, outs)
+
+    def _lookup(self, args, kwargs) -> tuple[_CacheEntry, list[Any]]:
+        static, dynamic = self._split(args, kwargs)
+        paths_and_leaves, in_tree = tree_flatten_with_path(dynamic)
+        leaves = [self._check_leaf(path, leaf) for path, leaf in paths_and_leaves]
+        key = (in_tree, tuple(leaf.aval for leaf in leaves), static)
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is None:
+                entry = self._trace(static, in_tree, leaves, [p for p, _ in paths_and_leaves])
+                if not any(isinstance(c, Tracer) for c in entry.consts):
+                    self._cache[key] = entry  # closures over tracers are not reusable
+        return entry, leaves
+
+    def _split(self, args, kwargs) -> tuple[tuple, tuple]:
+        """The static arguments (hashable: part of the cache key) and the dynamic ones."""
+        nums = {n % len(args) for n in self.static_argnums if -len(args) <= n < len(args)}
+        static = tuple((i, _hashable(args[i], i)) for i in sorted(nums))
+        static += tuple((k, _hashable(v, k)) for k, v in sorted(kwargs.items())
+                        if k in self.static_argnames)
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        return static, (dyn_args, dyn_kwargs)
+
+    def _check_leaf(self, path, leaf) -> Any:
+        if isinstance(leaf, (Array, Tracer)):
+            return leaf
+        if isinstance(leaf, (bool, int, float, np.ndarray, np.generic)):
+            return asarray(leaf)
+        name = self._describe(path)
+        raise TypeError(
+            f"Error interpreting argument to {self.__name__} as an abstract array. The "
+            f"problematic value is of type {type(leaf)} and was passed to the function at "
+            f"path {name}. This typically means that a jit-wrapped function was called with "
+            f"a non-array argument, and this argument was not marked as static using the "
+            f"static_argnums or static_argnames parameters of jit.")
+
+    def _describe(self, path) -> str:
+        """``x`` or ``params['w']``: the argument a leaf came from, for error messages."""
+        if path[0].idx == 1:  # a keyword argument
+            return f"{path[1].key}{keystr(path[2:])}"
+        statics = {n for n in self.static_argnums if n >= 0}
+        positions = [i for i in range(len(statics) + path[1].idx + 1) if i not in statics]
+        position = positions[path[1].idx]
+        names = list(self._signature.parameters) if self._signature else []
+        name = names[position] if position < len(names) else f"args[{position}]"
+        return f"{name}{keystr(path[2:])}"
+
+    def _trace(self, static, in_tree, leaves, paths) -> _CacheEntry:
+        out_tree_box: list[Any] = []
+
+        def flat_fun(*tracers):
+            dyn_args, dyn_kwargs = tree_unflatten(in_tree, tracers)
+            args = _merge_static(dyn_args, static)
+            kwargs = dict(dyn_kwargs, **{k: v for k, v in static if isinstance(k, str)})
+            out_flat, out_tree = tree_flatten(self.fun(*args, **kwargs))
+            out_tree_box.append(out_tree)
+            return out_flat
+
+        names = [self._describe(p) for p in paths]
+        jaxpr, consts = trace_to_jaxpr(flat_fun, [leaf.aval for leaf in leaves], names)
+        program = _closed_with_consts_as_args(jaxpr, consts)
+        return _CacheEntry(program.program, program.consts, out_tree_box[0], jaxpr)
+
+    def _cache_size(self) -> int:
+        """How many signatures have been traced and kept (JAX has the same private helper)."""
+        return len(self._cache)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """Traces for these arguments without running: JAX's ahead-of-time first step."""
+        entry, _ = self._lookup(args, kwargs)
+        return Lowered(entry, self.backend or config.jax_default_backend)
+
+
+def _merge_static(dyn_args: tuple, static: tuple) -> list[Any]:
+    args = list(dyn_args)
+    for i, value in static:
+        if isinstance(i, int):
+            args.insert(i, value)
+    return args
+
+
+def _hashable(value: Any, where: int | str) -> Any:
+    try:
+        hash(value)
+    except TypeError as e:
+        raise ValueError(
+            f"Non-hashable static arguments are not supported. An error occurred while trying "
+            f"to hash an object of type {type(value)}, {value!r}, passed as static argument "
+            f"{where!r}. The error was: TypeError: {e}. Pass a tuple instead of a list, or "
+            f"make the argument dynamic.") from None
+    return value
+
+
+def _as_tuple(x: int | str | Sequence) -> tuple:
+    return (x,) if isinstance(x, (int, str)) else tuple(x)
+
+
+def _signature_or_none(fun: Callable) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fun)
+    except (TypeError, ValueError):
+        return None
+
+
+# --8<-- [start:jit]
+def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
+        backend: str | None = None) -> Any:
+    """Compiles ``fun``: traced to a jaxpr on first call for each new signature (pytree
+    structure, shapes, dtypes, weak types and static arguments), then run from the cache.
+
+    Example:
+        >>> import stage2_jit as jax, stage2_jit.numpy as jnp
+        >>> @jax.jit
+        ... def f(x):
+        ...     return x * 2.0 + 1.0
+        >>> f(jnp.arange(3.0))
+        Array([1., 3., 5.], dtype=float32)
+    """
+    if fun is None:  # used as @jit(static_argnums=...)
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, backend=backend)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums, backend)
+# --8<-- [end:jit]
+
+
+class Lowered:
+    """A traced program, not yet compiled: ``.as_text()`` and ``.compile()``."""
+
+    def __init__(self, entry: _CacheEntry, backend: str) -> None:
+        self._entry = entry
+        self.backend = backend
+
+    def as_text(self) -> str:
+        return f"# jaxpr\n{self._entry.jaxpr}\n"
+
+    def compile(self) -> Compiled:
+        return Compiled(self._entry, self.backend)
+
+
+class Compiled:
+    """An executable for one signature: callable, with ``.as_text()`` and
+    ``.cost_analysis()``."""
+
+    def __init__(self, entry: _CacheEntry, backend: str) -> None:
+        self._entry = entry
+        self.backend = backend
+        self._executable = compile_jaxpr(entry.program, backend)
+
+    def __call__(self, *args: Any) -> Any:
+        leaves, _ = tree_flatten(args)
+        values = [np.asarray(c) for c in self._entry.consts] + [np.asarray(x) for x in leaves]
+        return tree_unflatten(self._entry.out_tree, self._executable(*values))
+
+    def as_text(self) -> str:
+        return f"# backend: {self.backend}\n{self._entry.program}\n"
+
+    def cost_analysis(self) -> dict[str, float]:
+        return cost_analysis(self._entry.program.jaxpr)
+
+
+def cost_analysis(jaxpr: Jaxpr) -> dict[str, float]:
+    """Flops and bytes moved, counted per equation: an elementwise op or reduction is one
+    flop per element, a contraction two per multiply-add; bytes are every operand read and
+    every result written once (an upper bound: fusion in the compiled code moves less)."""
+    flops = 0.0
+    bytes_accessed = 0.0
+    for eqn in jaxpr.eqns:
+        out_sizes = [np.prod(v.aval.shape) for v in eqn.outvars]
+        in_sizes = [np.prod(a.aval.shape) for a in eqn.invars if not isinstance(a, Literal)]
+        if eqn.primitive.name == "dot_general":
+            (lc, _), _ = eqn.params["dimension_numbers"]
+            contracted = np.prod([eqn.invars[0].aval.shape[d] for d in lc])
+            flops += 2 * float(sum(out_sizes)) * float(contracted)
+        else:  # one flop per element of the larger side (a reduction reads more than it writes)
+            flops += float(max(max(in_sizes, default=0), sum(out_sizes)))
+        itemsizes = [v.aval.dtype.itemsize for v in eqn.outvars]
+        bytes_accessed += sum(float(n) * s for n, s in zip(out_sizes, itemsizes))
+        bytes_accessed += sum(float(np.prod(a.aval.shape)) * a.aval.dtype.itemsize
+                              for a in eqn.invars if not isinstance(a, Literal))
+    return {"flops": flops, "bytes accessed": bytes_accessed}
+
+
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
+    """Returns a function that traces ``fun`` on its arguments and returns the jaxpr.
+
+    Example:
+        >>> import stage2_jit as jax, stage2_jit.numpy as jnp
+        >>> print(jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(1.0))
+        { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }
+    """
+    static_nums = _as_tuple(static_argnums)
+
+    def make_jaxpr_f(*args: Any, **kwargs: Any) -> ClosedJaxpr:
+        jitted = Jitted(fun, static_nums, (), (), None)
+        entry, _ = jitted._lookup(args, kwargs)
+        return ClosedJaxpr(entry.jaxpr, entry.consts)
+
+    return make_jaxpr_f
+
+
+@contextmanager
+def disable_jit(disable: bool = True) -> Iterator[None]:
+    """Runs jitted functions eagerly inside the block (to debug them with print or pdb)."""
+    previous = config.jax_disable_jit
+    config.update("jax_disable_jit", disable)
+    try:
+        yield
+    finally:
+        config.update("jax_disable_jit", previous)

@@ -1,0 +1,220 @@
+"""Tracing: running a Python function on abstract values to record it as a jaxpr.
+
+The tracing interpreter is *dynamic* (JAX's "omnistaging"): while it runs it is the default
+interpreter, so even operations on constants are recorded rather than computed. Its tracers
+carry only an aval; each primitive applied to them appends an equation whose output types
+come from ``abstract_eval_rules``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from stage1_autodiff.core import (
+    Array,
+    ConcretizationTypeError,
+    MainTrace,
+    ShapedArray,
+    Trace,
+    Tracer,
+    asarray,
+    full_raise,
+    new_main,
+    trace_state,
+)
+
+from .abstract_eval import abstract_eval_rules
+from .jaxpr import Jaxpr, JaxprEqn, Literal, Var
+
+
+# --8<-- [start:jaxpr_tracer]
+class JaxprTracer(Tracer):
+    """A value while tracing: only its type is known. ``debug_name`` says which argument of
+    the traced function it is, for error messages."""
+
+    __slots__ = ("_aval", "debug_name")
+
+    def __init__(self, trace: JaxprTrace, aval: ShapedArray, debug_name: str | None = None):
+        self._trace = trace
+        self._aval = aval
+        self.debug_name = debug_name
+
+    @property
+    def aval(self) -> ShapedArray:
+        return self._aval
+
+    shape = property(lambda self: self._aval.shape)
+    dtype = property(lambda self: self._aval.dtype)
+    weak_type = property(lambda self: self._aval.weak_type)
+
+    def _concrete_value(self, context: str) -> np.ndarray:
+        names = self._trace.builder.argument_names(self)
+        origin = (f"the value depends on the argument{'s' if len(names) > 1 else ''} "
+                  f"{', '.join(names)}" if names else "the value is traced")
+        raise ConcretizationTypeError(
+            f"Abstract tracer value encountered where a concrete value is expected: "
+            f"{context} was called on a traced {self.aval.str_short()} while tracing with jit "
+            f"({origin}). A Python `if`, `while`, bool(), int() or float() needs the actual "
+            f"number, which is not known until the compiled function runs. If the value is "
+            f"really a constant, mark that argument static with static_argnums or "
+            f"static_argnames; to choose between values elementwise, use jnp.where.")
+# --8<-- [end:jaxpr_tracer]
+
+
+class JaxprBuilder:
+    """What a trace has recorded: equations, and the variables and constants they use."""
+
+    def __init__(self) -> None:
+        self.eqns: list[JaxprEqn] = []
+        self.vars: dict[int, Var] = {}        # id(tracer) -> its variable
+        self.tracers: list[JaxprTracer] = []  # keeps tracers alive so their ids stay unique
+        self.consts: dict[int, JaxprTracer] = {}  # id(constant value) -> its tracer
+        self.const_values: dict[Var, Any] = {}
+
+    def new_tracer(self, trace: JaxprTrace, aval: ShapedArray,
+                   debug_name: str | None = None) -> JaxprTracer:
+        tracer = JaxprTracer(trace, aval, debug_name)
+        self.tracers.append(tracer)
+        self.vars[id(tracer)] = Var(aval)
+        return tracer
+
+    def var(self, tracer: JaxprTracer) -> Var:
+        return self.vars[id(tracer)]
+
+    def argument_names(self, tracer: JaxprTracer) -> list[str]:
+        """The arguments ``tracer``'s value depends on, found by walking the equations back."""
+        needed = {self.var(tracer)}
+        for eqn in reversed(self.eqns):
+            if needed.intersection(eqn.outvars):
+                needed.update(a for a in eqn.invars if isinstance(a, Var))
+        named = {self.var(t): t.debug_name for t in self.tracers if t.debug_name}
+        return [named[v] for v in sorted(needed & named.keys(), key=lambda v: v.count)]
+
+    def const(self, trace: JaxprTrace, value: Any) -> JaxprTracer:
+        """A constant (an array, or a tracer of a lower level) used by the traced function."""
+        if id(value) not in self.consts:
+            tracer = self.new_tracer(trace, value.aval)
+            self.consts[id(value)] = tracer
+            self.const_values[self.var(tracer)] = value
+        return self.consts[id(value)]
+
+    def build(self, in_tracers: list[JaxprTracer],
+              out_tracers: list[JaxprTracer]) -> tuple[Jaxpr, list[Any]]:
+        invars = [self.var(t) for t in in_tracers]
+        outvars = [self.var(t) for t in out_tracers]
+        constvars = list(self.const_values)
+        jaxpr = Jaxpr(constvars, invars, outvars, self.eqns)
+        return _inline_literals(jaxpr, [self.const_values[v] for v in constvars])
+
+
+def _inline_literals(jaxpr: Jaxpr, consts: list[Any]) -> tuple[Jaxpr, list[Any]]:
+    """Scalar constants are written into the program text (``2.0:f32[]``), not passed in."""
+    literals = {v: Literal(c, v.aval) for v, c in zip(jaxpr.constvars, consts)
+                if isinstance(c, Array) and c.shape == ()}
+    constvars = [v for v in jaxpr.constvars if v not in literals]
+    consts = [c for v, c in zip(jaxpr.constvars, consts) if v not in literals]
+    eqns = [eqn._replace(invars=[literals.get(a, a) if isinstance(a, Var) else a
+                                 for a in eqn.invars]) for eqn in jaxpr.eqns]
+    outvars = [literals.get(v, v) for v in jaxpr.outvars]
+    return Jaxpr(constvars, jaxpr.invars, outvars, eqns), consts
+
+
+# --8<-- [start:jaxpr_trace]
+class JaxprTrace(Trace):
+    """The tracing interpreter: records each primitive as an equation of the jaxpr."""
+
+    @property
+    def builder(self) -> JaxprBuilder:
+        return self.main.global_data
+
+    def pure(self, val: Any) -> JaxprTracer:
+        return self.builder.const(self, val if isinstance(val, Array) else asarray(val))
+
+    def lift(self, val: Tracer) -> JaxprTracer:
+        return self.builder.const(self, val)  # a lower level's value: a constant here
+
+    def process_primitive(self, prim, tracers, params):
+        avals_in = [t.aval for t in tracers]
+        avals_out = abstract_eval_rules[prim](*avals_in, **params)
+        if not prim.multiple_results:
+            avals_out = [avals_out]
+        outs = [self.builder.new_tracer(self, aval) for aval in avals_out]
+        invars = [self.builder.var(t) for t in tracers]
+        outvars = [self.builder.var(t) for t in outs]
+        self.builder.eqns.append(JaxprEqn(prim, invars, params, outvars))
+        return outs
+# --8<-- [end:jaxpr_trace]
+
+
+@contextmanager
+def _dynamic(main: MainTrace) -> Iterator[None]:
+    """Makes ``main`` the default interpreter, so constants get staged too (omnistaging)."""
+    previous = trace_state.dynamic_trace
+    trace_state.dynamic_trace = main
+    try:
+        yield
+    finally:
+        trace_state.dynamic_trace = previous
+
+
+# --8<-- [start:trace_to_jaxpr]
+def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray],
+                   debug_names: Sequence[str] | None = None) -> tuple[Jaxpr, list[Any]]:
+    """Runs ``fun`` (flat arguments in, a flat list out) on tracers of ``in_avals``."""
+    names = debug_names or [None] * len(in_avals)
+    with new_main(JaxprTrace, JaxprBuilder()) as main, _dynamic(main):
+        trace: JaxprTrace = main.trace
+        tracers_in = [trace.builder.new_tracer(trace, aval, name)
+                      for aval, name in zip(in_avals, names)]
+        outs = fun(*tracers_in)
+        tracers_out = [full_raise(trace, out) for out in outs]
+        return trace.builder.build(tracers_in, tracers_out)
+# --8<-- [end:trace_to_jaxpr]
+
+
+# --8<-- [start:eval_jaxpr]
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
+    """Runs a jaxpr by binding each equation's primitive: under no transformation that is
+    NumPy (the reference backend); under grad, vmap or another trace it is transformed."""
+    env: dict[Var, Any] = {}
+
+    def read(atom):
+        return atom.val if isinstance(atom, Literal) else env[atom]
+
+    for var, value in zip(jaxpr.constvars, consts):
+        env[var] = value
+    for var, value in zip(jaxpr.invars, args):
+        env[var] = value
+    for eqn in jaxpr.eqns:
+        outs = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
+        outs = outs if eqn.primitive.multiple_results else [outs]
+        for var, value in zip(eqn.outvars, outs):
+            env[var] = value
+    return [read(a) for a in jaxpr.outvars]
+# --8<-- [end:eval_jaxpr]
+
+
+def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
+    """Checks that every variable is defined before use and every equation's output types
+    are what its primitive's abstract-eval rule says. Raises TypeError otherwise."""
+    defined = set(jaxpr.constvars) | set(jaxpr.invars)
+    for i, eqn in enumerate(jaxpr.eqns):
+        for atom in eqn.invars:
+            if isinstance(atom, Var) and atom not in defined:
+                raise TypeError(f"Equation {i} ({eqn.primitive}) uses a variable that is not "
+                                f"defined before it.")
+        expected = abstract_eval_rules[eqn.primitive](*[a.aval for a in eqn.invars],
+                                                      **eqn.params)
+        expected = expected if eqn.primitive.multiple_results else [expected]
+        found = [v.aval for v in eqn.outvars]
+        if [(a.shape, a.dtype) for a in expected] != [(a.shape, a.dtype) for a in found]:
+            raise TypeError(f"Equation {i} ({eqn.primitive}) has output types "
+                            f"{[a.str_short() for a in found]}, but its rule gives "
+                            f"{[a.str_short() for a in expected]}.")
+        defined.update(eqn.outvars)
+    for atom in jaxpr.outvars:
+        if isinstance(atom, Var) and atom not in defined:
+            raise TypeError("The jaxpr returns a variable that is never defined.")

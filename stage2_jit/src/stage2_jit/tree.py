@@ -1,0 +1,3 @@
+"""``jax.tree``: stage 1's, unchanged."""
+
+from stage1_autodiff.tree import *  # noqa: F403

@@ -1,0 +1,3 @@
+"""``jax.tree_util``: stage 1's, unchanged."""
+
+from stage1_autodiff.tree_util import *  # noqa: F403
