@@ -37,13 +37,14 @@ from stage1_autodiff import dtypes
 from stage1_autodiff import primitives as lax
 
 from .abstract_eval import abstract_eval_rules
+from .codegen_cpu import compile_cpu
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal
 from .tracing import eval_jaxpr, trace_to_jaxpr
 
 config.define("jax_disable_jit", False, "Runs jitted functions eagerly, op by op (debugging).")
 config.define("jax_default_backend", "interpreter", "The backend jit uses when none is given.")
 
-BACKENDS = ("interpreter",)
+BACKENDS = ("interpreter", "cpu")
 
 # ------------------------------------------------------------------------------------------
 # jit_p: a primitive whose parameter is a program
@@ -162,6 +163,9 @@ _compile_lock = threading.Lock()
 
 def compile_jaxpr(jaxpr: ClosedJaxpr, backend: str) -> Callable[..., list[Array]]:
     """The executable for ``jaxpr`` on ``backend``, made once and kept with the jaxpr."""
+    per_backend = _compiled.get(jaxpr)
+    if per_backend is not None and backend in per_backend:  # the common case: no lock
+        return per_backend[backend]
     with _compile_lock:
         per_backend = _compiled.setdefault(jaxpr, {})
         if backend not in per_backend:
@@ -189,6 +193,7 @@ def _as_output(value: Any, aval: ShapedArray) -> Array:
 
 _BACKEND_COMPILERS: dict[str, Callable[[ClosedJaxpr], Callable[..., list[Array]]]] = {
     "interpreter": _interpreter_compile,
+    "cpu": lambda closed: compile_cpu(closed, fallback=_interpreter_compile),
 }
 
 
@@ -238,25 +243,31 @@ class Jitted:
         self._cache: dict[Any, _CacheEntry] = {}
         self._lock = threading.RLock()
         self._signature = _signature_or_none(fun)
+        self._name = getattr(fun, "__name__", "fun")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
         entry, leaves = self._lookup(args, kwargs)
         backend = self.backend or config.jax_default_backend
-        outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.program,
-                          name=getattr(self.fun, "__name__", "fun"), backend=backend)
+        outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.program, name=self._name,
+                          backend=backend)
         return tree_unflatten(entry.out_tree, outs)
 
     def _lookup(self, args, kwargs) -> tuple[_CacheEntry, list[Any]]:
         static, dynamic = self._split(args, kwargs)
-        paths_and_leaves, in_tree = tree_flatten_with_path(dynamic)
-        leaves = [self._check_leaf(path, leaf) for path, leaf in paths_and_leaves]
+        leaves, in_tree = tree_flatten(dynamic)
+        leaves = [leaf if isinstance(leaf, (Array, Tracer)) else self._check_leaf(dynamic, i, leaf)
+                  for i, leaf in enumerate(leaves)]
         key = (in_tree, tuple(leaf.aval for leaf in leaves), static)
+        entry = self._cache.get(key)
+        if entry is not None:
+            return entry, leaves
         with self._lock:
             entry = self._cache.get(key)
             if entry is None:
-                entry = self._trace(static, in_tree, leaves, [p for p, _ in paths_and_leaves])
+                paths = [path for path, _ in tree_flatten_with_path(dynamic)[0]]
+                entry = self._trace(static, in_tree, leaves, paths)
                 if not any(isinstance(c, Tracer) for c in entry.consts):
                     self._cache[key] = entry  # closures over tracers are not reusable
         return entry, leaves
@@ -271,12 +282,10 @@ class Jitted:
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         return static, (dyn_args, dyn_kwargs)
 
-    def _check_leaf(self, path, leaf) -> Any:
-        if isinstance(leaf, (Array, Tracer)):
-            return leaf
+    def _check_leaf(self, dynamic, i: int, leaf) -> Any:
         if isinstance(leaf, (bool, int, float, np.ndarray, np.generic)):
             return asarray(leaf)
-        name = self._describe(path)
+        name = self._describe(tree_flatten_with_path(dynamic)[0][i][0])
         raise TypeError(
             f"Error interpreting argument to {self.__name__} as an abstract array. The "
             f"problematic value is of type {type(leaf)} and was passed to the function at "
@@ -383,7 +392,10 @@ class Lowered:
         self.backend = backend
 
     def as_text(self) -> str:
-        return f"# jaxpr\n{self._entry.jaxpr}\n"
+        """The traced jaxpr, and the source the backend generates for it."""
+        source = getattr(compile_jaxpr(self._entry.program, self.backend), "source", None)
+        text = f"# jaxpr\n{self._entry.jaxpr}\n"
+        return text + (f"\n# generated source ({self.backend})\n{source}" if source else "")
 
     def compile(self) -> Compiled:
         return Compiled(self._entry, self.backend)
@@ -404,7 +416,9 @@ class Compiled:
         return tree_unflatten(self._entry.out_tree, self._executable(*values))
 
     def as_text(self) -> str:
-        return f"# backend: {self.backend}\n{self._entry.program}\n"
+        source = getattr(self._executable, "source", None)
+        interpreted = f"# backend: {self.backend} (interprets the jaxpr)\n{self._entry.program}\n"
+        return source or interpreted
 
     def cost_analysis(self) -> dict[str, float]:
         return cost_analysis(self._entry.program.jaxpr)

@@ -1,0 +1,536 @@
+"""The CPU backend: a jaxpr becomes one Numba function with fused loops.
+
+Fusion decides which values are *materialized* (written to memory): the outputs, results of
+reductions and of BLAS calls, operands those calls need, and elementwise values used more
+than once. Everything else is *inlined*: computed inside the loop of the value that uses it,
+at the index that value needs. So ``x*x + x*2.0`` is one loop reading ``x`` once, and a
+softmax is a few passes over memory rather than one per operation.
+
+The generated source reads every dimension from a ``dims`` array at run time, so one
+compiled kernel serves every shape of the same rank and dtype; constants carry the program's
+dtype (``np.float32(2.0)``) so a float32 program does no float64 math. Primitives without a
+code generation rule yet make the whole program run on the interpreter backend instead.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from stage1_autodiff.core import Array, Primitive
+
+from stage1_autodiff import primitives as p
+
+from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, _Names
+from .kernel_cache import cache_dir, forget_compiled_code, load_kernel_module, source_hash
+
+PARALLEL_MIN_ELEMENTS = 1 << 15  # smaller loops run serially: threads cost more than they save
+
+
+class UnsupportedError(Exception):
+    """The program uses a primitive the CPU code generator does not handle yet."""
+
+
+# ------------------------------------------------------------------------------------------
+# Elementwise primitives: how each becomes a scalar expression
+# ------------------------------------------------------------------------------------------
+
+
+def np_type(dtype: np.dtype) -> str:
+    return "np.bool_" if dtype == np.bool_ else f"np.{dtype.name}"
+
+
+def typed_constant(value: Any, dtype: np.dtype) -> str:
+    """A constant of the program's dtype, never a bare Python float (that would be float64)."""
+    value = np.asarray(value).item()
+    if dtype == np.bool_:
+        return repr(bool(value))
+    if isinstance(value, float) and not np.isfinite(value):
+        value = "np.nan" if np.isnan(value) else ("np.inf" if value > 0 else "-np.inf")
+    return f"{np_type(dtype)}({value})"
+
+
+def _integer_pow(args: list[str], eqn: JaxprEqn) -> str:
+    y, dtype = eqn.params["y"], eqn.outvars[0].aval.dtype
+    if y == 0:
+        return typed_constant(1, dtype)
+    product = " * ".join([args[0]] * abs(y))
+    return f"({product})" if y > 0 else f"({typed_constant(1, dtype)} / ({product}))"
+
+
+def _logistic(args: list[str], eqn: JaxprEqn) -> str:
+    one = typed_constant(1, eqn.outvars[0].aval.dtype)
+    return f"({one} / ({one} + np.exp(-{args[0]})))"
+
+
+def _select_n(args: list[str], eqn: JaxprEqn) -> str:
+    which, *cases = args
+    if eqn.invars[0].aval.dtype == np.bool_:
+        return f"({cases[1]} if {which} else {cases[0]})"
+    expr = cases[-1]
+    for i in reversed(range(len(cases) - 1)):
+        expr = f"({cases[i]} if {which} == {i} else {expr})"
+    return expr
+
+
+def _convert(args: list[str], eqn: JaxprEqn) -> str:
+    new_dtype = eqn.params["new_dtype"]
+    if new_dtype == np.bool_:
+        return f"({args[0]} != 0)"
+    return f"{np_type(new_dtype)}({args[0]})"
+
+
+def _function(name: str) -> Callable[[list[str], JaxprEqn], str]:
+    return lambda args, eqn: f"{name}({', '.join(args)})"
+
+
+def _operator(symbol: str) -> Callable[[list[str], JaxprEqn], str]:
+    return lambda args, eqn: f"({args[0]} {symbol} {args[1]})"
+
+
+def _float_only(rule: Callable[[list[str], JaxprEqn], str]) -> Callable:
+    """Integer division and remainder round differently in Python; not generated yet."""
+    def checked(args: list[str], eqn: JaxprEqn) -> str:
+        if eqn.outvars[0].aval.dtype.kind != "f":
+            raise UnsupportedError(f"{eqn.primitive} on integers")
+        return rule(args, eqn)
+    return checked
+
+
+# --8<-- [start:elementwise_rules]
+ELEMENTWISE: dict[Primitive, Callable[[list[str], JaxprEqn], str]] = {
+    p.neg_p: lambda args, eqn: f"(-{args[0]})",
+    p.exp_p: _function("np.exp"),
+    p.log_p: _function("np.log"),
+    p.log1p_p: _function("np.log1p"),
+    p.expm1_p: _function("np.expm1"),
+    p.sin_p: _function("np.sin"),
+    p.cos_p: _function("np.cos"),
+    p.tan_p: _function("np.tan"),
+    p.tanh_p: _function("np.tanh"),
+    p.logistic_p: _logistic,
+    p.sqrt_p: _function("np.sqrt"),
+    p.abs_p: _function("np.abs"),
+    p.sign_p: _function("np.sign"),
+    p.floor_p: _function("np.floor"),
+    p.ceil_p: _function("np.ceil"),
+    p.integer_pow_p: _integer_pow,
+    p.add_p: _operator("+"),
+    p.sub_p: _operator("-"),
+    p.mul_p: _operator("*"),
+    p.div_p: _float_only(_operator("/")),
+    p.rem_p: _float_only(_function("np.fmod")),
+    p.pow_p: _function("np.power"),
+    p.max_p: _function("np.maximum"),
+    p.min_p: _function("np.minimum"),
+    p.atan2_p: _function("np.arctan2"),
+    p.eq_p: _operator("=="),
+    p.ne_p: _operator("!="),
+    p.lt_p: _operator("<"),
+    p.le_p: _operator("<="),
+    p.gt_p: _operator(">"),
+    p.ge_p: _operator(">="),
+    p.and_p: _operator("&"),
+    p.or_p: _operator("|"),
+    p.xor_p: _operator("^"),
+    p.not_p: lambda args, eqn: (f"(not {args[0]})" if eqn.invars[0].aval.dtype == np.bool_
+                                else f"(~{args[0]})"),
+    p.select_n_p: _select_n,
+    p.convert_element_type_p: _convert,
+    p.stop_gradient_p: lambda args, eqn: args[0],
+}
+# --8<-- [end:elementwise_rules]
+
+# Primitives that only say where to read: fused as index arithmetic.
+INDEX_MAPS = {p.broadcast_in_dim_p, p.transpose_p, p.squeeze_p, p.slice_p, p.rev_p, p.iota_p}
+REDUCTIONS = {
+    # primitive: (initial value, combine(acc, x))
+    p.reduce_sum_p: (lambda dtype: 0, "({acc} + {x})"),
+    p.reduce_prod_p: (lambda dtype: 1, "({acc} * {x})"),
+    p.reduce_max_p: (lambda dtype: -np.inf if dtype.kind == "f" else np.iinfo(dtype).min,
+                     "np.maximum({acc}, {x})"),
+    p.reduce_min_p: (lambda dtype: np.inf if dtype.kind == "f" else np.iinfo(dtype).max,
+                     "np.minimum({acc}, {x})"),
+    p.reduce_and_p: (lambda dtype: True, "({acc} and {x})"),
+    p.reduce_or_p: (lambda dtype: False, "({acc} or {x})"),
+}
+
+
+def _is_trivial_reshape(eqn: JaxprEqn) -> bool:
+    """A reshape that only adds or removes size-1 dims (keepdims): index arithmetic."""
+    before, after = eqn.invars[0].aval.shape, eqn.outvars[0].aval.shape
+    return [d for d in before if d != 1] == [d for d in after if d != 1]
+
+
+def _is_fusible(eqn: JaxprEqn) -> bool:
+    if eqn.primitive in ELEMENTWISE or eqn.primitive in INDEX_MAPS:
+        return True
+    return eqn.primitive is p.reshape_p and _is_trivial_reshape(eqn)
+
+
+def _is_blas_dot(eqn: JaxprEqn) -> bool:
+    (lc, rc), (lb, _) = eqn.params["dimension_numbers"]
+    x, y = (a.aval for a in eqn.invars)
+    return (not lb and x.ndim == y.ndim == 2 and len(lc) == 1 and x.dtype == y.dtype
+            and x.dtype.kind == "f")
+
+
+# ------------------------------------------------------------------------------------------
+# The program writer
+# ------------------------------------------------------------------------------------------
+
+
+class ProgramWriter:
+    """Writes the source of one Numba function for a jaxpr."""
+
+    def __init__(self, jaxpr: Jaxpr) -> None:
+        self.jaxpr = jaxpr
+        self.producer = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
+        self.uses = Counter(a for eqn in jaxpr.eqns for a in eqn.invars if isinstance(a, Var))
+        self.uses.update(v for v in jaxpr.outvars if isinstance(v, Var))
+        self.names: dict[Var, str] = {v: f"in{i}" for i, v in enumerate(jaxpr.invars)}
+        self.dims: list[tuple[Var, int]] = []  # the run-time dims the source reads
+        self.lines: list[str] = []
+        self.materialized = self._choose_materialized()
+        self.flat = False  # while writing a loop over flattened arrays
+        self.flat_views: set[str] = set()
+        self.comment_names = _Names()  # names as the jaxpr prints them, for the comments
+        for var in [*jaxpr.invars, *(v for eqn in jaxpr.eqns for v in eqn.outvars)]:
+            self.comment_names[var]
+
+    # --8<-- [start:choose_materialized]
+    def _choose_materialized(self) -> set[Var]:
+        """The values written to memory; the rest are computed where they are used."""
+        chosen = {v for v in self.jaxpr.outvars if isinstance(v, Var)}
+        for eqn in self.jaxpr.eqns:
+            if eqn.primitive in REDUCTIONS or not _is_fusible(eqn):
+                chosen.update(eqn.outvars)
+            if not _is_fusible(eqn) and eqn.primitive not in REDUCTIONS:
+                # A library call (BLAS, reshape) needs its operands as arrays.
+                chosen.update(a for a in eqn.invars if isinstance(a, Var))
+            elif eqn.primitive in ELEMENTWISE and self.uses[eqn.outvars[0]] > 1:
+                chosen.update(eqn.outvars)  # computed once, not once per use
+        return chosen - set(self.jaxpr.invars)
+    # --8<-- [end:choose_materialized]
+
+    def dim(self, var: Var, axis: int) -> str:
+        """The name of a run-time dimension: ``d3`` is ``dims[3]``."""
+        key = (var, axis)
+        if key not in self.dims:
+            self.dims.append(key)
+        return f"d{self.dims.index(key)}"
+
+    def write(self) -> str:
+        for eqn in self.jaxpr.eqns:
+            if not eqn.outvars:
+                raise UnsupportedError(f"{eqn.primitive} (an equation with an effect)")
+            if eqn.outvars[0] in self.materialized:
+                self._emit(eqn)
+        outs = [self._output(a) for a in self.jaxpr.outvars]
+        body = self.lines + [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]
+        header = [f"d{i} = dims[{i}]" for i in range(len(self.dims))]
+        args = ", ".join(["dims", *[self.names[v] for v in self.jaxpr.invars]])
+        lines = [f"def program({args}):", *_indent(header + body)]
+        ins = " ".join(self.comment_names[v] for v in self.jaxpr.invars)
+        outs_text = " ".join(self._comment_atom(a) for a in self.jaxpr.outvars)
+        summary = [f"# inputs: {ins}; outputs: {outs_text}"]
+        return "\n".join(_PRELUDE + summary + ["", _DECORATOR, *lines, ""])
+
+    def eqn_text(self, eqn: JaxprEqn) -> str:
+        """``d = mul a c``: the equation, in the jaxpr's names, without shapes (so that the
+        source, and the compiled kernel, is the same for every shape)."""
+        outs = " ".join(self.comment_names[v] for v in eqn.outvars)
+        ins = " ".join(self._comment_atom(a) for a in eqn.invars)
+        params = {k: v for k, v in eqn.params.items() if k not in _SHAPE_PARAMS}
+        shown = "".join(f" {k}={v}" for k, v in sorted(params.items()))
+        return f"{outs} = {eqn.primitive}{'[' + shown[1:] + ']' if shown else ''} {ins}"
+
+    def _comment_atom(self, atom: Any) -> str:
+        if isinstance(atom, Literal):
+            return typed_constant(atom.val, atom.aval.dtype)
+        return self.comment_names[atom]
+
+    def _output(self, atom: Any) -> str:
+        if isinstance(atom, Literal):
+            return f"np.full(1, {typed_constant(atom.val, atom.aval.dtype)})"
+        return self.names[atom]
+
+    def _name_of(self, var: Var) -> str:
+        if var not in self.names:
+            self.names[var] = f"v{len(self.names)}"
+        return self.names[var]
+
+    def _emit(self, eqn: JaxprEqn) -> None:
+        self.lines.append(f"# {self.eqn_text(eqn)}")
+        if eqn.primitive in REDUCTIONS:
+            self._emit_reduction(eqn)
+        elif _is_fusible(eqn):
+            self._emit_loop(eqn.outvars[0])
+        elif eqn.primitive is p.dot_general_p and _is_blas_dot(eqn):
+            self._emit_dot(eqn)
+        elif eqn.primitive is p.reshape_p:
+            self._emit_reshape(eqn)
+        else:
+            raise UnsupportedError(str(eqn.primitive))
+
+    def _emit_reshape(self, eqn: JaxprEqn) -> None:
+        out = eqn.outvars[0]
+        shape = [self.dim(out, k) for k in range(out.aval.ndim)] or ["1"]
+        operand = self._array(eqn.invars[0])
+        self.lines.append(f"{self._name_of(out)} = np.ascontiguousarray({operand})"
+                          f".reshape(({', '.join(shape)},))")
+
+    def _array(self, atom: Any) -> str:
+        if isinstance(atom, Literal):
+            raise UnsupportedError("a literal operand of a library call")
+        return self.names[atom]
+
+    # --8<-- [start:emit_loop]
+    def _emit_loop(self, out: Var) -> None:
+        """A loop nest over ``out``'s shape that computes it from materialized values."""
+        name = self._name_of(out)
+        shape = [self.dim(out, k) for k in range(out.aval.ndim)]
+        self.lines.append(f"{name} = np.empty(({', '.join(shape) or '1'},), "
+                          f"dtype={np_type(out.aval.dtype)})")
+        if out.aval.ndim > 1 and self._eqn_reads_in_step(self.producer[out], out.aval.shape):
+            self._emit_flat_loop(out, name, shape)
+            return
+        index = tuple(f"i{k}" for k in range(out.aval.ndim))
+        body: list[str] = []
+        value = self._fused(self.producer[out], index, body, {})
+        body.append(f"{name}[{', '.join(index) or '0'}] = {value}")
+        self._emit_nest(shape, index, body)
+    # --8<-- [end:emit_loop]
+
+    def _reads_in_step(self, var: Var, shape: tuple[int, ...]) -> bool:
+        """Whether computing ``var`` reads every array at the same position as it writes,
+        so that the loop can run over the flattened arrays (one index, no nest)."""
+        if var in self.materialized or var in self.jaxpr.invars:
+            return var.aval.shape == shape or var.aval.shape == ()
+        return self._eqn_reads_in_step(self.producer[var], shape)
+
+    def _eqn_reads_in_step(self, eqn: JaxprEqn, shape: tuple[int, ...]) -> bool:
+        if eqn.primitive is p.broadcast_in_dim_p:  # only a scalar may be broadcast
+            operand = eqn.invars[0]
+            return operand.aval.shape == () and (
+                isinstance(operand, Literal) or self._reads_in_step(operand, ()))
+        if eqn.primitive not in ELEMENTWISE:
+            return False
+        return all(isinstance(a, Literal) or self._reads_in_step(a, shape) for a in eqn.invars)
+
+    def _emit_flat_loop(self, out: Var, name: str, shape: list[str]) -> None:
+        self.flat, self.flat_views = True, set()
+        body: list[str] = []
+        value = self._fused(self.producer[out], ("i",), body, {})
+        self.flat = False
+        self.lines += [f"{view}_flat = {view}.reshape(-1)" for view in sorted(self.flat_views)]
+        self.lines.append(f"{name}_flat = {name}.reshape(-1)")
+        body.append(f"{name}_flat[i] = {value}")
+        self._emit_nest([" * ".join(shape)], ("i",), body)
+
+    def _emit_nest(self, shape: list[str], index: tuple[str, ...], body: list[str]) -> None:
+        """Loops over ``shape``: the outer one parallel when there is enough work."""
+        if not shape:
+            self.lines.extend(body)
+            return
+        size = " * ".join(shape)
+        for parallel in (True, False):
+            self.lines.append(f"if {size} >= {PARALLEL_MIN_ELEMENTS}:" if parallel else "else:")
+            nest = body
+            for k in reversed(range(len(shape))):
+                loop = "prange" if parallel and k == 0 else "range"
+                nest = [f"for {index[k]} in {loop}({shape[k]}):", *_indent(nest)]
+            self.lines.extend(_indent(nest))
+
+    # --8<-- [start:expr]
+    def expr(self, atom: Any, index: tuple[str, ...], body: list[str],
+             memo: dict[tuple, str]) -> str:
+        """A scalar expression for ``atom`` at ``index``, inlining fusible producers."""
+        if isinstance(atom, Literal):
+            return typed_constant(atom.val, atom.aval.dtype)
+        if atom in self.names and (atom in self.materialized or atom in self.jaxpr.invars):
+            if not atom.aval.shape:
+                return f"{self.names[atom]}[0]"
+            if self.flat:
+                self.flat_views.add(self.names[atom])
+                return f"{self.names[atom]}_flat[{index[0]}]"
+            return f"{self.names[atom]}[{', '.join(index)}]"
+        key = (atom, index)
+        if key not in memo:
+            eqn = self.producer[atom]
+            value = self._fused(eqn, index, body, memo)
+            memo[key] = f"t{len(memo)}"
+            body.append(f"{memo[key]} = {value}  # {self.eqn_text(eqn)}")
+        return memo[key]
+    # --8<-- [end:expr]
+
+    def _fused(self, eqn: JaxprEqn, index: tuple[str, ...], body: list[str],
+               memo: dict[tuple, str]) -> str:
+        prim, out = eqn.primitive, eqn.outvars[0]
+        if prim in ELEMENTWISE:
+            args = [self.expr(a, index, body, memo) for a in eqn.invars]
+            value = ELEMENTWISE[prim](args, eqn)
+            return value if out.aval.dtype.kind != "i" else f"{np_type(out.aval.dtype)}({value})"
+        if prim is p.iota_p:
+            return f"{np_type(out.aval.dtype)}({index[eqn.params['dimension']]})"
+        operand = eqn.invars[0]
+        return self.expr(operand, self._operand_index(eqn, index), body, memo)
+
+    def _operand_index(self, eqn: JaxprEqn, index: tuple[str, ...]) -> tuple[str, ...]:
+        """Where in its operand an index-mapping primitive reads for ``index``."""
+        prim, operand = eqn.primitive, eqn.invars[0].aval
+        if prim is p.broadcast_in_dim_p:
+            dims, out_shape = eqn.params["broadcast_dimensions"], eqn.outvars[0].aval.shape
+            return tuple("0" if operand.shape[k] == 1 and out_shape[d] != 1 else index[d]
+                         for k, d in enumerate(dims))
+        if prim is p.transpose_p:
+            result = [""] * operand.ndim
+            for j, k in enumerate(eqn.params["permutation"]):
+                result[k] = index[j]
+            return tuple(result)
+        if prim is p.slice_p:
+            strides = eqn.params["strides"] or (1,) * operand.ndim
+            return tuple(f"({start} + {i} * {stride})" for start, i, stride
+                         in zip(eqn.params["start_indices"], index, strides))
+        if prim is p.rev_p:
+            var = eqn.invars[0]
+            return tuple(f"({self.dim(var, k)} - 1 - {i})" if k in eqn.params["dimensions"]
+                         else i for k, i in enumerate(index))
+        # squeeze, or a reshape that only adds or removes size-1 dims
+        kept = iter(i for i, n in zip(index, eqn.outvars[0].aval.shape) if n != 1)
+        return tuple("0" if n == 1 else next(kept) for n in operand.shape)
+
+    # --8<-- [start:emit_reduction]
+    def _emit_reduction(self, eqn: JaxprEqn) -> None:
+        """out[kept] = combine over the reduced dims of the (inlined) operand expression."""
+        out, operand = eqn.outvars[0], eqn.invars[0]
+        axes, dtype = eqn.params["axes"], out.aval.dtype
+        if not axes:
+            raise UnsupportedError(f"{eqn.primitive} over no axes")
+        initial, combine = REDUCTIONS[eqn.primitive]
+        init = typed_constant(initial(dtype), dtype)
+        name = self._name_of(out)
+        kept = [k for k in range(operand.aval.ndim) if k not in axes]
+        index = tuple(f"i{k}" for k in range(operand.aval.ndim))
+        out_shape = [self.dim(out, k) for k in range(out.aval.ndim)]
+        self.lines.append(f"{name} = np.empty(({', '.join(out_shape) or '1'},), "
+                          f"dtype={np_type(dtype)})")
+        if not kept:  # a full reduction: partial results along the first reduced dim
+            kept, axes = [axes[0]], axes[1:]
+            partials = f"{name}_partial"
+            first = self.dim(operand, kept[0])
+            self.lines.append(f"{partials} = np.empty({first}, dtype={np_type(dtype)})")
+            self._emit_reduction_nest(operand, kept, axes, index, init, combine, partials)
+            self.lines += [f"acc = {init}", f"for p in range({first}):",
+                           f"    acc = {combine.format(acc='acc', x=f'{partials}[p]')}",
+                           f"{name}[0] = acc"]
+            return
+        self._emit_reduction_nest(operand, kept, axes, index, init, combine, name)
+
+    def _emit_reduction_nest(self, operand, kept, axes, index, init, combine, target):
+        body: list[str] = []
+        value = self.expr(operand, index, body, {})
+        inner = [*body, f"acc = {combine.format(acc='acc', x=value)}"]
+        for k in reversed(axes):
+            inner = [f"for {index[k]} in range({self.dim(operand, k)}):", *_indent(inner)]
+        target_index = ", ".join(index[k] for k in kept)
+        self._emit_nest([self.dim(operand, k) for k in kept], tuple(index[k] for k in kept),
+                        [f"acc = {init}", *inner, f"{target}[{target_index}] = acc"])
+    # --8<-- [end:emit_reduction]
+
+    def _emit_dot(self, eqn: JaxprEqn) -> None:
+        (lc, rc), _ = eqn.params["dimension_numbers"]
+        x, y = (self._array(a) for a in eqn.invars)
+        x = x if lc == (1,) else f"{x}.T"
+        y = y if rc == (0,) else f"{y}.T"
+        self.lines.append(f"{self._name_of(eqn.outvars[0])} = np.dot({x}, {y})  # BLAS")
+
+
+_PRELUDE = ["# Generated by stage2_jit's CPU backend. Comments show the jaxpr's equations.",
+            "import numpy as np", "from numba import njit, prange", ""]
+_DECORATOR = '@njit(parallel=True, cache=True, error_model="numpy")'
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return ["    " + line for line in lines]
+
+
+# Params that restate shapes, which the kernel reads at run time instead.
+_SHAPE_PARAMS = {"shape", "new_sizes", "limit_indices", "dimensions_sizes"}
+
+
+# ------------------------------------------------------------------------------------------
+# Compiling and running
+# ------------------------------------------------------------------------------------------
+
+
+class CpuExecutable:
+    """Runs the generated function: flattens 0-d arrays, passes the dims, wraps results."""
+
+    def __init__(self, closed: ClosedJaxpr, source: str, writer: ProgramWriter) -> None:
+        self.closed = closed
+        self.source = source
+        self.kernel = load_kernel_module(source).program
+        self.checked = False  # whether a first call has loaded or compiled the kernel
+        self.dims = np.array([var.aval.shape[k] for var, k in writer.dims], dtype=np.int64)
+        self.in_avals = closed.in_avals
+        self.out_avals = closed.out_avals
+
+    def __call__(self, *args: np.ndarray) -> list[Array]:
+        arrays = [np.ascontiguousarray(x).reshape(1) if not aval.shape else
+                  np.ascontiguousarray(x) for x, aval in zip(args, self.in_avals)]
+        outs = self._call(arrays)
+        return [Array(np.asarray(o).reshape(aval.shape), aval.weak_type)
+                for o, aval in zip(outs, self.out_avals)]
+
+    def _call(self, arrays: list[np.ndarray]) -> Any:
+        if self.checked:
+            return self.kernel(self.dims, *arrays)
+        try:
+            outs = self.kernel(self.dims, *arrays)
+        except (EOFError, pickle.UnpicklingError, ImportError, AttributeError):
+            # Numba's cached code for this kernel was unreadable: forget it and compile.
+            forget_compiled_code(cache_dir(), source_hash(self.source))
+            outs = self.kernel(self.dims, *arrays)
+        self.checked = True
+        return outs
+
+
+def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
+    """Replaces each nested ``jit`` equation by the equations of its program, so fusion
+    sees through function boundaries (as XLA sees one module)."""
+    eqns: list[JaxprEqn] = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name != "jit":
+            eqns.append(eqn)
+            continue
+        inner = inline_calls(eqn.params["jaxpr"].jaxpr)
+        renamed: dict[Var, Any] = dict(zip(inner.invars, eqn.invars))
+        for inner_eqn in inner.eqns:
+            invars = [renamed.get(a, a) if isinstance(a, Var) else a for a in inner_eqn.invars]
+            eqns.append(inner_eqn._replace(invars=invars))
+        results = [renamed.get(a, a) if isinstance(a, Var) else a for a in inner.outvars]
+        for outer, result in zip(eqn.outvars, results):
+            eqns.append(JaxprEqn(p.stop_gradient_p, [result], {}, [outer]))  # a plain copy
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+
+def generate_source(jaxpr: Jaxpr) -> tuple[str, ProgramWriter]:
+    writer = ProgramWriter(inline_calls(jaxpr))
+    return writer.write(), writer
+
+
+def compile_cpu(closed: ClosedJaxpr, fallback: Callable[[ClosedJaxpr], Callable]) -> Callable:
+    """The CPU executable for ``closed``, or ``fallback``'s when a primitive is not covered."""
+    if closed.consts:
+        raise ValueError("compile_cpu expects constants already turned into arguments.")
+    try:
+        source, writer = generate_source(closed.jaxpr)
+    except UnsupportedError as e:
+        run = fallback(closed)
+        run.source = f"# Not generated: {e} has no CPU code generation rule yet.\n"
+        return run
+    return CpuExecutable(closed, source, writer)

@@ -1,0 +1,125 @@
+"""The CPU backend: generated Numba kernels equal the interpreter, fuse, keep float32 math,
+share one kernel across shapes, and cache compiled kernels on disk across processes."""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import stage2_jit as jax
+from stage2_jit import numpy as jnp
+from stage2_jit.codegen_cpu import CpuExecutable, generate_source
+
+
+def softmax(x):
+    return jax.nn.softmax(x, axis=-1)
+
+
+def layernorm(x):
+    mean = x.mean(-1, keepdims=True)
+    centered = x - mean
+    return centered / jnp.sqrt((centered * centered).mean(-1, keepdims=True) + 1e-5)
+
+
+PROGRAMS = {
+    "fused elementwise": lambda x: x * x + x * 2.0,
+    "broadcast rows": lambda x: x - jnp.arange(x.shape[1], dtype=jnp.float32),
+    "where and comparisons": lambda x: jnp.where(x > 0.5, jnp.exp(x), -x),
+    "full sum": lambda x: jnp.sum(jnp.tanh(x)),
+    "max over axis 0": lambda x: x.max(axis=0),
+    "softmax": softmax,
+    "layernorm": layernorm,
+    "matmul of transposes": lambda x: x.T @ x + 1.0,
+    "slices and reversal": lambda x: x[::2, ::-1] * 3.0,
+    "integer ops": lambda x: (x * 10).astype(jnp.int32) + 3,
+    "0-d input and output": lambda x: jnp.mean(x) * 2.0,
+    "gradient": jax.grad(lambda x: jnp.sum(jnp.tanh(x) ** 2)),
+}
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_cpu_equals_interpreter(name):
+    fun = PROGRAMS[name]
+    x = jnp.asarray(np.random.default_rng(0).random((6, 5), dtype=np.float32))
+    expected = jax.jit(fun, backend="interpreter")(x)
+    compiled = jax.jit(fun, backend="cpu")
+    out = compiled(x)
+    assert isinstance(compiled.lower(x).compile()._executable, CpuExecutable)
+    assert out.dtype == expected.dtype and out.weak_type == expected.weak_type
+    assert out.shape == expected.shape
+    np.testing.assert_allclose(out, expected, rtol=2e-5, atol=1e-6)
+
+
+def _loops(source: str) -> int:
+    """Loop nests in a kernel: each is written twice, parallel and serial."""
+    return len(re.findall(r"for \w+ in prange\(", source))
+
+
+def test_elementwise_chain_is_one_loop_and_softmax_a_few_passes():
+    x = jnp.ones((4, 3))
+    fused, _ = generate_source(jax.make_jaxpr(PROGRAMS["fused elementwise"])(x).jaxpr)
+    assert _loops(fused) == 1
+    passes, _ = generate_source(jax.make_jaxpr(softmax)(x).jaxpr)
+    assert _loops(passes) == 4  # max, exp, sum, divide: not one per operation
+
+
+def test_float32_programs_use_typed_constants():
+    source, _ = generate_source(jax.make_jaxpr(layernorm)(jnp.ones((4, 3))).jaxpr)
+    code = "\n".join(line.split("#")[0] for line in source.splitlines())
+    bare_floats = re.findall(r"(?<![\w.(])\d+\.\d+", code)
+    assert "np.float32(" in code and not bare_floats
+    assert "float64" not in code
+
+
+def test_one_kernel_serves_every_shape_of_a_rank():
+    small = generate_source(jax.make_jaxpr(softmax)(jnp.ones((3, 4))).jaxpr)[0]
+    large = generate_source(jax.make_jaxpr(softmax)(jnp.ones((50, 70))).jaxpr)[0]
+    assert small == large
+
+
+def test_unsupported_primitive_falls_back_to_the_interpreter():
+    fun = jax.jit(lambda key: jax.random.uniform(key, (3,)), backend="cpu")
+    key = jax.random.PRNGKey(0)
+    np.testing.assert_array_equal(fun(key), jax.random.uniform(key, (3,)))
+    assert "Not generated" in fun.lower(key).as_text()
+
+
+def test_lowered_text_shows_jaxpr_and_generated_source():
+    text = jax.jit(lambda x: x * 2.0, backend="cpu").lower(jnp.ones(3)).as_text()
+    assert "{ lambda ; a:f32[3]." in text and "@njit(parallel=True" in text
+
+
+CHILD = textwrap.dedent("""
+    import numpy as np, stage2_jit as jax, stage2_jit.numpy as jnp
+    f = jax.jit(lambda x: jnp.sin(x) * 3.0 + 1.0, backend="cpu")
+    out = f(jnp.ones(5))
+    kernel = f.lower(jnp.ones(5)).compile()._executable.kernel
+    stats = kernel.stats
+    print(float(out[0]), sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
+""")
+
+
+def _run_child(cache: str) -> list[str]:
+    env = dict(os.environ, JAX_FROM_NUMPY_CACHE_DIR=cache)
+    done = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+@pytest.mark.slow
+def test_disk_cache_across_processes_and_corrupt_entries(tmp_path):
+    cache = str(tmp_path)
+    value, hits, misses = _run_child(cache)
+    assert float(value) == pytest.approx(np.sin(1.0) * 3 + 1) and int(misses) >= 1
+    _, hits, _ = _run_child(cache)  # a new process loads the compiled kernel
+    assert int(hits) >= 1
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"\x00 not a kernel \x00")  # corrupt every entry
+    value, _, _ = _run_child(cache)  # rebuilt, never a crash
+    assert float(value) == pytest.approx(np.sin(1.0) * 3 + 1)
