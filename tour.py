@@ -122,9 +122,64 @@ def mlp(jnp, jax, params, x):
 
 
 # ------------------------------------------------------------------------------------------
+# Stage 2: jit
+# ------------------------------------------------------------------------------------------
+
+
+def tour_stage2() -> None:
+    import numpy as np
+
+    import stage2_jit as jax
+    import stage2_jit.numpy as jnp
+
+    banner("Stage 2: tracing to jaxprs, and jit to fused Numba kernels")
+
+    def f(x):
+        return x * x + x * 2.0
+
+    print("f(x) = x*x + x*2.0 traced to a jaxpr:\n")
+    print(jax.make_jaxpr(f)(jnp.ones((4, 4))))
+    print("\nthe loop the CPU backend generates for it (one pass over memory):\n")
+    source = jax.jit(f, backend="cpu").lower(jnp.ones((4, 4))).as_text()
+    loop = source[source.index("def program"):].split("    else:")[0]
+    print("\n".join("    " + line for line in loop.splitlines()))
+
+    x = jnp.asarray(np.random.default_rng(0).random((5000, 5000), dtype=np.float32))
+    f_jit = jax.jit(f, backend="cpu")
+    start = time.perf_counter()
+    f_jit(x).block_until_ready()
+    first = time.perf_counter() - start
+    eager = min(timed(lambda: f(x), repeat=1) for _ in range(3))
+    compiled = min(timed(lambda: f_jit(x).block_until_ready(), repeat=3) for _ in range(3))
+    print(f"\n5000x5000 float32: eager {eager * 1e3:.1f} ms, jit {compiled * 1e3:.1f} ms "
+          f"({eager / compiled:.1f}x faster; first call with compilation {first:.2f} s)")
+
+    print("\nThe MLP training step under jit(value_and_grad), on the CPU backend:")
+    inputs, labels = make_blobs(jax, jnp, jax.random.key(0), num_classes=4, per_class=256)
+    params = init_mlp(jax, jnp, jax.random.key(1), [2, 64, 64, 4])
+
+    def loss_fn(params, inputs, labels):
+        log_probs = jax.nn.log_softmax(mlp(jnp, jax, params, inputs))
+        return -jnp.mean(jnp.sum(log_probs * jax.nn.one_hot(labels, 4), axis=1))
+
+    @jax.jit
+    def step(params, inputs, labels):
+        loss, grads = jax.value_and_grad(loss_fn)(params, inputs, labels)
+        return loss, jax.tree_util.tree_map(lambda p, g: p - 0.5 * g, params, grads)
+
+    step = jax.jit(step, backend="cpu")
+    loss, params = step(params, inputs, labels)  # compiles
+    steps, start = 300, time.perf_counter()
+    for _ in progress(range(steps), steps, "  training", lambda: f"loss {float(loss):.4f}"):
+        loss, params = step(params, inputs, labels)
+    elapsed = time.perf_counter() - start
+    print(f"  final loss {float(loss):.4f}, {elapsed / steps * 1e3:.2f} ms per step "
+          f"(stage 1 eager took longer above)")
+
 
 SECTIONS = [
     ("stage1_autodiff", tour_stage1),
+    ("stage2_jit", tour_stage2),
 ]
 
 
