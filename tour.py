@@ -128,9 +128,9 @@ def mlp(jnp, jax, params, x):
 
 def tour_stage2() -> None:
     import numpy as np
+    import stage2_jit.numpy as jnp
 
     import stage2_jit as jax
-    import stage2_jit.numpy as jnp
 
     banner("Stage 2: tracing to jaxprs, and jit to fused Numba kernels")
 

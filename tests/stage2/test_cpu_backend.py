@@ -9,10 +9,10 @@ import textwrap
 
 import numpy as np
 import pytest
+from stage2_jit.codegen_cpu import CpuExecutable, generate_source
 
 import stage2_jit as jax
 from stage2_jit import numpy as jnp
-from stage2_jit.codegen_cpu import CpuExecutable, generate_source
 
 
 def softmax(x):

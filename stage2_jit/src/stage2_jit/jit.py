@@ -224,6 +224,15 @@ class _CacheEntry:
     consts: list[Any]
     out_tree: Any
     jaxpr: Jaxpr  # as traced, constants as constvars: for printing
+    float0_outputs: dict[int, tuple[int, ...]]  # position -> shape of each float0 result
+
+    def results(self, outs: list[Any]) -> Any:
+        """The pytree of results, with the float0 leaves the program does not compute."""
+        outs = iter(outs)
+        n = len(self.float0_outputs) + len(self.program.out_avals)
+        leaves = [np.zeros(self.float0_outputs[i], dtypes.float0) if i in self.float0_outputs
+                  else next(outs) for i in range(n)]
+        return tree_unflatten(self.out_tree, leaves)
 
 
 class Jitted:
@@ -244,6 +253,12 @@ class Jitted:
         self._lock = threading.RLock()
         self._signature = _signature_or_none(fun)
         self._name = getattr(fun, "__name__", "fun")
+        # A static argument is static however it is passed: by position or by name.
+        names = _positional_names(self._signature)
+        self._static_nums = set(self.static_argnums) | {
+            names.index(n) for n in self.static_argnames if n in names}
+        self._static_names = set(self.static_argnames) | {
+            names[i] for i in self.static_argnums if 0 <= i < len(names)}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if config.jax_disable_jit:
@@ -252,14 +267,14 @@ class Jitted:
         backend = self.backend or config.jax_default_backend
         outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.program, name=self._name,
                           backend=backend)
-        return tree_unflatten(entry.out_tree, outs)
+        return entry.results(outs)
 
     def _lookup(self, args, kwargs) -> tuple[_CacheEntry, list[Any]]:
         static, dynamic = self._split(args, kwargs)
         leaves, in_tree = tree_flatten(dynamic)
         leaves = [leaf if isinstance(leaf, (Array, Tracer)) else self._check_leaf(dynamic, i, leaf)
                   for i, leaf in enumerate(leaves)]
-        key = (in_tree, tuple(leaf.aval for leaf in leaves), static)
+        key = (in_tree, tuple(leaf.aval for leaf in leaves), static, config.jax_enable_x64)
         entry = self._cache.get(key)
         if entry is not None:
             return entry, leaves
@@ -274,12 +289,12 @@ class Jitted:
 
     def _split(self, args, kwargs) -> tuple[tuple, tuple]:
         """The static arguments (hashable: part of the cache key) and the dynamic ones."""
-        nums = {n % len(args) for n in self.static_argnums if -len(args) <= n < len(args)}
+        nums = {n % len(args) for n in self._static_nums if -len(args) <= n < len(args)}
         static = tuple((i, _hashable(args[i], i)) for i in sorted(nums))
         static += tuple((k, _hashable(v, k)) for k, v in sorted(kwargs.items())
-                        if k in self.static_argnames)
+                        if k in self._static_names)
         dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
-        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_names}
         return static, (dyn_args, dyn_kwargs)
 
     def _check_leaf(self, dynamic, i: int, leaf) -> Any:
@@ -297,7 +312,7 @@ class Jitted:
         """``x`` or ``params['w']``: the argument a leaf came from, for error messages."""
         if path[0].idx == 1:  # a keyword argument
             return f"{path[1].key}{keystr(path[2:])}"
-        statics = {n for n in self.static_argnums if n >= 0}
+        statics = {n for n in self._static_nums if n >= 0}
         positions = [i for i in range(len(statics) + path[1].idx + 1) if i not in statics]
         position = positions[path[1].idx]
         names = list(self._signature.parameters) if self._signature else []
@@ -307,18 +322,23 @@ class Jitted:
     def _trace(self, static, in_tree, leaves, paths) -> _CacheEntry:
         out_tree_box: list[Any] = []
 
+        float0_box: list[dict[int, tuple[int, ...]]] = []
+
         def flat_fun(*tracers):
             dyn_args, dyn_kwargs = tree_unflatten(in_tree, tracers)
             args = _merge_static(dyn_args, static)
             kwargs = dict(dyn_kwargs, **{k: v for k, v in static if isinstance(k, str)})
             out_flat, out_tree = tree_flatten(self.fun(*args, **kwargs))
             out_tree_box.append(out_tree)
-            return out_flat
+            # float0 results (gradients of integers) carry no values: they stay out of the
+            # program and are put back into the result, as JAX does.
+            float0_box.append({i: np.shape(o) for i, o in enumerate(out_flat) if _is_float0(o)})
+            return [o for i, o in enumerate(out_flat) if i not in float0_box[-1]]
 
         names = [self._describe(p) for p in paths]
         jaxpr, consts = trace_to_jaxpr(flat_fun, [leaf.aval for leaf in leaves], names)
         program = _closed_with_consts_as_args(jaxpr, consts)
-        return _CacheEntry(program.program, program.consts, out_tree_box[0], jaxpr)
+        return _CacheEntry(program.program, program.consts, out_tree_box[0], jaxpr, float0_box[0])
 
     def _cache_size(self) -> int:
         """How many signatures have been traced and kept (JAX has the same private helper)."""
@@ -328,6 +348,10 @@ class Jitted:
         """Traces for these arguments without running: JAX's ahead-of-time first step."""
         entry, _ = self._lookup(args, kwargs)
         return Lowered(entry, self.backend or config.jax_default_backend)
+
+
+def _is_float0(x: Any) -> bool:
+    return isinstance(x, np.ndarray) and x.dtype == dtypes.float0
 
 
 def _merge_static(dyn_args: tuple, static: tuple) -> list[Any]:
@@ -352,6 +376,13 @@ def _hashable(value: Any, where: int | str) -> Any:
 
 def _as_tuple(x: int | str | Sequence) -> tuple:
     return (x,) if isinstance(x, (int, str)) else tuple(x)
+
+
+def _positional_names(signature: inspect.Signature | None) -> list[str]:
+    if signature is None:
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [name for name, p in signature.parameters.items() if p.kind in kinds]
 
 
 def _signature_or_none(fun: Callable) -> inspect.Signature | None:
@@ -411,9 +442,16 @@ class Compiled:
         self._executable = compile_jaxpr(entry.program, backend)
 
     def __call__(self, *args: Any) -> Any:
-        leaves, _ = tree_flatten(args)
-        values = [np.asarray(c) for c in self._entry.consts] + [np.asarray(x) for x in leaves]
-        return tree_unflatten(self._entry.out_tree, self._executable(*values))
+        leaves = [asarray(x) for x in tree_flatten(args)[0]]  # canonical dtypes, as jit
+        expected = self._entry.program.in_avals[len(self._entry.consts):]
+        found = [x.aval for x in leaves]
+        if [(a.shape, a.dtype) for a in found] != [(a.shape, a.dtype) for a in expected]:
+            raise TypeError(f"This compiled function takes arguments of types "
+                            f"{[a.str_short() for a in expected]}, but was called with "
+                            f"{[a.str_short() for a in found]}. Call jit(f) to compile "
+                            f"for other types.")
+        values = [np.asarray(c) for c in self._entry.consts] + [x._value for x in leaves]
+        return self._entry.results(self._executable(*values))
 
     def as_text(self) -> str:
         source = getattr(self._executable, "source", None)

@@ -23,7 +23,8 @@ def as_value(x: Any, dtype: Any = None) -> Any:
         return asarray(x, dtypes.canonicalize_dtype(dtype))
     if isinstance(x, (list, tuple)) and any(_contains_tracer_or_array(e) for e in x):
         from .shapes import stack  # a list of arrays, e.g. jnp.array([x, y])
-        return stack([as_value(e) for e in x])
+        stacked = stack([as_value(e) for e in x])
+        return convert(stacked, stacked.dtype, False)  # a list is never weakly typed
     return asarray(x)
 
 
