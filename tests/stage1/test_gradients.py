@@ -118,7 +118,12 @@ binary_case("divide", jnp.divide, _nonzero_second)
 binary_case("true_divide_operator", lambda x, y: x / y, _nonzero_second)
 binary_case("power_array", jnp.power, _positive_base)
 binary_case("pow_operator_array", lambda x, y: x ** y, _positive_base)
-binary_case("arctan2", jnp.arctan2, _nonzero_second)
+def _off_the_branch_cut(seed, xs, ys):
+    """arctan2(x, y) jumps by 2 pi where x crosses 0 with y < 0: keep y positive."""
+    return uniform(seed, xs, -2, 2), uniform(seed + 1, ys, 0.5, 2)
+
+
+binary_case("arctan2", jnp.arctan2, _off_the_branch_cut)
 binary_case("maximum", jnp.maximum, interleaved)
 binary_case("minimum", jnp.minimum, interleaved)
 binary_case("operators", lambda x, y: (x - y) * (2.0 + x) - 3 * y, _plain)

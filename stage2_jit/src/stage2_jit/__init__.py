@@ -1,5 +1,5 @@
-"""Stage 2 of JAX from NumPy: tracing to jaxprs, ``jit`` with caching, and (to come) compiler
-passes and fused Numba kernels. Everything of stage 1 is re-exported.
+"""Stage 2 of JAX from NumPy: tracing to jaxprs, ``jit`` with caching, compiler passes and fused
+Numba kernels on the CPU. Everything of stage 1 is re-exported.
 
 Use it as JAX:
 

@@ -26,6 +26,7 @@ from stage1_autodiff import primitives as p
 
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, _Names
 from .kernel_cache import cache_dir, forget_compiled_code, load_kernel_module, source_hash
+from .passes import optimize
 
 PARALLEL_MIN_ELEMENTS = 1 << 15  # smaller loops run serially: threads cost more than they save
 
@@ -474,8 +475,11 @@ _SHAPE_PARAMS = {"shape", "new_sizes", "limit_indices", "dimensions_sizes"}
 class CpuExecutable:
     """Runs the generated function: flattens 0-d arrays, passes the dims, wraps results."""
 
-    def __init__(self, closed: ClosedJaxpr, source: str, writer: ProgramWriter) -> None:
+    def __init__(self, closed: ClosedJaxpr, source: str, writer: ProgramWriter,
+                 optimized: ClosedJaxpr) -> None:
         self.closed = closed
+        self.optimized = optimized  # the program the kernel computes, for reading
+        self.consts = [np.ascontiguousarray(np.asarray(c)) for c in optimized.consts]
         self.source = source
         self.kernel = load_kernel_module(source).program
         self.checked = False  # whether a first call has loaded or compiled the kernel
@@ -486,7 +490,7 @@ class CpuExecutable:
     def __call__(self, *args: np.ndarray) -> list[Array]:
         arrays = [np.ascontiguousarray(x).reshape(1) if not aval.shape else
                   np.ascontiguousarray(x) for x, aval in zip(args, self.in_avals)]
-        outs = self._call(arrays)
+        outs = self._call(self.consts + arrays)
         return [Array(np.asarray(o).reshape(aval.shape), aval.weak_type)
                 for o, aval in zip(outs, self.out_avals)]
 
@@ -528,13 +532,18 @@ def generate_source(jaxpr: Jaxpr) -> tuple[str, ProgramWriter]:
 
 
 def compile_cpu(closed: ClosedJaxpr, fallback: Callable[[ClosedJaxpr], Callable]) -> Callable:
-    """The CPU executable for ``closed``, or ``fallback``'s when a primitive is not covered."""
+    """The CPU executable for ``closed``: the program is optimized (constant folding, CSE,
+    DCE), then generated; when a primitive is not covered, ``fallback``'s executable."""
     if closed.consts:
         raise ValueError("compile_cpu expects constants already turned into arguments.")
+    optimized = optimize(ClosedJaxpr(inline_calls(closed.jaxpr), []))
+    # Folding may leave array constants: the kernel takes them as its first arguments.
+    program = Jaxpr([], [*optimized.jaxpr.constvars, *optimized.jaxpr.invars],
+                    optimized.jaxpr.outvars, optimized.jaxpr.eqns)
     try:
-        source, writer = generate_source(closed.jaxpr)
+        source, writer = generate_source(program)
     except UnsupportedError as e:
         run = fallback(closed)
         run.source = f"# Not generated: {e} has no CPU code generation rule yet.\n"
         return run
-    return CpuExecutable(closed, source, writer)
+    return CpuExecutable(closed, source, writer, optimized)

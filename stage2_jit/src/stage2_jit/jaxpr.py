@@ -178,7 +178,8 @@ def _pp_eqn(eqn: JaxprEqn, names: _Names, used: set[Var], indent: int) -> str:
     lhs = " ".join(_pp_binder(v, names, used) for v in eqn.outvars)
     rhs = " ".join(_pp_atom(a, names) for a in eqn.invars)
     params = _pp_params(eqn, indent)
-    return f"{lhs} = {eqn.primitive.name}{params} {rhs}".rstrip()
+    call = f"{eqn.primitive.name}{params} {rhs}".rstrip()
+    return f"{lhs} = {call}" if eqn.outvars else call  # an effect with no results
 
 
 def _used_vars(jaxpr: Jaxpr) -> set[Var]:

@@ -424,8 +424,11 @@ class Lowered:
 
     def as_text(self) -> str:
         """The traced jaxpr, and the source the backend generates for it."""
-        source = getattr(compile_jaxpr(self._entry.program, self.backend), "source", None)
+        executable = compile_jaxpr(self._entry.program, self.backend)
+        source = getattr(executable, "source", None)
         text = f"# jaxpr\n{self._entry.jaxpr}\n"
+        if hasattr(executable, "optimized"):
+            text += f"\n# optimized jaxpr\n{executable.optimized}\n"
         return text + (f"\n# generated source ({self.backend})\n{source}" if source else "")
 
     def compile(self) -> Compiled:

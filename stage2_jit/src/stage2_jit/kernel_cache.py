@@ -98,4 +98,5 @@ def _write_atomically(path: Path, source: str) -> None:
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".kernel-", suffix=".tmp")
     with os.fdopen(fd, "w") as f:
         f.write(source)
+    os.chmod(temporary, 0o644)  # mkstemp makes it private; a shared cache must be readable
     os.replace(temporary, path)

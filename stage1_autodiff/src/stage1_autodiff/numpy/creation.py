@@ -17,6 +17,11 @@ Shape = int | Sequence[int]
 
 
 def _shape(shape: Shape) -> tuple[int, ...]:
+    if isinstance(shape, Tracer) or (isinstance(shape, (tuple, list))
+                                     and any(isinstance(d, Tracer) for d in shape)):
+        raise TypeError(
+            "Shapes must be concrete: a traced value was used as a shape. Under jit, pass the "
+            "size as a static argument (static_argnums or static_argnames).")
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     for d in shape:
         if not isinstance(d, (int, np.integer)) or d < 0:

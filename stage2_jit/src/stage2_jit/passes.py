@@ -1,0 +1,363 @@
+"""Compiler passes: small rewrites of a jaxpr that keep its meaning and make it cheaper.
+
+A jaxpr is a list of equations in an order where every variable is defined before it is
+used, so each pass is one walk over that list, forwards or backwards:
+
+- **Dead-code elimination** (``dce``) walks *backwards* from the outputs, keeping only the
+  equations whose results something still needs. An equation with an *effect* (printing,
+  in later stages a collective) is kept even when nobody reads its results: it exists for
+  the effect.
+- **Common-subexpression elimination** (``cse``) walks *forwards*, remembering each
+  equation by its primitive, params and inputs. When the same computation comes again, the
+  later copy is dropped and its results are renamed to the earlier ones.
+- **Constant folding** (``constant_fold``) walks forwards and computes, at compile time,
+  every equation whose inputs are all known (literals, or constants with values), as long
+  as the result is small. A scalar result is written into the program as a literal, an
+  array of one repeated value as a broadcast of a literal, any other small array becomes a
+  new constant; a large result is left to be computed at run time, so folding never bloats
+  the program. Broadcasts and iotas themselves are kept (a loop computes them for free,
+  where a constant would be read from memory), but their values count as known.
+- ``optimize`` runs the three as a pipeline until nothing changes.
+
+Each pass is a pure function: it builds a new jaxpr and leaves its argument alone, so a
+student can print the program before and after.
+
+NB: JAX itself runs only DCE on jaxprs (jax/_src/interpreters/partial_eval.py:dce_jaxpr);
+CSE, constant folding and much more happen later in XLA, on HLO. We run them on the jaxpr
+because our backends compile the jaxpr itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+from typing import Any
+
+import numpy as np
+from stage1_autodiff.core import (
+    Array,
+    Primitive,
+    ShapedArray,
+    Tracer,
+    numpy_warnings_off,
+    trace_state,
+)
+from stage1_autodiff.primitives import broadcast_in_dim_p
+
+from .debug import debug_print_p
+from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from .tracing import _dynamic
+
+# Primitives that do something besides computing their results. Passes never remove,
+# merge or fold them. Later stages add theirs (``effectful_primitives.add(...)``).
+effectful_primitives: set[Primitive] = {debug_print_p}
+
+# The most elements constant folding may write into the program for one equation.
+MAX_FOLDED_SIZE = 1_000
+
+
+# ------------------------------------------------------------------------------------------
+# Effects
+# ------------------------------------------------------------------------------------------
+
+
+def _sub_jaxprs(value: Any) -> Iterator[Jaxpr]:
+    """The jaxprs inside a param (``jit``'s program; later, the branches of a ``cond``)."""
+    if isinstance(value, ClosedJaxpr):
+        yield value.jaxpr
+    elif isinstance(value, Jaxpr):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _sub_jaxprs(item)
+
+
+def has_effects(eqn: JaxprEqn) -> bool:
+    """Whether ``eqn`` has an effect: an effectful primitive, or a call of a program with
+    one (a ``jit`` whose body prints).
+
+    Example:
+        >>> import stage2_jit as jax
+        >>> printing = jax.jit(lambda x: jax.debug.print("{}", x))
+        >>> [has_effects(eqn) for eqn in jax.make_jaxpr(printing)(1.0).jaxpr.eqns]
+        [True]
+    """
+    if eqn.primitive in effectful_primitives:
+        return True
+    return any(jaxpr_has_effects(sub) for value in eqn.params.values()
+               for sub in _sub_jaxprs(value))
+
+
+def jaxpr_has_effects(jaxpr: Jaxpr) -> bool:
+    """Whether any equation of ``jaxpr`` has an effect (see :func:`has_effects`)."""
+    return any(has_effects(eqn) for eqn in jaxpr.eqns)
+
+
+# ------------------------------------------------------------------------------------------
+# Dead-code elimination
+# ------------------------------------------------------------------------------------------
+
+
+# --8<-- [start:dce]
+def dce(jaxpr: Jaxpr) -> Jaxpr:
+    """Drops the equations whose results are never used and that have no effect.
+
+    Walking backwards, ``live`` holds the variables something later still reads: the
+    outputs to begin with, then the inputs of every equation that is kept. Inputs and
+    constants are left as they are (see :func:`dce_closed` to drop unused constants).
+
+    Example:
+        >>> import stage2_jit as jax, stage2_jit.numpy as jnp
+        >>> def f(x):
+        ...     unused = jnp.exp(x)
+        ...     return x * 2.0
+        >>> print(dce(jax.make_jaxpr(f)(1.0).jaxpr))
+        { lambda ; a:f32[]. let b:f32[] = mul a 2.0:f32[] in (b,) }
+    """
+    live = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        if has_effects(eqn) or live.intersection(eqn.outvars):
+            kept.append(eqn)
+            live.update(v for v in eqn.invars if isinstance(v, Var))
+    kept.reverse()
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept)
+
+
+def dce_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """:func:`dce`, then also drops the constants that nothing reads any more.
+
+    Example:
+        >>> import stage2_jit as jax, stage2_jit.numpy as jnp
+        >>> table = jnp.arange(3.0)
+        >>> closed = jax.make_jaxpr(lambda x: (x, jnp.sum(table))[0])(1.0)
+        >>> print(closed)
+        { lambda a:f32[3]; b:f32[]. let _:f32[] = reduce_sum[axes=(0,)] a in (b,) }
+        >>> print(dce_closed(closed))
+        { lambda ; a:f32[]. let  in (a,) }
+    """
+    jaxpr = dce(closed.jaxpr)
+    used = _used_vars(jaxpr)
+    pairs = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if v in used]
+    constvars = [v for v, _ in pairs]
+    consts = [c for _, c in pairs]
+    return ClosedJaxpr(Jaxpr(constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns), consts)
+# --8<-- [end:dce]
+
+
+def _used_vars(jaxpr: Jaxpr) -> set[Var]:
+    """The variables read by an equation or returned."""
+    used = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    for eqn in jaxpr.eqns:
+        used.update(v for v in eqn.invars if isinstance(v, Var))
+    return used
+
+
+# ------------------------------------------------------------------------------------------
+# Common-subexpression elimination
+# ------------------------------------------------------------------------------------------
+
+
+# --8<-- [start:cse]
+def cse(jaxpr: Jaxpr) -> Jaxpr:
+    """Merges equations that compute the same thing: same primitive, same params, same
+    inputs. The later copy is dropped and its results renamed to the earlier one's.
+
+    Example:
+        >>> import stage2_jit as jax, stage2_jit.numpy as jnp
+        >>> f = lambda x: jnp.sin(x) + jnp.sin(x)
+        >>> print(cse(jax.make_jaxpr(f)(1.0).jaxpr))
+        { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = add b b in (c,) }
+    """
+    renamed: dict[Var, Atom] = {}  # a dropped equation's result -> the earlier equal one
+    seen: dict[Hashable, JaxprEqn] = {}
+    eqns = []
+    for eqn in jaxpr.eqns:
+        eqn = eqn._replace(invars=[_rename(a, renamed) for a in eqn.invars])
+        key = _cse_key(eqn)
+        if key is not None and key in seen:
+            renamed.update(zip(eqn.outvars, seen[key].outvars))
+            continue
+        if key is not None:
+            seen[key] = eqn
+        eqns.append(eqn)
+    outvars = [_rename(a, renamed) for a in jaxpr.outvars]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns)
+
+
+def _cse_key(eqn: JaxprEqn) -> Hashable | None:
+    """What makes two equations equal, or None when ``eqn`` must never be merged: it has an
+    effect (two prints print twice), or a param cannot be hashed (then we cannot tell)."""
+    if has_effects(eqn):
+        return None
+    params = tuple(sorted(eqn.params.items()))
+    try:
+        hash(params)
+    except TypeError:
+        return None
+    return eqn.primitive, params, tuple(_atom_key(a) for a in eqn.invars)
+# --8<-- [end:cse]
+
+
+def _rename(atom: Atom, renamed: dict[Var, Atom]) -> Atom:
+    return renamed.get(atom, atom) if isinstance(atom, Var) else atom
+
+
+def _atom_key(atom: Atom) -> Hashable:
+    """A variable is itself (compared by identity). A literal is its type and its bits:
+    ``1.0:f32[]`` and ``1.0:f32[]`` weakly typed differ, and so do ``0.0`` and ``-0.0``."""
+    if isinstance(atom, Var):
+        return atom
+    bits = np.asarray(atom.val, dtype=atom.aval.dtype).tobytes()
+    return "literal", atom.aval, bits
+
+
+# ------------------------------------------------------------------------------------------
+# Constant folding
+# ------------------------------------------------------------------------------------------
+
+
+# --8<-- [start:constant_fold]
+def constant_fold(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Computes at compile time every equation whose inputs are all known and whose
+    results are small (at most ``MAX_FOLDED_SIZE`` elements). A scalar result becomes a
+    literal; an array of one repeated value a broadcast of a literal; any other array a new
+    constant. Effects and constants that are tracers of an outer transformation are never
+    folded.
+
+    Example:
+        >>> import stage2_jit as jax, stage2_jit.numpy as jnp
+        >>> f = lambda x: jnp.add(1.0, 2.0) * x
+        >>> print(jax.make_jaxpr(f)(1.0))
+        { lambda ; a:f32[]. let
+            b:f32[] = add 1.0:f32[] 2.0:f32[]
+            c:f32[] = mul b a
+          in (c,) }
+        >>> print(constant_fold(jax.make_jaxpr(f)(1.0)))
+        { lambda ; a:f32[]. let b:f32[] = mul 3.0:f32[] a in (b,) }
+    """
+    jaxpr = closed.jaxpr
+    known: dict[Var, Array] = {v: _as_array(c, v.aval.weak_type)
+                               for v, c in zip(jaxpr.constvars, closed.consts)
+                               if not isinstance(c, Tracer)}
+    folded: dict[Var, Atom] = {}  # a folded result -> its literal, or itself as a constant
+    eqns = []
+    for eqn in jaxpr.eqns:
+        eqn = eqn._replace(invars=[_rename(a, folded) for a in eqn.invars])
+        if not _can_fold(eqn, known):
+            eqns.append(eqn)
+            continue
+        values = _evaluate(eqn, known)
+        known.update(zip(eqn.outvars, values))
+        if _cheaper_than_memory(eqn):  # kept as it is; its values are known downstream
+            eqns.append(eqn)
+            continue
+        for var, value in zip(eqn.outvars, values):
+            if var.aval.shape == ():
+                folded[var] = Literal(value, var.aval)
+            elif _is_splat(value):
+                eqns.append(_broadcast_literal(var, value))
+            else:
+                folded[var] = var  # it becomes a constant
+    outvars = [_rename(a, folded) for a in jaxpr.outvars]
+    return _with_new_constants(closed, eqns, outvars, folded, known)
+
+
+def _can_fold(eqn: JaxprEqn, known: dict[Var, Array]) -> bool:
+    inputs_known = all(isinstance(a, Literal) or a in known for a in eqn.invars)
+    size = sum(v.aval.size for v in eqn.outvars)
+    return inputs_known and size <= MAX_FOLDED_SIZE and not has_effects(eqn)
+
+
+# Folding these would turn a scalar (or a count) into a stored array that generated code must
+# read from memory; computed in the loop they cost nothing. XLA's folding skips them too.
+_CHEAPER_THAN_MEMORY = {"broadcast_in_dim", "iota"}
+
+
+def _cheaper_than_memory(eqn: JaxprEqn) -> bool:
+    return eqn.primitive.name in _CHEAPER_THAN_MEMORY and eqn.outvars[0].aval.shape != ()
+
+
+def _is_splat(value: Array) -> bool:
+    """Whether every element is the first, bit for bit (so -0.0 and 0.0 differ)."""
+    array = value._value
+    return array.size > 0 and np.full_like(array, array.flat[0]).tobytes() == array.tobytes()
+
+
+def _broadcast_literal(var: Var, value: Array) -> JaxprEqn:
+    """``var = broadcast_in_dim value[0]``: a splat, written as a literal and a shape."""
+    aval = ShapedArray((), var.aval.dtype, var.aval.weak_type)
+    scalar = Literal(Array(np.asarray(value._value.flat[0]), aval.weak_type), aval)
+    params = {"shape": var.aval.shape, "broadcast_dimensions": ()}
+    return JaxprEqn(broadcast_in_dim_p, [scalar], params, [var])
+# --8<-- [end:constant_fold]
+
+
+def _evaluate(eqn: JaxprEqn, known: dict[Var, Array]) -> list[Array]:
+    """Runs one equation on concrete values, with the output types the jaxpr gives."""
+    args = [a.val if isinstance(a, Literal) else known[a] for a in eqn.invars]
+    # The passes may run while an outer function is being traced (a jit inside a jit): make
+    # the eval interpreter the default for this bind, or it would be staged out instead.
+    with _dynamic(trace_state.trace_stack[0]), numpy_warnings_off():
+        outs = eqn.primitive.bind(*args, **eqn.params)
+    outs = outs if eqn.primitive.multiple_results else [outs]
+    return [_as_array(out, var.aval.weak_type, var.aval.dtype)
+            for out, var in zip(outs, eqn.outvars)]
+
+
+def _as_array(value: Any, weak_type: bool, dtype: np.dtype | None = None) -> Array:
+    """A concrete value as an Array of the type the program says it has."""
+    value = np.asarray(value._value if isinstance(value, Array) else value, dtype=dtype)
+    return Array(value, weak_type)
+
+
+def _with_new_constants(closed: ClosedJaxpr, eqns: list[JaxprEqn], outvars: list[Atom],
+                        folded: dict[Var, Atom], known: dict[Var, Array]) -> ClosedJaxpr:
+    """The folded program: folded arrays that are still read become constants."""
+    jaxpr = Jaxpr(closed.jaxpr.constvars, closed.jaxpr.invars, outvars, eqns)
+    used = _used_vars(jaxpr)
+    new_constvars = [v for v, atom in folded.items() if atom is v and v in used]
+    constvars = [*jaxpr.constvars, *new_constvars]
+    consts = [*closed.consts, *[known[v] for v in new_constvars]]
+    return ClosedJaxpr(Jaxpr(constvars, jaxpr.invars, outvars, eqns), consts)
+
+
+# ------------------------------------------------------------------------------------------
+# The pipeline
+# ------------------------------------------------------------------------------------------
+
+MAX_ROUNDS = 4
+
+
+# --8<-- [start:optimize]
+def optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """CSE, then constant folding, then DCE, repeated until the program stops shrinking.
+
+    The order: CSE first, so that a value computed twice is folded once (one constant, not
+    two equal copies). Folding then turns known values into literals, which can make two
+    equations equal that were not before: the next round's CSE merges them. DCE comes last,
+    to sweep up what the others leave behind: equations whose results nobody reads any more
+    and constants that were folded into others. A pass removes equations, or (folding)
+    replaces one by a broadcast: the list of primitives tells whether a round changed
+    anything.
+
+    Example:
+        >>> import stage2_jit as jax, stage2_jit.numpy as jnp
+        >>> def f(x):
+        ...     unused = jnp.exp(x)
+        ...     return jnp.sin(x) * jnp.add(1.0, 1.0) + jnp.sin(x)
+        >>> print(optimize(jax.make_jaxpr(f)(1.0)))
+        { lambda ; a:f32[]. let
+            b:f32[] = sin a
+            c:f32[] = mul b 2.0:f32[]
+            d:f32[] = add c b
+          in (d,) }
+    """
+    for _ in range(MAX_ROUNDS):
+        before = [eqn.primitive for eqn in closed.jaxpr.eqns]
+        jaxpr = cse(closed.jaxpr)
+        closed = constant_fold(ClosedJaxpr(jaxpr, closed.consts))
+        closed = dce_closed(closed)
+        if [eqn.primitive for eqn in closed.jaxpr.eqns] == before:
+            break
+    return closed
+# --8<-- [end:optimize]
