@@ -29,9 +29,16 @@ from stage1_autodiff.core import (
     impl_rules,
     jvp_rules,
     numpy_warnings_off,
+    trace_state,
     vjp_rules,
 )
-from stage1_autodiff.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from stage1_autodiff.tree_util import (
+    keystr,
+    tree_flatten,
+    tree_flatten_with_path,
+    tree_structure,
+    tree_unflatten,
+)
 
 from stage1_autodiff import dtypes
 from stage1_autodiff import primitives as lax
@@ -250,6 +257,7 @@ class Jitted:
                              f"{', '.join(BACKENDS)}.")
         self.backend = backend
         self._cache: dict[Any, _CacheEntry] = {}
+        self._arg_trees: dict[int, Any] = {}  # number of arguments -> their treedef
         self._lock = threading.RLock()
         self._signature = _signature_or_none(fun)
         self._name = getattr(fun, "__name__", "fun")
@@ -263,11 +271,32 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
+        fast = self._fast_call(args, kwargs)
+        if fast is not None:
+            return fast[0]
         entry, leaves = self._lookup(args, kwargs)
         backend = self.backend or config.jax_default_backend
         outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.program, name=self._name,
                           backend=backend)
         return entry.results(outs)
+
+    def _fast_call(self, args, kwargs) -> tuple[Any] | None:
+        """The common case, found without flattening: concrete arrays as the only arguments,
+        no transformation running, a signature seen before. Runs the executable directly
+        (what binding jit_p would do, minus the dispatch). None when it does not apply."""
+        if kwargs or self._static_nums or trace_state.dynamic_trace.level:
+            return None
+        if len(trace_state.trace_stack) > 1 or any(type(a) is not Array for a in args):
+            return None
+        in_tree = self._arg_trees.get(len(args))
+        if in_tree is None:
+            in_tree = self._arg_trees[len(args)] = tree_structure((args, {}))
+        key = (in_tree, tuple(a.aval for a in args), (), config.jax_enable_x64)
+        entry = self._cache.get(key)
+        if entry is None or entry.consts:
+            return None
+        executable = compile_jaxpr(entry.program, self.backend or config.jax_default_backend)
+        return (entry.results(executable(*[a._value for a in args])),)
 
     def _lookup(self, args, kwargs) -> tuple[_CacheEntry, list[Any]]:
         static, dynamic = self._split(args, kwargs)
