@@ -156,6 +156,9 @@ def tour_stage2() -> None:
     compiled = min(timed(lambda: f_jit(x).block_until_ready(), repeat=3) for _ in range(3))
     print(f"\n5000x5000 float32: eager {eager * 1e3:.1f} ms, jit {compiled * 1e3:.1f} ms "
           f"({eager / compiled:.1f}x faster; first call with compilation {first:.2f} s)")
+    print("  (each call writes a fresh 100 MB array; where the first touch of new memory is "
+          "slow,\n  as on many VMs, that dominates: benchmarks/bench_stage2.py times the kernel "
+          "itself)")
 
     print("\nThe MLP training step under jit(value_and_grad), on the CPU backend:")
     inputs, labels = make_blobs(jax, jnp, jax.random.key(0), num_classes=4, per_class=256)
