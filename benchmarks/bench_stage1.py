@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import multiprocessing
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from importlib.metadata import version
 
 import numpy as np
@@ -32,6 +30,7 @@ from common import (  # benchmarks/common.py
     keep_freed_memory,
     machine_summary,
     print_table,
+    time_in_child,
     time_rows,
 )
 
@@ -199,22 +198,6 @@ def jax_rows() -> dict[str, tuple[str, Callable[[], object]]]:
         rows[title] = (f"JAX {real_jax.__version__} eager",
                        lambda grad_f=grad_f: grad_f(1.0).block_until_ready())
     return rows
-
-
-def time_rows_of(make_rows, repeat: int, min_time: float,
-                 keep_memory: bool) -> dict[str, tuple[str, Timing]]:
-    """Runs in the child process: builds the rows with ``make_rows()`` and times them."""
-    if keep_memory:
-        keep_freed_memory()
-    return {title: time_rows([row], repeat, min_time)[0] for title, row in make_rows().items()}
-
-
-def time_in_child(make_rows, repeat: int, min_time: float,
-                  keep_memory: bool) -> dict[str, tuple[str, Timing]]:
-    context = multiprocessing.get_context("spawn")  # a fresh interpreter, nothing inherited
-    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-        job = pool.submit(time_rows_of, make_rows, repeat, min_time, keep_memory)
-        return job.result()
 
 
 ALL_TITLES = (*TANH_CASES, MLP_TITLE, SGD_TITLE)

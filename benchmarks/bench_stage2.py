@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import multiprocessing
 import os
 import resource
 import struct
@@ -39,7 +38,6 @@ import tempfile
 import textwrap
 import zlib
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numba
@@ -52,6 +50,7 @@ from common import (  # benchmarks/common.py
     machine_summary,
     print_table,
     time_call,
+    time_in_child,
     time_rows,
 )
 
@@ -371,22 +370,6 @@ def jax_rows() -> dict[str, tuple[str, Callable[[], object]]]:
     check_grads("JAX", loss, grads, ref_loss, ref_grads)
     rows[MLP_TITLE] = (name, timed(step, params, mx, labels))
     return rows
-
-
-def time_rows_of(make_rows, repeat: int, min_time: float,
-                 keep_memory: bool) -> dict[str, tuple[str, Timing]]:
-    """Runs in the child process: builds the rows with ``make_rows()`` and times them."""
-    if keep_memory:
-        keep_freed_memory()
-    return {title: time_rows([row], repeat, min_time)[0] for title, row in make_rows().items()}
-
-
-def time_in_child(make_rows, repeat: int, min_time: float,
-                  keep_memory: bool) -> dict[str, tuple[str, Timing]]:
-    context = multiprocessing.get_context("spawn")  # a fresh interpreter, nothing inherited
-    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-        job = pool.submit(time_rows_of, make_rows, repeat, min_time, keep_memory)
-        return job.result()
 
 
 PASSIVE_ROW = "  the same, OMP_WAIT_POLICY=passive"

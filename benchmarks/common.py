@@ -7,11 +7,13 @@ compared against numbers written down elsewhere.
 from __future__ import annotations
 
 import ctypes
+import multiprocessing
 import os
 import platform
 import statistics
 import timeit
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -92,3 +94,21 @@ def print_table(title: str, rows: list[tuple[str, Timing | str]]) -> None:
             continue
         print(f"  {name:34} {format_seconds(timing.best):>10} "
               f"{format_seconds(timing.median):>10} {ours.best / timing.best:>11.2f}x")
+
+
+def time_rows_of(make_rows, repeat: int, min_time: float,
+                 keep_memory: bool) -> dict[str, tuple[str, Timing]]:
+    """Runs in the child process: builds the rows with ``make_rows()`` and times them."""
+    if keep_memory:
+        keep_freed_memory()
+    return {title: time_rows([row], repeat, min_time)[0] for title, row in make_rows().items()}
+
+
+def time_in_child(make_rows, repeat: int, min_time: float,
+                  keep_memory: bool) -> dict[str, tuple[str, Timing]]:
+    """Times rows in a fresh process, so that another library's threads (PyTorch's, say) and
+    its memory allocations cannot slow ours down, or ours theirs."""
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter, nothing inherited
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        job = pool.submit(time_rows_of, make_rows, repeat, min_time, keep_memory)
+        return job.result()
