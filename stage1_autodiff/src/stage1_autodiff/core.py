@@ -576,9 +576,6 @@ def get_aval(x: Any) -> ShapedArray:
     return asarray(x).aval
 
 
-def is_concrete(x: Any) -> bool:
-    return not isinstance(x, Tracer)
-
 
 # The operators above call the numpy module, which is itself built on this one. Python looks
 # the name ``jnp`` up when an operator runs, by which time the import below has finished.
