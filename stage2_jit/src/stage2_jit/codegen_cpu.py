@@ -527,7 +527,9 @@ def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
 
 
 def generate_source(jaxpr: Jaxpr) -> tuple[str, ProgramWriter]:
-    writer = ProgramWriter(inline_calls(jaxpr))
+    """The kernel source for ``jaxpr`` (nested jit calls already inlined: ``compile_cpu``
+    inlines, then optimizes, then generates)."""
+    writer = ProgramWriter(jaxpr)
     return writer.write(), writer
 
 

@@ -166,12 +166,8 @@ def _display_params(prim: Primitive, params: dict[str, Any]) -> dict[str, Any]:
     if prim.name == "dot_general":
         (lc, rc), (lb, rb) = params["dimension_numbers"]
         shown = f"(({list(lc)}, {list(rc)}), ({list(lb)}, {list(rb)}))"
-        params = dict(params, dimension_numbers=_Raw(shown))
+        params = dict(params, dimension_numbers=shown)  # already formatted
     return params
-
-
-class _Raw(str):
-    """A param already formatted."""
 
 
 def _pp_eqn(eqn: JaxprEqn, names: _Names, used: set[Var], indent: int) -> str:

@@ -94,8 +94,9 @@ _derived: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # jaxpr -> {k
 
 
 def _derived_jaxpr(jaxpr: ClosedJaxpr, kind: str, fun: Callable,
-                   in_avals: list[ShapedArray]) -> ClosedJaxpr:
-    """The jaxpr of ``fun`` (a JVP or VJP of ``jaxpr``), traced once and kept with it."""
+                   in_avals: list[ShapedArray]) -> tuple[ClosedJaxpr, list[Any]]:
+    """The program of ``fun`` (a JVP or VJP of ``jaxpr``) and the constants it takes as
+    leading arguments, traced once and kept with ``jaxpr``."""
     cache = _derived.setdefault(jaxpr, {})
     if kind not in cache:
         derived, consts = trace_to_jaxpr(fun, in_avals)
@@ -117,9 +118,9 @@ def jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, backend: str):
         return [*outs, *[t for t, is_float in zip(outs_dot, float_out) if is_float]]
 
     in_avals = list(jaxpr.in_avals) + [a for a in jaxpr.in_avals if _is_float(a)]
-    jvp_jaxpr = _derived_jaxpr(jaxpr, "jvp", jvp_of_program, in_avals)
+    jvp_program, consts = _derived_jaxpr(jaxpr, "jvp", jvp_of_program, in_avals)
     float_tangents = [t for t, is_float in zip(tangents, float_in) if is_float]
-    outs = jit_p.bind(*jvp_jaxpr.consts, *primals, *float_tangents, jaxpr=jvp_jaxpr.as_args(),
+    outs = jit_p.bind(*consts, *primals, *float_tangents, jaxpr=jvp_program,
                       name=f"jvp({name})", backend=backend)
     primals_out, tangents_out = outs[:len(float_out)], iter(outs[len(float_out):])
     tangents_out = [next(tangents_out) if is_float else lax.zeros_like(p)
@@ -148,11 +149,10 @@ def jit_vjp(cts, *primals, out, jaxpr: ClosedJaxpr, name: str, backend: str):
         return [ct for ct, is_float in zip(cts_args, float_in) if is_float]
 
     in_avals = list(jaxpr.in_avals) + [a for a in jaxpr.out_avals if _is_float(a)]
-    vjp_jaxpr = _derived_jaxpr(jaxpr, "vjp", vjp_of_program, in_avals)
+    vjp_program, consts = _derived_jaxpr(jaxpr, "vjp", vjp_of_program, in_avals)
     float_cts = [ct for ct, is_float in zip(cts, float_out) if is_float]
-    results = iter(jit_p.bind(*vjp_jaxpr.consts, *primals, *float_cts,
-                              jaxpr=vjp_jaxpr.as_args(), name=f"vjp({name})",
-                              backend=backend))
+    results = iter(jit_p.bind(*consts, *primals, *float_cts, jaxpr=vjp_program,
+                              name=f"vjp({name})", backend=backend))
     return [next(results) if is_float else None for is_float in float_in]
 
 
@@ -209,20 +209,12 @@ _BACKEND_COMPILERS: dict[str, Callable[[ClosedJaxpr], Callable[..., list[Array]]
 # ------------------------------------------------------------------------------------------
 
 
-def _closed_with_consts_as_args(jaxpr: Jaxpr, consts: list[Any]) -> _ArgsJaxpr:
-    """A jaxpr whose constants become leading arguments, so that they (possibly tracers of
+def _closed_with_consts_as_args(jaxpr: Jaxpr,
+                                consts: list[Any]) -> tuple[ClosedJaxpr, list[Any]]:
+    """A program whose constants become leading arguments, so that they (possibly tracers of
     an outer transformation) are passed in by the jit_p call rather than baked in."""
     program = Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns)
-    return _ArgsJaxpr(ClosedJaxpr(program, []), consts)
-
-
-@dataclass(frozen=True)
-class _ArgsJaxpr:
-    program: ClosedJaxpr
-    consts: list[Any]
-
-    def as_args(self) -> ClosedJaxpr:
-        return self.program
+    return ClosedJaxpr(program, []), consts
 
 
 @dataclass(frozen=True)
@@ -366,8 +358,8 @@ class Jitted:
 
         names = [self._describe(p) for p in paths]
         jaxpr, consts = trace_to_jaxpr(flat_fun, [leaf.aval for leaf in leaves], names)
-        program = _closed_with_consts_as_args(jaxpr, consts)
-        return _CacheEntry(program.program, program.consts, out_tree_box[0], jaxpr, float0_box[0])
+        program, consts = _closed_with_consts_as_args(jaxpr, consts)
+        return _CacheEntry(program, consts, out_tree_box[0], jaxpr, float0_box[0])
 
     def _cache_size(self) -> int:
         """How many signatures have been traced and kept (JAX has the same private helper)."""
