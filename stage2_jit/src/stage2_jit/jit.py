@@ -283,7 +283,7 @@ class Jitted:
         in_tree = self._arg_trees.get(len(args))
         if in_tree is None:
             in_tree = self._arg_trees[len(args)] = tree_structure((args, {}))
-        key = (in_tree, tuple(a.aval for a in args), (), config.jax_enable_x64)
+        key = _cache_key(in_tree, args, ())
         entry = self._cache.get(key)
         if entry is None or entry.consts:
             return None
@@ -295,7 +295,7 @@ class Jitted:
         leaves, in_tree = tree_flatten(dynamic)
         leaves = [leaf if isinstance(leaf, (Array, Tracer)) else self._check_leaf(dynamic, i, leaf)
                   for i, leaf in enumerate(leaves)]
-        key = (in_tree, tuple(leaf.aval for leaf in leaves), static, config.jax_enable_x64)
+        key = _cache_key(in_tree, leaves, static)
         entry = self._cache.get(key)
         if entry is not None:
             return entry, leaves
@@ -369,6 +369,12 @@ class Jitted:
         """Traces for these arguments without running: JAX's ahead-of-time first step."""
         entry, _ = self._lookup(args, kwargs)
         return Lowered(entry, self.backend or config.jax_default_backend)
+
+
+def _cache_key(in_tree: Any, leaves: Sequence[Any], static: tuple) -> tuple:
+    """What a traced program depends on: the arguments' structure and types (weak types
+    included), the static arguments, and the configuration that changes tracing."""
+    return in_tree, tuple(leaf.aval for leaf in leaves), static, config.jax_enable_x64
 
 
 def _is_float0(x: Any) -> bool:
