@@ -488,10 +488,59 @@ def _check_jvp_args(primals, tangents):
 # custom_vjp and stop_gradient
 # ------------------------------------------------------------------------------------------
 
-custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+class CustomVJPCallPrimitive(Primitive):
+    """The class of ``custom_vjp_call_p``. Binding it hands the interpreter the function *and*
+    its rules (``trace.process_custom_vjp_call``), not only the primitive, so that each
+    interpreter chooses: eval runs ``fun``, the tape runs ``fwd`` and records ``bwd``, jvp
+    refuses, and stage 2's tracer stages one equation that keeps all three.
+
+    ``custom_vjp.__call__`` goes to the interpreter directly, with the user's functions. An
+    equation of a jaxpr (stage 2) is bound with its params instead: the function as a
+    program, ``call_jaxpr``, whose first ``num_consts`` operands are the values the function
+    closed over. Stage 1 has no programs, so stage 2 sets ``jaxpr_as_fun`` to say how one runs.
+
+    NB: in JAX this is jax/_src/custom_derivatives.py:CustomVJPCallPrimitive; there
+    ``get_bind_params`` turns an equation's jaxpr back into a function in the same way.
+    """
+
+    # A ClosedJaxpr -> the function it computes: set by stage 2 (tracing.py).
+    jaxpr_as_fun: Callable[[Any], Callable[..., list[Any]]] | None = None
+
+    def bind(self, *args: Any, fun: Callable | None = None, call_jaxpr: Any = None,
+             num_consts: int = 0, name: str = "fun", fwd: Callable | None = None,
+             bwd: Callable | None = None, out_trees: Callable | None = None) -> list[Any]:
+        trace = find_top_trace(args)
+        tracers = [full_raise(trace, x) for x in args]
+        if call_jaxpr is not None:  # an equation of a jaxpr
+            consts, tracers = tracers[:num_consts], tracers[num_consts:]
+            _check_closure_not_differentiated(consts, name)
+            fun = _with_consts(self.jaxpr_as_fun(call_jaxpr), consts, name)
+        return trace.process_custom_vjp_call(self, fun, fwd, bwd, tracers, out_trees)
 
 
-def custom_vjp_call_impl(*args, fun, **_):
+def _with_consts(program: Callable, consts: list[Any], name: str) -> Callable:
+    """The function of the arguments alone: the closed-over values go in first."""
+    def fun(*args):
+        return program(*consts, *args)
+    fun.__name__ = name  # stage 2 names the equation after it
+    return fun
+
+
+def _check_closure_not_differentiated(consts: list[Any], name: str) -> None:
+    """``bwd`` gives cotangents for the arguments only: a closed-over value the tape is
+    differentiating would silently get none."""
+    if any(isinstance(c, TapeTracer) and c.node is not None for c in consts):
+        raise TypeError(
+            f"Differentiating the custom_vjp function {name} with respect to a value it closes "
+            f"over: its bwd rule only gives cotangents for its explicit arguments. Pass that "
+            f"value as an argument instead, and return its cotangent from bwd.")
+
+
+custom_vjp_call_p = CustomVJPCallPrimitive("custom_vjp_call", multiple_results=True)
+
+
+# Called by EvalTrace.process_custom_vjp_call, with Arrays (``fun`` binds primitives).
+def custom_vjp_call_impl(*args, fun):
     return fun(*args)
 
 
@@ -597,6 +646,10 @@ class custom_vjp:  # noqa: N801 -- JAX's name
                         f"{aval.shape}. Each cotangent must have its primal's shape.")
             return cts_flat_in
 
+        # Named as the user's functions, so that a jaxpr prints ``name=f fwd=f_fwd``.
+        fun_flat.__name__ = self.__name__
+        fwd_flat.__name__ = getattr(self.fwd, "__name__", "fwd")
+        bwd_flat.__name__ = getattr(self.bwd, "__name__", "bwd")
         return fun_flat, fwd_flat, bwd_flat
 
 

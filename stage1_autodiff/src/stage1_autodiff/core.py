@@ -98,7 +98,7 @@ jvp_rules: dict[Primitive, Callable[..., Any]] = {}
 # The VJP rules that also take ``needs`` (one bool per operand) and skip the cotangents of
 # operands that are not being differentiated, as JAX's transpose rules skip defined primals.
 # Only rules whose skipped work is large bother: dot_general's (the gradient of x @ W with
-# respect to the data x is a whole matrix product that nobody wants).
+# respect to the data x is a whole matrix product that nobody wants), and stage 2's jit's.
 vjp_rules_take_needs: set[Primitive] = set()
 # --8<-- [end:primitive]
 
@@ -254,6 +254,13 @@ class EvalTrace(Trace):
         return [out if isinstance(out, Array) else
                 Array(np.asarray(out), _result_weak_type(tracers, out.dtype, params))
                 for out in outs]
+
+    def process_custom_vjp_call(self, prim: Primitive, fun: Callable, fwd: Callable,
+                                bwd: Callable, tracers: list[Array],
+                                out_trees: Callable) -> list[Array]:
+        # The impl runs ``fun``. Unlike other impls it is given the Arrays, not their NumPy
+        # values: ``fun`` binds primitives, which need the weak types.
+        return impl_rules[prim](*tracers, fun=fun)
 
 
 def _result_weak_type(args: list[Array], out_dtype: np.dtype, params: dict[str, Any]) -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from stage1_autodiff.autodiff import custom_vjp_call_p
 from stage1_autodiff.core import Primitive, ShapedArray
 
 from stage1_autodiff import primitives as p
@@ -445,5 +446,21 @@ def threefry2x32_abstract_eval(key1: ShapedArray, key2: ShapedArray, x1: ShapedA
     return [out, out]
 abstract_eval_rules[p.threefry2x32_p] = threefry2x32_abstract_eval
 
-# custom_vjp_call has no rule here: its output types come from tracing the function it
-# carries, which stage 2's tracer does when it meets the primitive.
+
+# ------------------------------------------------------------------------------------------
+# custom_vjp_call: a call of a program (stage 1's autodiff.py)
+# ------------------------------------------------------------------------------------------
+
+
+def custom_vjp_call_abstract_eval(*avals: ShapedArray, call_jaxpr, num_consts: int, name: str,
+                                  fwd, bwd, out_trees) -> list[ShapedArray]:
+    """The program's output types, after checking the operands (its closed-over values, then
+    the arguments) against its input types. Only an equation of a jaxpr has a rule: stage 1's
+    eager call carries a Python function, whose types are known only by running it."""
+    expected = call_jaxpr.in_avals
+    if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in expected]:
+        raise TypeError(f"custom_vjp_call[{name}] was given operands of types "
+                        f"{[a.str_short() for a in avals]}, but its program (with {num_consts} "
+                        f"closed-over values first) takes {[a.str_short() for a in expected]}.")
+    return list(call_jaxpr.out_avals)
+abstract_eval_rules[custom_vjp_call_p] = custom_vjp_call_abstract_eval

@@ -145,6 +145,8 @@ def _pp_param(value: Any, indent: int) -> str:
         return value.name
     if isinstance(value, type) and issubclass(value, np.generic):
         return np.dtype(value).name
+    if callable(value):  # a Python function (custom_vjp's fwd and bwd): its name, not its id
+        return getattr(value, "__name__", type(value).__name__)
     return str(value)
 
 
@@ -162,11 +164,14 @@ def _pp_params(eqn: JaxprEqn, indent: int) -> str:
 
 
 def _display_params(prim: Primitive, params: dict[str, Any]) -> dict[str, Any]:
-    """Params as JAX shows them where ours correspond (dimension numbers as lists)."""
+    """Params as JAX shows them where ours correspond (dimension numbers as lists), without
+    those that say nothing to a reader (custom_vjp_call's ``out_trees``, a thunk)."""
     if prim.name == "dot_general":
         (lc, rc), (lb, rb) = params["dimension_numbers"]
         shown = f"(({list(lc)}, {list(rc)}), ({list(lb)}, {list(rb)}))"
         params = dict(params, dimension_numbers=shown)  # already formatted
+    if prim.name == "custom_vjp_call":
+        params = {k: v for k, v in params.items() if k != "out_trees"}
     return params
 
 

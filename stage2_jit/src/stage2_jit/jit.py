@@ -31,6 +31,7 @@ from stage1_autodiff.core import (
     numpy_warnings_off,
     trace_state,
     vjp_rules,
+    vjp_rules_take_needs,
 )
 from stage1_autodiff.tree_util import (
     keystr,
@@ -46,7 +47,7 @@ from stage1_autodiff import primitives as lax
 from .abstract_eval import abstract_eval_rules
 from .codegen_cpu import compile_cpu
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal
-from .tracing import eval_jaxpr, trace_to_jaxpr
+from .tracing import _closed_with_consts_as_args, eval_jaxpr, jaxpr_as_fun, trace_to_jaxpr
 
 config.define("jax_disable_jit", False, "Runs jitted functions eagerly, op by op (debugging).")
 config.define("jax_default_backend", "interpreter", "The backend jit uses when none is given.")
@@ -86,10 +87,6 @@ def _is_float(aval: ShapedArray) -> bool:
     return dtypes.is_float(aval.dtype)
 
 
-def _jaxpr_as_fun(jaxpr: ClosedJaxpr) -> Callable[..., list[Any]]:
-    return lambda *args: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, args)
-
-
 _derived: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # jaxpr -> {kind: jaxpr}
 
 
@@ -114,7 +111,7 @@ def jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, backend: str):
         primals_in, tangents_in = args[:len(float_in)], iter(args[len(float_in):])
         tangents_full = [next(tangents_in) if is_float else np.zeros(a.shape, dtypes.float0)
                          for is_float, a in zip(float_in, jaxpr.in_avals)]
-        outs, outs_dot = jvp(_jaxpr_as_fun(jaxpr), list(primals_in), tangents_full)
+        outs, outs_dot = jvp(jaxpr_as_fun(jaxpr), list(primals_in), tangents_full)
         return [*outs, *[t for t, is_float in zip(outs_dot, float_out) if is_float]]
 
     in_avals = list(jaxpr.in_avals) + [a for a in jaxpr.in_avals if _is_float(a)]
@@ -133,30 +130,39 @@ jvp_rules[jit_p] = jit_jvp
 
 
 # --8<-- [start:jit_vjp]
-def jit_vjp(cts, *primals, out, jaxpr: ClosedJaxpr, name: str, backend: str):
-    """The VJP of a jitted call is a jitted backward program. NB: it recomputes the forward
-    pass inside; JAX saves residuals instead (partial evaluation, jax/_src/interpreters/
-    partial_eval.py)."""
-    float_in = [_is_float(a) for a in jaxpr.in_avals]
+def jit_vjp(cts, *primals, out, needs, jaxpr: ClosedJaxpr, name: str, backend: str):
+    """The VJP of a jitted call is a jitted backward program. It computes the cotangents of
+    the floating-point inputs being differentiated (``needs``) only: the others are constants
+    to it. NB: it recomputes the forward pass inside; JAX saves residuals instead (partial
+    evaluation, jax/_src/interpreters/partial_eval.py)."""
+    wanted = [need and _is_float(a) for need, a in zip(needs, jaxpr.in_avals)]
     float_out = [_is_float(a) for a in jaxpr.out_avals]
+    if not any(wanted):
+        return [None] * len(wanted)
+    program = jaxpr_as_fun(jaxpr)
 
     def vjp_of_program(*args):
-        primals_in, cts_in = args[:len(float_in)], iter(args[len(float_in):])
-        outs, pullback = vjp(_jaxpr_as_fun(jaxpr), *primals_in)
+        primals_in, cts_in = args[:len(wanted)], iter(args[len(wanted):])
+
+        def of_wanted(*xs):  # the program as a function of the wanted inputs alone
+            xs = iter(xs)
+            return program(*[next(xs) if w else p for w, p in zip(wanted, primals_in)])
+
+        outs, pullback = vjp(of_wanted, *[p for p, w in zip(primals_in, wanted) if w])
         cts_full = [next(cts_in) if is_float else lax.zeros_like(o)
                     for is_float, o in zip(float_out, outs)]
-        cts_args = pullback(cts_full)
-        return [ct for ct, is_float in zip(cts_args, float_in) if is_float]
+        return list(pullback(cts_full))
 
     in_avals = list(jaxpr.in_avals) + [a for a in jaxpr.out_avals if _is_float(a)]
-    vjp_program, consts = _derived_jaxpr(jaxpr, "vjp", vjp_of_program, in_avals)
+    vjp_program, consts = _derived_jaxpr(jaxpr, f"vjp{wanted}", vjp_of_program, in_avals)
     float_cts = [ct for ct, is_float in zip(cts, float_out) if is_float]
     results = iter(jit_p.bind(*consts, *primals, *float_cts, jaxpr=vjp_program,
                               name=f"vjp({name})", backend=backend))
-    return [next(results) if is_float else None for is_float in float_in]
+    return [next(results) if w else None for w in wanted]
 
 
 vjp_rules[jit_p] = jit_vjp
+vjp_rules_take_needs.add(jit_p)
 # --8<-- [end:jit_vjp]
 
 
@@ -207,14 +213,6 @@ _BACKEND_COMPILERS: dict[str, Callable[[ClosedJaxpr], Callable[..., list[Array]]
 # ------------------------------------------------------------------------------------------
 # jit
 # ------------------------------------------------------------------------------------------
-
-
-def _closed_with_consts_as_args(jaxpr: Jaxpr,
-                                consts: list[Any]) -> tuple[ClosedJaxpr, list[Any]]:
-    """A program whose constants become leading arguments, so that they (possibly tracers of
-    an outer transformation) are passed in by the jit_p call rather than baked in."""
-    program = Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns)
-    return ClosedJaxpr(program, []), consts
 
 
 @dataclass(frozen=True)

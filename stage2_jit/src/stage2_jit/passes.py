@@ -186,7 +186,10 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
 
 def _cse_key(eqn: JaxprEqn) -> Hashable | None:
     """What makes two equations equal, or None when ``eqn`` must never be merged: it has an
-    effect (two prints print twice), or a param cannot be hashed (then we cannot tell)."""
+    effect (two prints print twice), or a param cannot be hashed (then we cannot tell).
+    Programs and Python functions in params compare by identity: calls of one jitted function
+    merge, but two ``custom_vjp_call``s merge only when their program and both rules are the
+    same objects, so a call never takes another's ``fwd`` or ``bwd``."""
     if has_effects(eqn):
         return None
     params = tuple(sorted(eqn.params.items()))

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+from stage1_autodiff.autodiff import custom_vjp_call_p
 from stage1_autodiff.core import (
     Array,
     ConcretizationTypeError,
@@ -27,7 +28,7 @@ from stage1_autodiff.core import (
 )
 
 from .abstract_eval import abstract_eval_rules
-from .jaxpr import Jaxpr, JaxprEqn, Literal, Var
+from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 
 
 # --8<-- [start:jaxpr_tracer]
@@ -148,6 +149,27 @@ class JaxprTrace(Trace):
         return outs
 # --8<-- [end:jaxpr_trace]
 
+    def process_custom_vjp_call(self, prim, fun, fwd, bwd, tracers, out_trees):
+        """Stages one ``custom_vjp_call`` equation rather than the operations of ``fun``, so
+        that differentiating the jaxpr later (``grad(jit(f))``) still uses ``bwd``. The
+        equation keeps ``fun`` traced to a program, ``call_jaxpr`` (what running the jaxpr
+        runs), and ``fwd`` and ``bwd`` as they are (what its tape runs). The values ``fun``
+        closes over become its first operands, ``num_consts`` of them.
+
+        ``fwd`` and ``bwd`` run only when the jaxpr is differentiated, perhaps after this
+        trace has ended (``grad(jit(f))``): they must not close over its tracers, such as an
+        argument of the jitted function (pass it to the custom_vjp function instead).
+
+        NB: JAX's DynamicJaxprTrace.process_custom_vjp_call (jax/_src/interpreters/
+        partial_eval.py) also traces ``fwd`` to a jaxpr, lazily; we keep the Python function.
+        """
+        jaxpr, consts = trace_to_jaxpr(fun, [t.aval for t in tracers])
+        call_jaxpr, consts = _closed_with_consts_as_args(jaxpr, consts)
+        params = dict(name=getattr(fun, "__name__", "fun"), call_jaxpr=call_jaxpr,
+                      num_consts=len(consts), fwd=fwd, bwd=bwd, out_trees=out_trees)
+        const_tracers = [full_raise(self, c) for c in consts]
+        return self.process_primitive(prim, [*const_tracers, *tracers], params)
+
 
 @contextmanager
 def _dynamic(main: MainTrace) -> Iterator[None]:
@@ -175,6 +197,15 @@ def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedA
 # --8<-- [end:trace_to_jaxpr]
 
 
+def _closed_with_consts_as_args(jaxpr: Jaxpr,
+                                consts: list[Any]) -> tuple[ClosedJaxpr, list[Any]]:
+    """A program whose constants become leading arguments, so that they (possibly tracers of
+    an outer transformation) are passed in by the equation that calls it rather than baked
+    in: ``jit``'s call and ``custom_vjp_call``."""
+    program = Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns)
+    return ClosedJaxpr(program, []), consts
+
+
 # --8<-- [start:eval_jaxpr]
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
     """Runs a jaxpr by binding each equation's primitive: under no transformation that is
@@ -195,6 +226,22 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list
             env[var] = value
     return [read(a) for a in jaxpr.outvars]
 # --8<-- [end:eval_jaxpr]
+
+
+def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
+    """The function a closed jaxpr computes: flat arguments in, a flat list out.
+
+    Example:
+        >>> import stage2_jit as jax, stage2_jit.numpy as jnp
+        >>> double = jaxpr_as_fun(jax.make_jaxpr(lambda x: x * 2.0)(1.0))
+        >>> double(jnp.float32(3.0))
+        [Array(6., dtype=float32)]
+    """
+    return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, args)
+
+
+# A custom_vjp_call equation carries its function as a program; stage 1 runs it with this.
+custom_vjp_call_p.jaxpr_as_fun = jaxpr_as_fun
 
 
 def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
