@@ -455,3 +455,16 @@ def test_the_folding_limit_counts_elements(size):
     assert ("mul" in names(folded)) == big  # too big to fold: left as it was
     assert len(folded.consts) == (0 if big else 1)  # small: one stored array of 0, 2, 4, ...
     assert (counting in optimize(closed).jaxpr.eqns) == big  # small: the iota is dead
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_both_backends_run_the_optimized_program(backend):
+    def f(x):
+        unused = jnp.exp(x)  # noqa: F841 -- dead code, for DCE
+        return jnp.sin(x) * jnp.add(1.0, 1.0) + jnp.sin(x)
+
+    x = jnp.arange(3.0)
+    text = jax.jit(f, backend=backend).lower(x).as_text()
+    optimized = text.split("# optimized jaxpr")[1].split("# generated")[0]
+    assert "exp" not in optimized and optimized.count("sin") == 1
+    np.testing.assert_allclose(jax.jit(f, backend=backend)(x), f(x), rtol=1e-6)

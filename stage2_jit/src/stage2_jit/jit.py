@@ -47,6 +47,7 @@ from stage1_autodiff import primitives as lax
 from .abstract_eval import abstract_eval_rules
 from .codegen_cpu import compile_cpu
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal
+from .passes import optimize
 from .tracing import _closed_with_consts_as_args, eval_jaxpr, jaxpr_as_fun, trace_to_jaxpr
 
 config.define("jax_disable_jit", False, "Runs jitted functions eagerly, op by op (debugging).")
@@ -187,15 +188,17 @@ def compile_jaxpr(jaxpr: ClosedJaxpr, backend: str) -> Callable[..., list[Array]
 
 
 def _interpreter_compile(jaxpr: ClosedJaxpr) -> Callable[..., list[Array]]:
-    """The reference backend: evaluate the equations one by one with NumPy."""
-    in_avals = jaxpr.in_avals
+    """The reference backend: the optimized program (``passes.optimize``), its equations
+    evaluated one by one with NumPy."""
+    in_avals, optimized = jaxpr.in_avals, optimize(jaxpr)
 
     def run(*args: np.ndarray) -> list[Array]:
         arrays = [Array(np.asarray(x), aval.weak_type) for x, aval in zip(args, in_avals)]
         with numpy_warnings_off():
-            outs = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, arrays)
+            outs = eval_jaxpr(optimized.jaxpr, optimized.consts, arrays)
         return [_as_output(o, aval) for o, aval in zip(outs, jaxpr.out_avals)]
 
+    run.optimized = optimized
     return run
 
 
