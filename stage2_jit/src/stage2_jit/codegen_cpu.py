@@ -6,15 +6,22 @@ than once. Everything else is *inlined*: computed inside the loop of the value t
 at the index that value needs. So ``x*x + x*2.0`` is one loop reading ``x`` once, and a
 softmax is a few passes over memory rather than one per operation.
 
+Primitives that are not elementwise or index maps have rules that write loops of their own
+(``LOOP_RULES``: gather, scatter, sort, argmax, the PRNG's hash...): their results are
+materialized, but they read their operands through the same inlining, so a gather of
+``exp(x)`` computes only the elements it picks.
+
 The generated source reads every dimension from a ``dims`` array at run time, so one
 compiled kernel serves every shape of the same rank and dtype; constants carry the program's
-dtype (``np.float32(2.0)``) so a float32 program does no float64 math. Primitives without a
-code generation rule yet make the whole program run on the interpreter backend instead.
+dtype (``np.float32(2.0)``) so a float32 program does no float64 math. A program with an
+effect (``debug.print``), or a primitive without a rule, runs on the interpreter backend
+instead.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import pickle
 import re
 from collections import Counter
@@ -102,11 +109,17 @@ def _select_n(args: list[str], eqn: JaxprEqn) -> str:
     return expr
 
 
+def _cast(value: str, dtype: np.dtype) -> str:
+    """``value`` converted to ``dtype``, as NumPy's ``astype`` (to bool: nonzero)."""
+    return f"({value} != 0)" if dtype == np.bool_ else f"{np_type(dtype)}({value})"
+
+
 def _convert(args: list[str], eqn: JaxprEqn) -> str:
-    new_dtype = eqn.params["new_dtype"]
-    if new_dtype == np.bool_:
-        return f"({args[0]} != 0)"
-    return f"{np_type(new_dtype)}({args[0]})"
+    return _cast(args[0], eqn.params["new_dtype"])
+
+
+def _bitcast(args: list[str], eqn: JaxprEqn) -> str:
+    return f"bitcast({args[0]}, {np_type(eqn.params['new_dtype'])})"
 
 
 def _function(name: str) -> Callable[[list[str], JaxprEqn], str]:
@@ -117,13 +130,15 @@ def _operator(symbol: str) -> Callable[[list[str], JaxprEqn], str]:
     return lambda args, eqn: f"({args[0]} {symbol} {args[1]})"
 
 
-def _float_only(rule: Callable[[list[str], JaxprEqn], str]) -> Callable:
-    """Integer division and remainder round differently in Python; not generated yet."""
-    def checked(args: list[str], eqn: JaxprEqn) -> str:
-        if eqn.outvars[0].aval.dtype.kind != "f":
-            raise UnsupportedError(f"{eqn.primitive} on integers")
-        return rule(args, eqn)
-    return checked
+def _integer_or_float(integer_name: str, float_rule: Callable) -> Callable:
+    """Division and remainder: Python's ``//`` and ``%`` round toward minus infinity and
+    raise on zero, so integers use kernel_math's intrinsics, which round toward zero and
+    give eager's results for a zero divisor."""
+    def rule(args: list[str], eqn: JaxprEqn) -> str:
+        if eqn.outvars[0].aval.dtype.kind in "iu":
+            return f"{integer_name}({args[0]}, {args[1]})"
+        return float_rule(args, eqn)
+    return rule
 
 
 # --8<-- [start:elementwise_rules]
@@ -147,8 +162,8 @@ ELEMENTWISE: dict[Primitive, Callable[[list[str], JaxprEqn], str]] = {
     p.add_p: _operator("+"),
     p.sub_p: _operator("-"),
     p.mul_p: _operator("*"),
-    p.div_p: _float_only(_operator("/")),
-    p.rem_p: _float_only(_function("np.fmod")),
+    p.div_p: _integer_or_float("div_toward_zero", _operator("/")),
+    p.rem_p: _integer_or_float("rem_toward_zero", _function("np.fmod")),
     p.pow_p: _function("np.power"),
     p.max_p: _extremum("maximum", ">"),
     p.min_p: _extremum("minimum", "<"),
@@ -162,17 +177,22 @@ ELEMENTWISE: dict[Primitive, Callable[[list[str], JaxprEqn], str]] = {
     p.and_p: _operator("&"),
     p.or_p: _operator("|"),
     p.xor_p: _operator("^"),
+    p.shift_left_p: _function("shift_left"),
+    p.shift_right_logical_p: _function("shift_right_logical"),
+    p.shift_right_arithmetic_p: _function("shift_right_arithmetic"),
     p.not_p: lambda args, eqn: (f"(not {args[0]})" if eqn.invars[0].aval.dtype == np.bool_
                                 else f"(~{args[0]})"),
     p.select_n_p: _select_n,
     p.convert_element_type_p: _convert,
+    p.bitcast_convert_type_p: _bitcast,
+    p.erf_inv_p: _transcendental("erf_inv_f32", "erf_inv_f64"),
     p.stop_gradient_p: lambda args, eqn: args[0],
 }
 # --8<-- [end:elementwise_rules]
 
 # What an inlined value costs to recompute at each use, in simple operations.
 _EXPENSIVE = {p.exp_p, p.log_p, p.log1p_p, p.expm1_p, p.sin_p, p.cos_p, p.tan_p, p.tanh_p,
-              p.logistic_p, p.pow_p, p.atan2_p, p.div_p, p.rem_p, p.sqrt_p}
+              p.logistic_p, p.pow_p, p.atan2_p, p.div_p, p.rem_p, p.sqrt_p, p.erf_inv_p}
 RECOMPUTE_LIMIT = 2  # a value this cheap is recomputed where used rather than stored
 
 # Primitives that only say where to read: fused as index arithmetic.
@@ -210,6 +230,27 @@ def _is_fusible(eqn: JaxprEqn) -> bool:
     return eqn.primitive is p.reshape_p and _is_trivial_reshape(eqn)
 
 
+# Primitives whose rule needs its operands as whole arrays in memory: library calls (BLAS, a
+# reshape), and loops that read each operand element many times (a contraction).
+ARRAY_OPERANDS = {p.dot_general_p, p.reshape_p}
+
+ARG_REDUCTIONS = {p.argmax_p: ">", p.argmin_p: "<"}  # primitive: "better than" comparison
+
+# --8<-- [start:scatters]
+SCATTERS = {
+    # primitive: how an update {new} combines with the element {old}, for
+    # (floats, integers, bools); NumPy's add of bools is or, its multiply is and
+    p.scatter_p: ("{new}", "{new}", "{new}"),
+    p.scatter_add_p: ("({old} + {new})", "({old} + {new})", "({old} | {new})"),
+    p.scatter_mul_p: ("({old} * {new})", "({old} * {new})", "({old} & {new})"),
+    p.scatter_min_p: ("minimum({old}, {new})", "select({new} < {old}, {new}, {old})",
+                      "({old} & {new})"),
+    p.scatter_max_p: ("maximum({old}, {new})", "select({new} > {old}, {new}, {old})",
+                      "({old} | {new})"),
+}
+# --8<-- [end:scatters]
+
+
 def _is_blas_dot(eqn: JaxprEqn) -> bool:
     (lc, rc), (lb, _) = eqn.params["dimension_numbers"]
     x, y = (a.aval for a in eqn.invars)
@@ -233,7 +274,8 @@ class DimClasses:
         self.parent: dict[tuple[Var, int], tuple[Var, int]] = {}
         for eqn in jaxpr.eqns:
             for a, k, b, j in _equal_axes(eqn):
-                self.union((a, k), (b, j))
+                if isinstance(a, Var) and isinstance(b, Var):  # not a literal operand
+                    self.union((a, k), (b, j))
 
     def find(self, key: tuple[Var, int]) -> tuple[Var, int]:
         root = key
@@ -264,9 +306,22 @@ def _equal_axes(eqn: JaxprEqn):
                 yield operands[0], k, out, d
     elif prim is p.transpose_p:
         yield from ((operands[0], k, out, j) for j, k in enumerate(eqn.params["permutation"]))
-    elif prim in (p.rev_p,) or prim in REDUCTIONS or prim is p.squeeze_p or (
-            prim is p.reshape_p and _is_trivial_reshape(eqn)):
+    elif prim in (p.rev_p,) or prim in REDUCTIONS or prim in ARG_REDUCTIONS or (
+            prim is p.squeeze_p or prim is p.reshape_p and _is_trivial_reshape(eqn)):
         yield from _kept_axes(eqn)
+    elif prim in (p.sort_p, p.threefry2x32_p):  # operands and results all of one shape
+        for x in [*operands, *eqn.outvars[1:]]:
+            yield from ((x, k, out, k) for k in range(out.aval.ndim))
+    elif prim is p.gather_p or prim in SCATTERS:
+        yield from _indexed_axes(eqn)
+    elif prim is p.concatenate_p:
+        for x in operands:
+            yield from ((x, k, out, k) for k in range(out.aval.ndim)
+                        if k != eqn.params["dimension"])
+    elif prim is p.pad_p:
+        yield from ((eqn.invars[0], k, out, k)
+                    for k, config in enumerate(eqn.params["padding_config"])
+                    if tuple(config) == (0, 0, 0))
     elif prim is p.dot_general_p:
         x, y = eqn.invars
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
@@ -280,12 +335,24 @@ def _equal_axes(eqn: JaxprEqn):
         yield from ((y, k, out, len(lb) + len(x_free) + n) for n, k in enumerate(y_free))
 
 
+def _indexed_axes(eqn: JaxprEqn):
+    """A gather's result (a scatter's updates) has the indices' batch dims, then the
+    operand's dims after the ``k`` indexed ones; a scatter's result is the operand's shape."""
+    operand, indices = eqn.invars[:2]
+    k, batch = indices.aval.shape[-1], indices.aval.ndim - 1
+    gathered = eqn.outvars[0] if eqn.primitive is p.gather_p else eqn.invars[2]
+    yield from ((indices, d, gathered, d) for d in range(batch))
+    yield from ((operand, k + d, gathered, batch + d) for d in range(operand.aval.ndim - k))
+    if eqn.primitive in SCATTERS:
+        yield from ((operand, d, eqn.outvars[0], d) for d in range(operand.aval.ndim))
+
+
 def _kept_axes(eqn: JaxprEqn):
     operand, out = eqn.invars[0], eqn.outvars[0]
     if eqn.primitive is p.rev_p:
         yield from ((operand, k, out, k) for k in range(out.aval.ndim))
         return
-    if eqn.primitive in REDUCTIONS:
+    if eqn.primitive in REDUCTIONS or eqn.primitive in ARG_REDUCTIONS:
         kept = [k for k in range(operand.aval.ndim) if k not in eqn.params["axes"]]
         yield from ((operand, k, out, j) for j, k in enumerate(kept))
         return
@@ -316,6 +383,7 @@ class Block:
     reads: list[tuple[Var, str]] = field(default_factory=list)  # read at [first index, ...]
     after: list[str] = field(default_factory=list)  # after the loop (a full reduction's end)
     flat: bool = False  # a loop over flattened arrays
+    serial: bool = False  # iterations must run in order (a scatter): never merged
 
 
 class ProgramWriter:
@@ -349,8 +417,7 @@ class ProgramWriter:
         for eqn in self.jaxpr.eqns:
             if eqn.primitive in REDUCTIONS or not _is_fusible(eqn):
                 chosen.update(eqn.outvars)
-            if not _is_fusible(eqn) and eqn.primitive not in REDUCTIONS:
-                # A library call (BLAS, reshape) needs its operands as arrays.
+            if eqn.primitive in ARRAY_OPERANDS and not _is_fusible(eqn):
                 chosen.update(a for a in eqn.invars if isinstance(a, Var))
             if not _is_fusible(eqn):
                 continue
@@ -425,8 +492,12 @@ class ProgramWriter:
             self._emit_reduction(eqn, comment)
         elif _is_fusible(eqn):
             self._emit_loop(eqn.outvars[0], comment)
+        elif eqn.primitive in LOOP_RULES:
+            LOOP_RULES[eqn.primitive](self, eqn, comment)
         elif eqn.primitive is p.dot_general_p and _is_blas_dot(eqn):
             self._emit_dot(eqn, comment)
+        elif eqn.primitive is p.dot_general_p:
+            self._emit_contraction(eqn, comment)
         elif eqn.primitive is p.reshape_p:
             self._emit_reshape(eqn, comment)
         else:
@@ -501,22 +572,23 @@ class ProgramWriter:
 
     def _emit_nest(self, setup: list[str], shape: list[str], index: tuple[str, ...],
                    comment: str, body: list[str], work: int, produces: set[Var], writes: set[Var],
-                   after: list[str] = ()) -> None:
+                   after: list[str] = (), serial: bool = False) -> None:
         """Loops over ``shape``, as a block: the outer one parallel when the traced program
-        does enough ``work`` (elements) to pay for threads. The choice is part of the source,
-        so a kernel is shared by the shapes on the same side of the threshold."""
+        does enough ``work`` (elements) to pay for threads, unless ``serial``. The choice is
+        part of the source, so a kernel is shared by the shapes on the same side of the
+        threshold."""
         if not shape:
             self.blocks.append(Block(setup, None, False, [comment, *body], produces,
-                                     after=list(after)))
+                                     reads=self.reads, after=list(after)))
             return
-        parallel = work >= PARALLEL_MIN_ELEMENTS
+        parallel = work >= PARALLEL_MIN_ELEMENTS and not serial
         self.parallel |= parallel
         nest = body
         for k in reversed(range(1, len(shape))):
             nest = [f"for {index[k]} in range({shape[k]}):", *_indent(nest)]
         self.blocks.append(Block(setup, (index[0], shape[0]), parallel, [comment, *nest],
                                  produces, writes,
-                                 self.reads, list(after)))
+                                 self.reads, list(after), serial=serial))
 
     # --8<-- [start:expr]
     def expr(self, atom: Any, index: tuple[str, ...], body: list[str],
@@ -554,7 +626,9 @@ class ProgramWriter:
         if prim in ELEMENTWISE:
             args = [self.expr(a, index, body, memo) for a in eqn.invars]
             value = ELEMENTWISE[prim](args, eqn)
-            return value if out.aval.dtype.kind != "i" else f"{np_type(out.aval.dtype)}({value})"
+            if out.aval.dtype.kind in "iu":  # Numba widens int32 + int32 to int64: wrap back
+                return f"{np_type(out.aval.dtype)}({value})"
+            return value
         if prim is p.iota_p:
             return f"{np_type(out.aval.dtype)}({index[eqn.params['dimension']]})"
         operand = eqn.invars[0]
@@ -574,7 +648,7 @@ class ProgramWriter:
             return tuple(result)
         if prim is p.slice_p:
             strides = eqn.params["strides"] or (1,) * operand.ndim
-            return tuple(f"({start} + {i} * {stride})" for start, i, stride
+            return tuple(_strided(start, i, stride) for start, i, stride
                          in zip(eqn.params["start_indices"], index, strides))
         if prim is p.rev_p:
             var = eqn.invars[0]
@@ -667,6 +741,240 @@ class ProgramWriter:
         self._statements([comment,
                           f"{self._name_of(eqn.outvars[0])} = np.dot({x}, {y})  # BLAS"])
 
+    # ---------------------------------------------------------------------------------------
+    # Rules that write loops of their own (LOOP_RULES, after the class). Each allocates its
+    # results and reads its operands through ``expr``, so inlined operands stay inlined.
+    # ---------------------------------------------------------------------------------------
+
+    def _at(self, var: Var, index: tuple[str, ...]) -> str:
+        """``var`` at ``index`` as an assignment target (a 0-d array is stored as shape (1,))."""
+        return f"{self._name_of(var)}[{', '.join(index) or '0'}]"
+
+    def _shape(self, var: Var) -> list[str]:
+        return [self.dim(var, k) for k in range(var.aval.ndim)]
+
+    # --8<-- [start:emit_contraction]
+    def _emit_contraction(self, eqn: JaxprEqn, comment: str) -> None:
+        """A dot_general that is not a plain float matrix product, as loops: each result
+        element (batch dims, x's free dims, y's free dims) sums ``x * y`` over the contracting
+        dims. The sum is in the operands' dtype (integers wrap, as NumPy's do), then
+        converted to the result's (``preferred_element_type``)."""
+        x, y = eqn.invars
+        out = eqn.outvars[0]
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        index = _loop_index(out.aval.ndim)
+        sums = tuple(f"k{n}" for n in range(len(lc)))
+        # The result's dims: batch, then x's free dims, then y's free dims.
+        x_index = _contraction_index(x.aval.ndim, lb, lc, index, sums, first_free=len(lb))
+        y_index = _contraction_index(y.aval.ndim, rb, rc, index, sums,
+                                     first_free=x.aval.ndim - len(lc))
+        dtype, acc = x.aval.dtype, f"{self._name_of(out)}_acc"
+        inner: list[str] = []
+        a, b = self.expr(x, x_index, inner, {}), self.expr(y, y_index, inner, {})
+        if dtype == np.bool_:  # NumPy's boolean dot: any(x and y)
+            combine = f"{acc} | ({a} & {b})"
+        elif dtype.kind == "f":
+            combine = f"add_reassoc({acc}, {a} * {b})"
+        else:
+            combine = f"{acc} + {a} * {b}"
+        nest = [*inner, f"{acc} = {combine}"]
+        for n in reversed(range(len(lc))):
+            nest = [f"for {sums[n]} in range({self.dim(x, lc[n])}):", *_indent(nest)]
+        result = acc if dtype.kind not in "iu" else f"{np_type(dtype)}({acc})"  # wrap
+        if out.aval.dtype != dtype:
+            result = _cast(result, out.aval.dtype)
+        body = [f"{acc} = {typed_constant(0, dtype)}", *nest,
+                f"{self._at(out, index)} = {result}"]
+        shape = self._shape(out)
+        work = out.aval.size * math.prod(x.aval.shape[d] for d in lc)  # multiply-adds
+        self._emit_nest([self._allocate(out, shape)], shape, index, comment, body, work,
+                        {out}, {out})
+    # --8<-- [end:emit_contraction]
+
+    def _emit_arg_reduction(self, eqn: JaxprEqn, comment: str) -> None:
+        """argmax (argmin): a running best value and its index along the axis, replaced by a
+        strictly larger (smaller) value, so the first of equal ones wins, or by the first NaN
+        (NumPy's argmax and argmin return the index of the first NaN)."""
+        operand, out = eqn.invars[0], eqn.outvars[0]
+        axis, dtype = eqn.params["axes"][0], operand.aval.dtype
+        better = ARG_REDUCTIONS[eqn.primitive]
+        index = _loop_index(operand.aval.ndim)
+        kept = [k for k in range(operand.aval.ndim) if k != axis]
+        name = self._name_of(out)
+        best, best_index, value = f"{name}_best", f"{name}_index", f"{name}_value"
+        inner: list[str] = []
+        inner.append(f"{value} = {self.expr(operand, index, inner, {})}")
+        condition = f"{value} {better} {best}"
+        if dtype.kind == "f":
+            condition += f" or ({value} != {value} and {best} == {best})"
+        body = [f"{best} = {typed_constant(_worst(dtype, better), dtype)}",
+                f"{best_index} = 0",
+                f"for {index[axis]} in range({self.dim(operand, axis)}):",
+                *_indent([*inner, f"if {condition}:",
+                          f"    {best}, {best_index} = {value}, {index[axis]}"]),
+                f"{self._at(out, tuple(index[k] for k in kept))} = "
+                f"{np_type(out.aval.dtype)}({best_index})"]
+        shape = self._shape(out)
+        self._emit_nest([self._allocate(out, shape)], shape, tuple(index[k] for k in kept),
+                        comment, body, operand.aval.size, {out}, {out})
+
+    # --8<-- [start:emit_gather]
+    def _emit_gather(self, eqn: JaxprEqn, comment: str) -> None:
+        """``out[batch, rest] = operand[i_0, ..., i_{k-1}, rest]`` where ``i_j`` is
+        ``indices[batch, j]`` clamped into range, as eager's gather clamps. The indices are
+        read once per batch position, outside the loops over the rest."""
+        operand, indices = eqn.invars
+        out = eqn.outvars[0]
+        shape, index = self._shape(out), _loop_index(out.aval.ndim)
+        batch = indices.aval.ndim - 1
+        body: list[str] = []
+        picked = []
+        for j in range(indices.aval.shape[-1]):
+            raw = self.expr(indices, (*index[:batch], str(j)), body, {})
+            position = self._temporary()
+            body.append(f"{position} = {_clamped(raw, indices.aval.dtype, self.dim(operand, j))}"
+                        f"  # index {j}, clamped")
+            picked.append(position)
+        copy: list[str] = []
+        copy.append(f"{self._at(out, index)} = "
+                    f"{self.expr(operand, (*picked, *index[batch:]), copy, {})}")
+        body += _nest(copy, index[batch:], shape[batch:])
+        self._emit_nest([self._allocate(out, shape)], shape[:batch], index[:batch], comment,
+                        body, out.aval.size, {out}, {out})
+    # --8<-- [end:emit_gather]
+
+    def _emit_scatter(self, eqn: JaxprEqn, comment: str) -> None:
+        """Two loops: a copy of the operand, then one serial pass over the updates in order,
+        each combined into the element its indices pick. An update with an index out of
+        range is dropped; repeated indices combine one after another, as eager's
+        ``ufunc.at`` does (for plain scatter, the last one wins)."""
+        operand, indices, updates = eqn.invars
+        out = eqn.outvars[0]
+        shape, index = self._shape(out), _loop_index(out.aval.ndim)
+        body: list[str] = []
+        body.append(f"{self._at(out, index)} = {self.expr(operand, index, body, {})}")
+        self._emit_nest([self._allocate(out, shape)], shape, index, comment, body,
+                        out.aval.size, {out}, {out})
+        self.reads = [(out, ":")]  # read anywhere: this pass cannot join the copy's loop
+        batch = indices.aval.ndim - 1
+        update_index = _loop_index(updates.aval.ndim)
+        body, memo, picked = [], {}, []
+        for j in range(indices.aval.shape[-1]):
+            raw = self.expr(indices, (*update_index[:batch], str(j)), body, memo)
+            position = self._temporary()
+            body.append(f"{position} = {raw}  # index {j}")
+            picked.append(position)
+        lower = "" if indices.aval.dtype.kind == "u" else "0 <= "
+        in_range = " and ".join(f"{lower}{t} < {self.dim(operand, j)}"
+                                for j, t in enumerate(picked)) or "True"
+        update: list[str] = []
+        new = self.expr(updates, update_index, update, {})
+        target = self._at(out, (*picked, *update_index[batch:]))
+        update.append(f"{target} = {_scatter_combine(eqn.primitive, out.aval.dtype, target, new)}")
+        rest = [self.dim(updates, d) for d in range(batch, updates.aval.ndim)]
+        body += [f"if {in_range}:", *_indent(_nest(update, update_index[batch:], rest))]
+        self._emit_nest([], [self.dim(updates, d) for d in range(batch)], update_index[:batch],
+                        "#   then the updates, in order (serial: repeated indices combine)",
+                        body, updates.aval.size, {out}, set(), serial=True)
+
+    # --8<-- [start:emit_sort]
+    def _emit_sort(self, eqn: JaxprEqn, comment: str) -> None:
+        """Sorts each line along ``dimension``. Per line: the keys go into buffers; a stable
+        argsort by the last key, then by each earlier one, gives the lexicographic order of
+        eager's ``np.lexsort`` (NaN last, equal keys in their original order); every operand
+        is then written in that order."""
+        dimension, num_keys = eqn.params["dimension"], eqn.params["num_keys"]
+        first = eqn.outvars[0]
+        ndim, name = first.aval.ndim, self._name_of(first)
+        used = [(x, out) for x, out in zip(eqn.invars, eqn.outvars) if self.uses[out]]
+        setup = [self._allocate(out, self._shape(out)) for _, out in used]
+        index = _loop_index(ndim)
+        line, length, order = index[dimension], self.dim(first, dimension), f"{name}_order"
+        body: list[str] = []
+        keys = []
+        for j, key in enumerate(eqn.invars[:num_keys]):
+            buffer = f"{name}_key{j}"
+            fill: list[str] = []
+            fill.append(f"{buffer}[{line}] = {self.expr(key, index, fill, {})}")
+            body += [f"{buffer} = np.empty({length}, dtype={np_type(key.aval.dtype)})",
+                     f"for {line} in range({length}):", *_indent(fill)]
+            keys.append(buffer)
+        body.append(f"{order} = np.argsort({keys[-1]}, kind='mergesort')  # stable")
+        for buffer in reversed(keys[:-1]):
+            body.append(f"{order} = {order}[np.argsort({buffer}[{order}], kind='mergesort')]")
+        sorted_index = tuple(f"{order}[{line}]" if k == dimension else i
+                             for k, i in enumerate(index))
+        write: list[str] = []
+        memo: dict[tuple, str] = {}
+        for operand, out in used:  # a result nothing reads is not written
+            write.append(f"{self._at(out, index)} = "
+                         f"{self.expr(operand, sorted_index, write, memo)}")
+        body += [f"for {line} in range({length}):", *_indent(write)]
+        outer = [k for k in range(ndim) if k != dimension]
+        written = {out for _, out in used}
+        self._emit_nest(setup, [self.dim(first, k) for k in outer],
+                        tuple(index[k] for k in outer), comment, body,
+                        first.aval.size * len(eqn.invars), written,
+                        written if dimension != 0 else set())
+    # --8<-- [end:emit_sort]
+
+    def _emit_pad(self, eqn: JaxprEqn, comment: str) -> None:
+        """Two loops: the result filled with the padding value, then the operand copied in at
+        ``low + i * (interior + 1)`` along each dim."""
+        operand, padding_value = eqn.invars
+        out = eqn.outvars[0]
+        shape, index = self._shape(out), _loop_index(out.aval.ndim)
+        body: list[str] = []
+        body.append(f"{self._at(out, index)} = {self.expr(padding_value, (), body, {})}")
+        self._emit_nest([self._allocate(out, shape)], shape, index, comment, body,
+                        out.aval.size, {out}, {out})
+        self.reads = []
+        body = []
+        value = self.expr(operand, index, body, {})
+        target = tuple(_strided(low, i, interior + 1)
+                       for (low, _, interior), i in zip(eqn.params["padding_config"], index))
+        body.append(f"{self._at(out, target)} = {value}")
+        self._emit_nest([], self._shape(operand), index,
+                        "#   then the operand, at its place among the padding", body,
+                        operand.aval.size, {out}, {out} if target[:1] == index[:1] else set())
+
+    def _emit_concatenate(self, eqn: JaxprEqn, comment: str) -> None:
+        """One loop per operand, copying it into the result along ``dimension`` after the
+        operands before it."""
+        out, dimension = eqn.outvars[0], eqn.params["dimension"]
+        index = _loop_index(out.aval.ndim)
+        setup = [self._allocate(out, self._shape(out))]
+        offset: list[str] = []
+        for n, operand in enumerate(eqn.invars):
+            self.reads = []
+            body: list[str] = []
+            value = self.expr(operand, index, body, {})
+            target = list(index)
+            if offset:
+                target[dimension] = f"({' + '.join(offset)} + {index[dimension]})"
+            body.append(f"{self._at(out, tuple(target))} = {value}")
+            note = comment if n == 0 else f"#   operand {n}, after {' + '.join(offset)}"
+            self._emit_nest(setup, self._shape(operand), index, note, body,
+                            operand.aval.size, {out}, {out} if dimension != 0 else set())
+            setup = []
+            offset.append(self.dim(operand, dimension))
+
+    # --8<-- [start:emit_threefry]
+    def _emit_threefry(self, eqn: JaxprEqn, comment: str) -> None:
+        """An elementwise loop with two results: kernel_math's ``threefry2x32`` hashes the
+        four (inlined) operands and returns both words."""
+        first = eqn.outvars[0]
+        shape, index = self._shape(first), _loop_index(first.aval.ndim)
+        body: list[str] = []
+        memo: dict[tuple, str] = {}
+        args = [self.expr(a, index, body, memo) for a in eqn.invars]
+        targets = ", ".join(self._at(out, index) for out in eqn.outvars)
+        body.append(f"{targets} = threefry2x32({', '.join(args)})")
+        setup = [self._allocate(out, shape) for out in eqn.outvars]
+        self._emit_nest(setup, shape, index, comment, body, first.aval.size,
+                        set(eqn.outvars), set(eqn.outvars))
+    # --8<-- [end:emit_threefry]
+
     # --8<-- [start:merge_blocks]
     def _merged_blocks(self) -> list[str]:
         """The kernel's statements, consecutive loops over the same dim merged into one
@@ -709,7 +1017,7 @@ class ProgramWriter:
         outputs = {v for v in self.jaxpr.outvars if isinstance(v, Var)}
         read_elsewhere = {var for block in self.blocks if not any(block is b for b in group)
                           for var, _ in block.reads}
-        private = set().union(*(b.writes for b in group)) - outputs - read_elsewhere
+        private = _row_local(group) - outputs - read_elsewhere
         indices = "|".join(sorted({b.loop[0] for b in group}))
         text, allocations = "\n".join(body), []
         for var in sorted(private, key=lambda v: self.names[v]):
@@ -727,6 +1035,92 @@ class ProgramWriter:
 
 COLUMN_BLOCK = 256  # columns per thread's share of a column reduction
 
+# --8<-- [start:loop_rules]
+LOOP_RULES: dict[Primitive, Callable[[ProgramWriter, JaxprEqn, str], None]] = {
+    p.argmax_p: ProgramWriter._emit_arg_reduction,
+    p.argmin_p: ProgramWriter._emit_arg_reduction,
+    p.gather_p: ProgramWriter._emit_gather,
+    p.scatter_p: ProgramWriter._emit_scatter,
+    p.scatter_add_p: ProgramWriter._emit_scatter,
+    p.scatter_mul_p: ProgramWriter._emit_scatter,
+    p.scatter_min_p: ProgramWriter._emit_scatter,
+    p.scatter_max_p: ProgramWriter._emit_scatter,
+    p.sort_p: ProgramWriter._emit_sort,
+    p.pad_p: ProgramWriter._emit_pad,
+    p.concatenate_p: ProgramWriter._emit_concatenate,
+    p.threefry2x32_p: ProgramWriter._emit_threefry,
+}
+# --8<-- [end:loop_rules]
+
+
+def _loop_index(ndim: int) -> tuple[str, ...]:
+    return tuple(f"i{k}" for k in range(ndim))
+
+
+def _contraction_index(ndim: int, batch: tuple[int, ...], contract: tuple[int, ...],
+                       index: tuple[str, ...], sums: tuple[str, ...],
+                       first_free: int) -> tuple[str, ...]:
+    """Where a dot_general operand is read: its batch dims at the result's batch indices,
+    its free dims at the result's indices from ``first_free`` on, its contracting dims at the
+    summation indices."""
+    result = [""] * ndim
+    for n, d in enumerate(batch):
+        result[d] = index[n]
+    for n, d in enumerate(contract):
+        result[d] = sums[n]
+    free = [d for d in range(ndim) if d not in batch and d not in contract]
+    for n, d in enumerate(free):
+        result[d] = index[first_free + n]
+    return tuple(result)
+
+
+def _worst(dtype: np.dtype, better: str) -> Any:
+    """A start value every element ties or beats: the lowest (for ``>``) or highest."""
+    if dtype == np.bool_:
+        return better == "<"
+    if dtype.kind == "f":
+        return -np.inf if better == ">" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if better == ">" else info.max
+
+
+def _clamped(raw: str, dtype: np.dtype, size: str) -> str:
+    """An index clamped into [0, size - 1]. Unsigned indices need no lower bound (and mixing
+    uint64 with int64 would make Numba compute in float64)."""
+    if dtype.kind == "u":
+        return f"min({raw}, np.uint64({size} - 1))"
+    return f"min(max({raw}, 0), {size} - 1)"
+
+
+def _scatter_combine(prim: Primitive, dtype: np.dtype, old: str, new: str) -> str:
+    float_form, integer_form, bool_form = SCATTERS[prim]
+    if dtype == np.bool_:
+        return bool_form.format(old=old, new=new)
+    if dtype.kind == "f":
+        return float_form.format(old=old, new=new)
+    return f"{np_type(dtype)}({integer_form.format(old=old, new=new)})"  # wrap, as NumPy
+
+def _strided(start: int, i: str, stride: int) -> str:
+    """``start + i * stride`` as plain as it can be written (a number, for a number ``i``)."""
+    if i.isdigit():
+        return str(start + int(i) * stride)
+    scaled = i if stride == 1 else f"{i} * {stride}"
+    return scaled if start == 0 else f"({start} + {scaled})"
+
+
+def _nest(body: list[str], index: tuple[str, ...], shape: list[str]) -> list[str]:
+    """``body`` inside loops over ``shape``, the first index outermost."""
+    for i, extent in reversed(list(zip(index, shape))):
+        body = [f"for {i} in range({extent}):", *_indent(body)]
+    return body
+
+
+def _row_local(group: list[Block]) -> set[Var]:
+    """The values the group writes only at its own outer index: a value that one block
+    writes row by row and another anywhere (a pad's fill, then its copy) is not."""
+    written = set().union(*(b.writes for b in group))
+    return written - set().union(*(b.produces - b.writes for b in group))
+
 
 def _can_join(group: list[Block], block: Block) -> bool:
     """Whether ``block``'s loop can run inside the group's: same range, and it reads what
@@ -734,11 +1128,13 @@ def _can_join(group: list[Block], block: Block) -> bool:
     first = group[0]
     if block.loop is None or first.loop is None or block.loop[1] != first.loop[1]:
         return False
+    if block.serial or any(b.serial for b in group):
+        return False  # a parallel loop joined to it would run it in parallel
     outer, index = first.loop[0], block.loop[0]
     if index != outer and re.search(rf"\b{outer}\b", "\n".join(block.body)):
         return False  # the block uses the group's index name for something else
     produced = set().union(*(b.produces for b in group))
-    row_local = set().union(*(b.writes for b in group))
+    row_local = _row_local(group)
     return all(var in row_local and first_index == index
                for var, first_index in block.reads if var in produced)
 
@@ -750,8 +1146,10 @@ def _prelude() -> list[str]:
             f"# kernel_math {_KERNEL_MATH_HASH}",
             "import numpy as np",
             "from numba import njit, prange",
-            "from stage2_jit.kernel_math import (add_reassoc, exp_f32, logistic_f32, max_reassoc,",
-            "    maximum, min_reassoc, minimum, mul_reassoc, select, tanh_f32)",
+            "from stage2_jit.kernel_math import (add_reassoc, bitcast, div_toward_zero,",
+            "    erf_inv_f32, erf_inv_f64, exp_f32, logistic_f32, max_reassoc, maximum,",
+            "    min_reassoc, minimum, mul_reassoc, rem_toward_zero, select, shift_left,",
+            "    shift_right_arithmetic, shift_right_logical, tanh_f32, threefry2x32)",
             ""]
 
 

@@ -13,16 +13,25 @@ its body can be done on a vector of elements. Three things in a plain Numba loop
   the end. Only the reduction's own additions carry the flag, so the elementwise arithmetic
   of a program keeps NumPy's rounding exactly.
 
+Integer arithmetic has a different problem: Numba widens ``int32 + int32`` to 64 bits, and
+LLVM's shifts and divisions are undefined for some operands (a shift by the bit width or more,
+a division by zero). The integer intrinsics here work in the operands' own type and give every
+operand the result the eager (NumPy) implementation gives. The rest are helpers with loops or
+several results: ``erf_inv``, the Threefry hash.
+
 The generated source imports these by name; the prelude records a hash of this file so that
 a change here makes new kernel sources (and so new cache entries).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
+from stage1_autodiff.primitives import _ERFINV_CENTRAL, _ERFINV_TAIL, _ROTATIONS
 
 _REDUCTION_FLAGS = ("reassoc", "nsz")  # may reorder, may ignore the sign of zero
 
@@ -77,6 +86,117 @@ def float32_from_bits(typingctx, bits):
             return builder.bitcast(value, ir.FloatType())
         return types.float32(bits), codegen
     return None
+
+
+# --8<-- [start:integer_intrinsics]
+def _integer_binary(emit):
+    """An intrinsic ``f(a, b)`` on two integers of one type, computed in that type (no
+    widening) by ``emit(builder, a, b, signed)``."""
+    def typer(typingctx, a, b):
+        if isinstance(a, types.Integer) and a == b:
+            def codegen(context, builder, sig, args):
+                return emit(builder, *args, a.signed)
+            return a(a, b), codegen
+        return None
+    return intrinsic(typer)
+
+
+def _numpy_shift_right(builder, x, amount, signed):
+    """NumPy's ``x >> amount``: arithmetic for signed types, logical for unsigned; an amount
+    outside [0, bits) leaves only the sign (-1 or 0). LLVM's own shift is undefined there."""
+    width = ir.Constant(x.type, x.type.width)
+    in_range = builder.icmp_unsigned("<", amount, width)
+    safe = builder.select(in_range, amount, ir.Constant(x.type, 0))
+    if signed:
+        shifted = builder.ashr(x, safe)
+        sign = builder.ashr(x, ir.Constant(x.type, x.type.width - 1))
+    else:
+        shifted, sign = builder.lshr(x, safe), ir.Constant(x.type, 0)
+    return builder.select(in_range, shifted, sign)
+
+
+def _shift_left(builder, x, amount, signed):
+    """``x << amount``, 0 for an amount outside [0, bits): eager's ``where(y < bits, x << y,
+    0)`` (NumPy's ``<<`` gives 0 for a negative amount too)."""
+    in_range = builder.icmp_unsigned("<", amount, ir.Constant(x.type, x.type.width))
+    safe = builder.select(in_range, amount, ir.Constant(x.type, 0))
+    return builder.select(in_range, builder.shl(x, safe), ir.Constant(x.type, 0))
+
+
+def _at_least_width(builder, amount, signed):
+    compare = builder.icmp_signed if signed else builder.icmp_unsigned
+    return compare(">=", amount, ir.Constant(amount.type, amount.type.width))
+
+
+def _shift_right_logical(builder, x, amount, signed):
+    """Eager's ``where(y < bits, x >> y, 0)``. NB: on a signed type NumPy's ``>>`` is
+    arithmetic, so this shifts in the sign; XLA's shift_right_logical shifts in zeros."""
+    too_far = _at_least_width(builder, amount, signed)
+    shifted = _numpy_shift_right(builder, x, amount, signed)
+    return builder.select(too_far, ir.Constant(x.type, 0), shifted)
+
+
+def _shift_right_arithmetic(builder, x, amount, signed):
+    """Eager's ``x >> minimum(y, bits - 1)``. NB: on an unsigned type NumPy's ``>>`` is
+    logical; XLA's shift_right_arithmetic shifts in the top bit."""
+    last = ir.Constant(x.type, x.type.width - 1)
+    clamped = builder.select(_at_least_width(builder, amount, signed), last, amount)
+    return _numpy_shift_right(builder, x, clamped, signed)
+
+
+def _divisor_cases(builder, y, signed):
+    """(y == 0, y == -1, a divisor that is neither): LLVM's division is undefined for 0,
+    and for the most negative value divided by -1 (x86 traps)."""
+    by_zero = builder.icmp_unsigned("==", y, ir.Constant(y.type, 0))
+    by_minus_one = (builder.icmp_signed("==", y, ir.Constant(y.type, -1)) if signed
+                    else ir.Constant(ir.IntType(1), 0))
+    special = builder.or_(by_zero, by_minus_one)
+    return by_zero, by_minus_one, builder.select(special, ir.Constant(y.type, 1), y)
+
+
+def _div_toward_zero(builder, x, y, signed):
+    """x / y rounded toward zero (C's and XLA's integer division); -1 (all ones) where
+    y == 0, and x * -1 (wrapping) where y == -1, as eager's impl gives."""
+    by_zero, by_minus_one, safe = _divisor_cases(builder, y, signed)
+    quotient = builder.sdiv(x, safe) if signed else builder.udiv(x, safe)
+    quotient = builder.select(by_minus_one, builder.neg(x), quotient)
+    return builder.select(by_zero, ir.Constant(x.type, -1), quotient)
+
+
+def _rem_toward_zero(builder, x, y, signed):
+    """The remainder of that division, with the sign of x (C's ``%``, NumPy's ``fmod``);
+    x where y == 0, as eager's impl gives."""
+    by_zero, by_minus_one, safe = _divisor_cases(builder, y, signed)
+    remainder = builder.srem(x, safe) if signed else builder.urem(x, safe)
+    remainder = builder.select(by_minus_one, ir.Constant(x.type, 0), remainder)
+    return builder.select(by_zero, x, remainder)
+
+
+shift_left = _integer_binary(_shift_left)
+shift_right_logical = _integer_binary(_shift_right_logical)
+shift_right_arithmetic = _integer_binary(_shift_right_arithmetic)
+div_toward_zero = _integer_binary(_div_toward_zero)
+rem_toward_zero = _integer_binary(_rem_toward_zero)
+# --8<-- [end:integer_intrinsics]
+
+
+@intrinsic
+def bitcast(typingctx, x, dtype):
+    """The value of type ``dtype`` (``np.float32``...) with the bits of ``x`` (same width).
+    A bool is one byte, 0 or 1, as in a NumPy array."""
+    if not isinstance(dtype, types.NumberClass):
+        return None
+    target = dtype.instance_type
+
+    def codegen(context, builder, sig, args):
+        value = args[0]
+        if isinstance(x, types.Boolean):
+            value = builder.zext(value, ir.IntType(8))
+        if isinstance(target, types.Boolean):
+            return builder.icmp_unsigned("!=", value, ir.Constant(value.type, 0))
+        llvm_type = context.get_value_type(target)
+        return value if value.type == llvm_type else builder.bitcast(value, llvm_type)
+    return target(x, dtype), codegen
 
 
 F32 = np.float32
@@ -140,3 +260,61 @@ def tanh_f32(x):
 def logistic_f32(x):
     """1 / (1 + e**-x) with ``exp_f32``."""
     return F32(1.0) / (F32(1.0) + exp_f32(-x))
+
+
+# --8<-- [start:erf_inv]
+@njit(cache=True, error_model="numpy")
+def erf_inv_f32(x):
+    """erfinv in float32, step for step as eager's impl: Giles' polynomials in
+    w = -log(1 - x**2), each step ``c + p * w`` rounded once (computed in float64, as eager
+    does to stand for XLA's fused multiply-add). NB: NumPy's float32 ``log1p`` is its own
+    vectorised approximation, not the C library's that Numba calls, so a result can differ
+    from eager's in the last bit."""
+    w = -np.log1p(-x * x)
+    central, tail = w - F32(2.5), np.sqrt(w) - F32(3.0)
+    p_central, p_tail = F32(_ERFINV_CENTRAL[0]), F32(_ERFINV_TAIL[0])
+    for k in range(1, len(_ERFINV_CENTRAL)):
+        p_central = F32(_ERFINV_CENTRAL[k] + np.float64(p_central) * np.float64(central))
+        p_tail = F32(_ERFINV_TAIL[k] + np.float64(p_tail) * np.float64(tail))
+    out = select(w < F32(5.0), p_central, p_tail) * x
+    return select(np.abs(x) == F32(1.0), x * F32(np.inf), out)
+
+
+@njit(cache=True, error_model="numpy")
+def erf_inv_f64(x):
+    """erfinv in float64, as eager's impl: the same polynomials, then two Newton steps on
+    erf(z) = x."""
+    w = -np.log1p(-x * x)
+    central, tail = w - 2.5, np.sqrt(w) - 3.0
+    p_central, p_tail = _ERFINV_CENTRAL[0], _ERFINV_TAIL[0]
+    for k in range(1, len(_ERFINV_CENTRAL)):
+        p_central = _ERFINV_CENTRAL[k] + p_central * central
+        p_tail = _ERFINV_TAIL[k] + p_tail * tail
+    z = select(w < 5.0, p_central, p_tail) * x
+    for _ in range(2):
+        residual = math.erf(z) - x
+        z = z - residual / (2 / math.sqrt(math.pi) * np.exp(-z * z))
+    return select(np.abs(x) == 1.0, x * np.inf, z)
+# --8<-- [end:erf_inv]
+
+
+U32 = np.uint32
+
+
+# --8<-- [start:threefry2x32]
+@njit(cache=True, error_model="numpy")
+def threefry2x32(key1, key2, x1, x2):
+    """Both words of the Threefry-2x32 hash of (x1, x2) under (key1, key2): 5 groups of 4
+    rounds, as eager's impl. Numba widens uint32 arithmetic, so every step is wrapped back
+    to uint32 (arithmetic modulo 2**32)."""
+    ks = (key1, key2, U32(key1 ^ key2 ^ U32(0x1BD11BDA)))
+    a, b = U32(x1 + ks[0]), U32(x2 + ks[1])
+    for i in range(5):
+        for distance in _ROTATIONS[i % 2]:
+            a = U32(a + b)
+            rotated = U32((b << U32(distance)) | (b >> U32(32 - distance)))
+            b = U32(rotated ^ a)
+        a = U32(a + ks[(i + 1) % 3])
+        b = U32(b + ks[(i + 2) % 3] + U32(i + 1))
+    return a, b
+# --8<-- [end:threefry2x32]
