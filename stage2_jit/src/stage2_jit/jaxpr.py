@@ -99,6 +99,7 @@ class ClosedJaxpr:
 _WIDTH = 80  # like JAX, a jaxpr (or a param list) that fits on one line is printed on one
 
 
+# --8<-- [start:names]
 def _name(n: int) -> str:
     """a, b, ..., z, ba, bb, ...: base 26 with letters, as JAX names variables."""
     letters = []
@@ -118,6 +119,7 @@ class _Names:
         if var not in self.names:
             self.names[var] = _name(len(self.names))
         return self.names[var]
+# --8<-- [end:names]
 
 
 def _pp_atom(atom: Atom, names: _Names) -> str:
@@ -190,6 +192,7 @@ def _used_vars(jaxpr: Jaxpr) -> set[Var]:
     return used | set(jaxpr.invars) | set(jaxpr.constvars)
 
 
+# --8<-- [start:pp_jaxpr]
 def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0) -> str:
     """The jaxpr in JAX's text format: on one line if it fits, else one equation a line."""
     names, used = _Names(), _used_vars(jaxpr)
@@ -205,3 +208,4 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0) -> str:
     pad = " " * indent
     body = "".join(f"{pad}    {line}\n" for line in eqns)
     return f"{head}\n{body}{pad}  {tail}"
+# --8<-- [end:pp_jaxpr]

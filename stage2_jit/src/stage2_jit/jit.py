@@ -171,6 +171,7 @@ vjp_rules_take_needs.add(jit_p)
 # Backends
 # ------------------------------------------------------------------------------------------
 
+# --8<-- [start:compile_jaxpr]
 _compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # jaxpr -> {backend: fn}
 _compile_lock = threading.Lock()
 
@@ -211,6 +212,7 @@ _BACKEND_COMPILERS: dict[str, Callable[[ClosedJaxpr], Callable[..., list[Array]]
     "interpreter": _interpreter_compile,
     "cpu": lambda closed: compile_cpu(closed, fallback=_interpreter_compile),
 }
+# --8<-- [end:compile_jaxpr]
 
 
 # ------------------------------------------------------------------------------------------
@@ -261,6 +263,7 @@ class Jitted:
         self._static_names = set(self.static_argnames) | {
             names[i] for i in self.static_argnums if 0 <= i < len(names)}
 
+    # --8<-- [start:jit_call]
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
@@ -272,7 +275,9 @@ class Jitted:
         outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.program, name=self._name,
                           backend=backend)
         return entry.results(outs)
+    # --8<-- [end:jit_call]
 
+    # --8<-- [start:fast_call]
     def _fast_call(self, args, kwargs) -> tuple[Any] | None:
         """The common case, found without flattening: concrete arrays as the only arguments,
         no transformation running, a signature seen before. Runs the executable directly
@@ -290,7 +295,9 @@ class Jitted:
             return None
         executable = compile_jaxpr(entry.program, self.backend or config.jax_default_backend)
         return (entry.results(executable(*[a._value for a in args])),)
+    # --8<-- [end:fast_call]
 
+    # --8<-- [start:jit_lookup]
     def _lookup(self, args, kwargs) -> tuple[_CacheEntry, list[Any]]:
         static, dynamic = self._split(args, kwargs)
         leaves, in_tree = tree_flatten(dynamic)
@@ -308,6 +315,7 @@ class Jitted:
                 if not any(isinstance(c, Tracer) for c in entry.consts):
                     self._cache[key] = entry  # closures over tracers are not reusable
         return entry, leaves
+    # --8<-- [end:jit_lookup]
 
     def _split(self, args, kwargs) -> tuple[tuple, tuple]:
         """The static arguments (hashable: part of the cache key) and the dynamic ones."""
@@ -372,10 +380,12 @@ class Jitted:
         return Lowered(entry, self.backend or config.jax_default_backend)
 
 
+# --8<-- [start:cache_key]
 def _cache_key(in_tree: Any, leaves: Sequence[Any], static: tuple) -> tuple:
     """What a traced program depends on: the arguments' structure and types (weak types
     included), the static arguments, and the configuration that changes tracing."""
     return in_tree, tuple(leaf.aval for leaf in leaves), static, config.jax_enable_x64
+# --8<-- [end:cache_key]
 
 
 def _is_float0(x: Any) -> bool:
@@ -443,6 +453,7 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
 # --8<-- [end:jit]
 
 
+# --8<-- [start:stages]
 class Lowered:
     """A traced program, not yet compiled: ``.as_text()`` and ``.compile()``."""
 
@@ -491,8 +502,10 @@ class Compiled:
 
     def cost_analysis(self) -> dict[str, float]:
         return cost_analysis(self._entry.program.jaxpr)
+# --8<-- [end:stages]
 
 
+# --8<-- [start:cost_analysis]
 def cost_analysis(jaxpr: Jaxpr) -> dict[str, float]:
     """Flops and bytes moved, counted per equation: an elementwise op or reduction is one
     flop per element, a contraction two per multiply-add; bytes are every operand read and
@@ -513,6 +526,7 @@ def cost_analysis(jaxpr: Jaxpr) -> dict[str, float]:
         bytes_accessed += sum(float(np.prod(a.aval.shape)) * a.aval.dtype.itemsize
                               for a in eqn.invars if not isinstance(a, Literal))
     return {"flops": flops, "bytes accessed": bytes_accessed}
+# --8<-- [end:cost_analysis]
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:

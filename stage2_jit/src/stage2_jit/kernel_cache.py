@@ -23,6 +23,7 @@ _lock = threading.Lock()
 _modules: dict[str, ModuleType] = {}
 
 
+# --8<-- [start:cache_dir]
 def cache_dir() -> Path:
     configured = os.environ.get("JAX_FROM_NUMPY_CACHE_DIR")
     if configured:
@@ -33,8 +34,10 @@ def cache_dir() -> Path:
 
 def source_hash(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:20]
+# --8<-- [end:cache_dir]
 
 
+# --8<-- [start:load_kernel_module]
 def load_kernel_module(source: str) -> ModuleType:
     """The module of ``source``, from this process's table, the disk, or written anew."""
     key = source_hash(source)
@@ -57,8 +60,10 @@ def _import(key: str, source: str) -> ModuleType:
     sys.modules[name] = module  # Numba's cache finds functions by their module
     spec.loader.exec_module(module)
     return module
+# --8<-- [end:load_kernel_module]
 
 
+# --8<-- [start:drop_unreadable]
 def _drop_unreadable_compiled_code(folder: Path, key: str) -> None:
     """Numba keeps compiled code in ``__pycache__``: an index (``.nbi``, a pickle) and the
     code (``.nbc``, a pickle that names this kernel's module). If one is unreadable, delete
@@ -85,8 +90,10 @@ def _readable(entry: Path) -> bool:
             return f.read(1) == b"\x80"  # a pickle's first byte
     except Exception:  # noqa: BLE001 -- any failure to read means: rebuild
         return False
+# --8<-- [end:drop_unreadable]
 
 
+# --8<-- [start:write_atomically]
 def _holds(path: Path, source: str) -> bool:
     try:
         return path.read_text() == source
@@ -100,3 +107,4 @@ def _write_atomically(path: Path, source: str) -> None:
         f.write(source)
     os.chmod(temporary, 0o644)  # mkstemp makes it private; a shared cache must be readable
     os.replace(temporary, path)
+# --8<-- [end:write_atomically]

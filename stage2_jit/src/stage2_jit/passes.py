@@ -47,6 +47,7 @@ from .debug import debug_print_p
 from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from .tracing import _dynamic
 
+# --8<-- [start:effects]
 # Primitives that do something besides computing their results. Passes never remove,
 # merge or fold them. Later stages add theirs (``effectful_primitives.add(...)``).
 effectful_primitives: set[Primitive] = {debug_print_p}
@@ -90,6 +91,7 @@ def has_effects(eqn: JaxprEqn) -> bool:
 def jaxpr_has_effects(jaxpr: Jaxpr) -> bool:
     """Whether any equation of ``jaxpr`` has an effect (see :func:`has_effects`)."""
     return any(has_effects(eqn) for eqn in jaxpr.eqns)
+# --8<-- [end:effects]
 
 
 # ------------------------------------------------------------------------------------------

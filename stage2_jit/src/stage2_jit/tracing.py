@@ -65,6 +65,7 @@ class JaxprTracer(Tracer):
 # --8<-- [end:jaxpr_tracer]
 
 
+# --8<-- [start:jaxpr_builder]
 class JaxprBuilder:
     """What a trace has recorded: equations, and the variables and constants they use."""
 
@@ -121,6 +122,7 @@ def _inline_literals(jaxpr: Jaxpr, consts: list[Any]) -> tuple[Jaxpr, list[Any]]
                                  for a in eqn.invars]) for eqn in jaxpr.eqns]
     outvars = [literals.get(v, v) for v in jaxpr.outvars]
     return Jaxpr(constvars, jaxpr.invars, outvars, eqns), consts
+# --8<-- [end:jaxpr_builder]
 
 
 # --8<-- [start:jaxpr_trace]
@@ -244,6 +246,7 @@ def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
 custom_vjp_call_p.jaxpr_as_fun = jaxpr_as_fun
 
 
+# --8<-- [start:typecheck_jaxpr]
 def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
     """Checks that every variable is defined before use and every equation's output types
     are what its primitive's abstract-eval rule says. Raises TypeError otherwise."""
@@ -265,3 +268,4 @@ def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
     for atom in jaxpr.outvars:
         if isinstance(atom, Var) and atom not in defined:
             raise TypeError("The jaxpr returns a variable that is never defined.")
+# --8<-- [end:typecheck_jaxpr]
