@@ -294,8 +294,12 @@ div_p = Primitive("div")
 def div(x, y): return div_p.bind(x, y)
 def div_impl(x, y):
     if dtypes.is_int(x.dtype):  # integer division rounds toward zero, as in C and XLA
-        safe_y = np.where(y == 0, 1, y)
-        return np.where(y == 0, -1, np.fix(x / safe_y)).astype(x.dtype)
+        safe_y = np.where(y == 0, 1, y).astype(x.dtype)
+        with np.errstate(over="ignore"):  # the most negative value // -1 wraps, as in XLA
+            floor = np.floor_divide(x, safe_y)
+            rounded_down = (x - floor * safe_y != 0) & ((x < 0) != (safe_y < 0))
+            quotient = (floor + rounded_down).astype(x.dtype)
+        return np.where(y == 0, np.array(-1).astype(x.dtype), quotient)
     return np.true_divide(x, y)
 impl_rules[div_p] = div_impl
 def div_vjp(ct, x, y, *, out):
@@ -407,10 +411,23 @@ xor_p, bitwise_xor = _nondifferentiable_binary("xor", np.bitwise_xor)
 
 # Shifts by the bit width or more give 0 (logical) or the sign (arithmetic), as in XLA; in
 # C, and so in NumPy, they are undefined.
+# Shifts act on the bit pattern, whatever the signedness of the type; an amount outside
+# [0, bits) (a negative one included) shifts everything out.
 def _bit_width(x): return x.dtype.itemsize * 8
-def shift_left_impl(x, y): return np.where(y < _bit_width(x), x << y, 0).astype(x.dtype)
-def shift_right_logical_impl(x, y): return np.where(y < _bit_width(x), x >> y, 0).astype(x.dtype)
-def shift_right_arithmetic_impl(x, y): return x >> np.minimum(y, _bit_width(x) - 1)
+def _in_range(x, y): return (y >= 0) & (y < _bit_width(x))
+def _bits_as(x, kind):
+    return np.asarray(x).view(np.dtype(f"{kind}{_bit_width(x)}"))
+def shift_left_impl(x, y):
+    ok = _in_range(x, y)
+    shifted = _bits_as(x, "uint") << np.where(ok, y, 0).astype(f"uint{_bit_width(x)}")
+    return np.where(ok, shifted, 0).astype(shifted.dtype).view(x.dtype)
+def shift_right_logical_impl(x, y):
+    ok = _in_range(x, y)
+    shifted = _bits_as(x, "uint") >> np.where(ok, y, 0).astype(f"uint{_bit_width(x)}")
+    return np.where(ok, shifted, 0).astype(shifted.dtype).view(x.dtype)
+def shift_right_arithmetic_impl(x, y):
+    amount = np.where(_in_range(x, y), y, _bit_width(x) - 1).astype(f"int{_bit_width(x)}")
+    return (_bits_as(x, "int") >> amount).view(x.dtype)
 
 
 shift_left_p, shift_left = _nondifferentiable_binary("shift_left", shift_left_impl)

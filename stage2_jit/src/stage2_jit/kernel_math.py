@@ -101,47 +101,38 @@ def _integer_binary(emit):
     return intrinsic(typer)
 
 
-def _numpy_shift_right(builder, x, amount, signed):
-    """NumPy's ``x >> amount``: arithmetic for signed types, logical for unsigned; an amount
-    outside [0, bits) leaves only the sign (-1 or 0). LLVM's own shift is undefined there."""
-    width = ir.Constant(x.type, x.type.width)
-    in_range = builder.icmp_unsigned("<", amount, width)
-    safe = builder.select(in_range, amount, ir.Constant(x.type, 0))
-    if signed:
-        shifted = builder.ashr(x, safe)
-        sign = builder.ashr(x, ir.Constant(x.type, x.type.width - 1))
-    else:
-        shifted, sign = builder.lshr(x, safe), ir.Constant(x.type, 0)
-    return builder.select(in_range, shifted, sign)
+def _in_range(builder, amount):
+    """0 <= amount < bits. The comparison is unsigned, so a negative amount is out of range
+    (a huge one), as XLA treats shift amounts."""
+    return builder.icmp_unsigned("<", amount, ir.Constant(amount.type, amount.type.width))
+
+
+def _safe(builder, amount, in_range):
+    """An amount LLVM's shift is defined for (it is not for bits or more)."""
+    return builder.select(in_range, amount, ir.Constant(amount.type, 0))
 
 
 def _shift_left(builder, x, amount, signed):
-    """``x << amount``, 0 for an amount outside [0, bits): eager's ``where(y < bits, x << y,
-    0)`` (NumPy's ``<<`` gives 0 for a negative amount too)."""
-    in_range = builder.icmp_unsigned("<", amount, ir.Constant(x.type, x.type.width))
-    safe = builder.select(in_range, amount, ir.Constant(x.type, 0))
-    return builder.select(in_range, builder.shl(x, safe), ir.Constant(x.type, 0))
-
-
-def _at_least_width(builder, amount, signed):
-    compare = builder.icmp_signed if signed else builder.icmp_unsigned
-    return compare(">=", amount, ir.Constant(amount.type, amount.type.width))
+    """``x << amount``; 0 for an amount out of range."""
+    ok = _in_range(builder, amount)
+    return builder.select(ok, builder.shl(x, _safe(builder, amount, ok)),
+                          ir.Constant(x.type, 0))
 
 
 def _shift_right_logical(builder, x, amount, signed):
-    """Eager's ``where(y < bits, x >> y, 0)``. NB: on a signed type NumPy's ``>>`` is
-    arithmetic, so this shifts in the sign; XLA's shift_right_logical shifts in zeros."""
-    too_far = _at_least_width(builder, amount, signed)
-    shifted = _numpy_shift_right(builder, x, amount, signed)
-    return builder.select(too_far, ir.Constant(x.type, 0), shifted)
+    """Shifts the bit pattern right, zeros in at the top, whatever the type's signedness;
+    0 for an amount out of range."""
+    ok = _in_range(builder, amount)
+    return builder.select(ok, builder.lshr(x, _safe(builder, amount, ok)),
+                          ir.Constant(x.type, 0))
 
 
 def _shift_right_arithmetic(builder, x, amount, signed):
-    """Eager's ``x >> minimum(y, bits - 1)``. NB: on an unsigned type NumPy's ``>>`` is
-    logical; XLA's shift_right_arithmetic shifts in the top bit."""
+    """Shifts the bit pattern right, copies of the top bit in, whatever the type's
+    signedness; an amount out of range leaves only copies of the top bit (0 or all ones)."""
+    ok = _in_range(builder, amount)
     last = ir.Constant(x.type, x.type.width - 1)
-    clamped = builder.select(_at_least_width(builder, amount, signed), last, amount)
-    return _numpy_shift_right(builder, x, clamped, signed)
+    return builder.ashr(x, builder.select(ok, amount, last))
 
 
 def _divisor_cases(builder, y, signed):
