@@ -340,3 +340,17 @@ def test_jvp_under_jit_still_says_to_use_reverse_mode(order):
     fun = jvp_of(jax.jit(f)) if order == "jvp(jit)" else jax.jit(jvp_of(f))
     with pytest.raises(TypeError, match=r"jvp.*custom_vjp.*grad or vjp"):
         fun(X)
+
+
+def test_cpu_backend_inlines_the_forward_program_and_keeps_the_rule():
+    @jax.custom_vjp
+    def f(x):
+        return jnp.sin(x) * 2.0
+
+    f.defvjp(lambda x: (f(x), x), lambda r, ct: (ct * 10.0,))
+    g = jax.jit(lambda x: f(x) + 1.0, backend="cpu")
+    x = jnp.arange(4.0)
+    np.testing.assert_allclose(g(x), np.sin(np.arange(4.0)) * 2.0 + 1.0, rtol=1e-6)
+    assert "Not generated" not in g.lower(x).as_text()
+    grad = jax.grad(lambda x: jnp.sum(jax.jit(f, backend="cpu")(x)))(x)
+    np.testing.assert_allclose(grad, np.full(4, 10.0))

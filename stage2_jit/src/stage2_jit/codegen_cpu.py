@@ -191,9 +191,11 @@ ELEMENTWISE: dict[Primitive, Callable[[list[str], JaxprEqn], str]] = {
 # --8<-- [end:elementwise_rules]
 
 # What an inlined value costs to recompute at each use, in simple operations.
+# --8<-- [start:recompute_cost]
 _EXPENSIVE = {p.exp_p, p.log_p, p.log1p_p, p.expm1_p, p.sin_p, p.cos_p, p.tan_p, p.tanh_p,
               p.logistic_p, p.pow_p, p.atan2_p, p.div_p, p.rem_p, p.sqrt_p, p.erf_inv_p}
 RECOMPUTE_LIMIT = 2  # a value this cheap is recomputed where used rather than stored
+# --8<-- [end:recompute_cost]
 
 # Primitives that only say where to read: fused as index arithmetic.
 INDEX_MAPS = {p.broadcast_in_dim_p, p.transpose_p, p.squeeze_p, p.slice_p, p.rev_p, p.iota_p}
@@ -263,6 +265,7 @@ def _is_blas_dot(eqn: JaxprEqn) -> bool:
 # ------------------------------------------------------------------------------------------
 
 
+# --8<-- [start:dim_classes]
 class DimClasses:
     """Union-find over (value, axis): two axes are in one class when the program's types make
     them equal (an elementwise operand and its result, a transposed axis, a kept axis of a
@@ -345,6 +348,7 @@ def _indexed_axes(eqn: JaxprEqn):
     yield from ((operand, k + d, gathered, batch + d) for d in range(operand.aval.ndim - k))
     if eqn.primitive in SCATTERS:
         yield from ((operand, d, eqn.outvars[0], d) for d in range(operand.aval.ndim))
+# --8<-- [end:dim_classes]
 
 
 def _kept_axes(eqn: JaxprEqn):
@@ -404,6 +408,9 @@ class ProgramWriter:
         self.materialized = self._choose_materialized()
         self.parallel = False  # whether any loop is parallel (then Numba's parallel=True)
         self.flat = False  # while writing a loop over flattened arrays
+        # Elementwise loops may run over flattened arrays (one loop, however many dims),
+        # unless the program reduces: then loops over rows can merge with the reductions'.
+        self.flat_loops = not any(eqn.primitive in REDUCTIONS for eqn in jaxpr.eqns)
         self.flat_views: set[str] = set()
         self.comment_names = _Names()  # names as the jaxpr prints them, for the comments
         for var in [*jaxpr.invars, *(v for eqn in jaxpr.eqns for v in eqn.outvars)]:
@@ -531,7 +538,8 @@ class ProgramWriter:
         name = self._name_of(out)
         shape = [self.dim(out, k) for k in range(out.aval.ndim)]
         setup = [self._allocate(out, shape)]
-        if out.aval.ndim > 1 and self._eqn_reads_in_step(self.producer[out], out.aval.shape):
+        if (out.aval.ndim > 1 and self.flat_loops
+                and self._eqn_reads_in_step(self.producer[out], out.aval.shape)):
             self._emit_flat_loop(out, name, shape, setup, comment)
             return
         index = tuple(f"i{k}" for k in range(out.aval.ndim))
@@ -570,6 +578,7 @@ class ProgramWriter:
                         {out}, {out})
         self.blocks[-1].flat = True
 
+    # --8<-- [start:emit_nest]
     def _emit_nest(self, setup: list[str], shape: list[str], index: tuple[str, ...],
                    comment: str, body: list[str], work: int, produces: set[Var], writes: set[Var],
                    after: list[str] = (), serial: bool = False) -> None:
@@ -589,6 +598,7 @@ class ProgramWriter:
         self.blocks.append(Block(setup, (index[0], shape[0]), parallel, [comment, *nest],
                                  produces, writes,
                                  self.reads, list(after), serial=serial))
+    # --8<-- [end:emit_nest]
 
     # --8<-- [start:expr]
     def expr(self, atom: Any, index: tuple[str, ...], body: list[str],
@@ -705,6 +715,7 @@ class ProgramWriter:
                         operand.aval.size, {out}, writes, after)
     # --8<-- [end:emit_reduction]
 
+    # --8<-- [start:column_reduction]
     def _emit_column_reduction(self, operand, out, kept, axes, index, init, combine, setup,
                                comment):
         """Reduces the leading ``axes``: the kept (trailing) axes run innermost, so memory is
@@ -722,16 +733,18 @@ class ProgramWriter:
             nest = lines
             for line in reversed(inner_kept):
                 nest = [line, *_indent(nest)]
-            return [f"for {column} in range(b * {block}, min({extent}, (b + 1) * {block})):",
+            return [f"for {column} in range(block * {block}, "
+                    f"min({extent}, (block + 1) * {block})):",
                     *_indent(nest)]
 
         update = over_block([*body, f"{target} = {combine.format(acc=target, x=value)}"])
         for k in reversed(axes):
             update = [f"for {index[k]} in range({self.dim(operand, k)}):", *_indent(update)]
         blocks = f"({extent} + {block - 1}) // {block}"
-        self._emit_nest(setup, [blocks], ("b",), comment,
+        self._emit_nest(setup, [blocks], ("block",), comment,
                         [*over_block([f"{target} = {init}"]), *update],
                         operand.aval.size, {out}, set())
+    # --8<-- [end:column_reduction]
 
     def _emit_dot(self, eqn: JaxprEqn, comment: str) -> None:
         (lc, rc), _ = eqn.params["dimension_numbers"]
@@ -993,7 +1006,7 @@ class ProgramWriter:
 
     def _group_lines(self, group: list[Block]) -> list[str]:
         first = group[0]
-        setup = [line for block in group for line in block.setup]
+        setup = list(dict.fromkeys(line for block in group for line in block.setup))
         if first.loop is None:
             return setup + first.body + first.after
         outer, extent = first.loop
@@ -1115,6 +1128,7 @@ def _nest(body: list[str], index: tuple[str, ...], shape: list[str]) -> list[str
     return body
 
 
+# --8<-- [start:can_join]
 def _row_local(group: list[Block]) -> set[Var]:
     """The values the group writes only at its own outer index: a value that one block
     writes row by row and another anywhere (a pad's fill, then its copy) is not."""
@@ -1137,8 +1151,7 @@ def _can_join(group: list[Block], block: Block) -> bool:
     row_local = _row_local(group)
     return all(var in row_local and first_index == index
                for var, first_index in block.reads if var in produced)
-
-
+# --8<-- [end:can_join]
 
 
 def _prelude() -> list[str]:
@@ -1169,6 +1182,7 @@ _SHAPE_PARAMS = {"shape", "new_sizes", "limit_indices", "dimensions_sizes"}
 # ------------------------------------------------------------------------------------------
 
 
+# --8<-- [start:cpu_executable]
 class CpuExecutable:
     """Runs the generated function: flattens 0-d arrays, passes the dims, wraps results."""
 
@@ -1202,17 +1216,26 @@ class CpuExecutable:
             outs = self.kernel(self.dims, *arrays)
         self.checked = True
         return outs
+# --8<-- [end:cpu_executable]
+
+
+# --8<-- [start:inline_calls]
+CALL_PARAMS = {"jit": "jaxpr", "custom_vjp_call": "call_jaxpr"}  # primitive: its program
 
 
 def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
-    """Replaces each nested ``jit`` equation by the equations of its program, so fusion
-    sees through function boundaries (as XLA sees one module)."""
+    """Replaces each nested ``jit`` equation, and each ``custom_vjp_call`` (whose forward
+    program is all a kernel computes), by the equations of its program, so fusion sees
+    through function boundaries (as XLA sees one module)."""
     eqns: list[JaxprEqn] = []
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name != "jit":
+        if eqn.primitive.name not in CALL_PARAMS:
             eqns.append(eqn)
             continue
-        inner = inline_calls(eqn.params["jaxpr"].jaxpr)
+        called = eqn.params[CALL_PARAMS[eqn.primitive.name]]
+        if called.consts:
+            raise UnsupportedError(f"{eqn.primitive} of a program with constants")
+        inner = inline_calls(called.jaxpr)
         renamed: dict[Var, Any] = dict(zip(inner.invars, eqn.invars))
         for inner_eqn in inner.eqns:
             invars = [renamed.get(a, a) if isinstance(a, Var) else a for a in inner_eqn.invars]
@@ -1221,6 +1244,7 @@ def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
         for outer, result in zip(eqn.outvars, results):
             eqns.append(JaxprEqn(p.stop_gradient_p, [result], {}, [outer]))  # a plain copy
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+# --8<-- [end:inline_calls]
 
 
 def generate_source(jaxpr: Jaxpr) -> tuple[str, ProgramWriter]:
@@ -1235,11 +1259,11 @@ def compile_cpu(closed: ClosedJaxpr, fallback: Callable[[ClosedJaxpr], Callable]
     DCE), then generated; when a primitive is not covered, ``fallback``'s executable."""
     if closed.consts:
         raise ValueError("compile_cpu expects constants already turned into arguments.")
-    optimized = optimize(ClosedJaxpr(inline_calls(closed.jaxpr), []))
-    # Folding may leave array constants: the kernel takes them as its first arguments.
-    program = Jaxpr([], [*optimized.jaxpr.constvars, *optimized.jaxpr.invars],
-                    optimized.jaxpr.outvars, optimized.jaxpr.eqns)
     try:
+        optimized = optimize(ClosedJaxpr(inline_calls(closed.jaxpr), []))
+        # Folding may leave array constants: the kernel takes them as its first arguments.
+        program = Jaxpr([], [*optimized.jaxpr.constvars, *optimized.jaxpr.invars],
+                        optimized.jaxpr.outvars, optimized.jaxpr.eqns)
         source, writer = generate_source(program)
     except UnsupportedError as e:
         run = fallback(closed)

@@ -73,6 +73,7 @@ def select(typingctx, condition, if_true, if_false):
     return None
 
 
+# --8<-- [start:float32_from_bits]
 @intrinsic
 def float32_from_bits(typingctx, bits):
     """The float32 whose bit pattern is the low 32 bits of the integer ``bits``."""
@@ -86,6 +87,7 @@ def float32_from_bits(typingctx, bits):
             return builder.bitcast(value, ir.FloatType())
         return types.float32(bits), codegen
     return None
+# --8<-- [end:float32_from_bits]
 
 
 # --8<-- [start:integer_intrinsics]
@@ -224,6 +226,7 @@ def exp_f32(x):
 # --8<-- [end:exp_f32]
 
 
+# --8<-- [start:tanh_f32]
 # tanh(x) = x + x**3 P(x**2) for |x| < 0.625: P fitted by weighted least squares to
 # (tanh(s) - s) / s**3 on Chebyshev nodes in s**2 (see tests/stage2/test_kernel_math.py,
 # which measures the error of the whole function in ulps).
@@ -251,6 +254,7 @@ def tanh_f32(x):
 def logistic_f32(x):
     """1 / (1 + e**-x) with ``exp_f32``."""
     return F32(1.0) / (F32(1.0) + exp_f32(-x))
+# --8<-- [end:tanh_f32]
 
 
 # --8<-- [start:erf_inv]
