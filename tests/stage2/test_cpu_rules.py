@@ -6,6 +6,10 @@ Compiling a kernel takes a fraction of a second, so each rule has a handful of p
 small shapes; hypothesis varies shapes and values within one rank, which reuses the kernel.
 """
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -302,3 +306,28 @@ def test_dot_general_loops(case):
     else:  # wraps around, as NumPy's integer matmul does
         big = jnp.asarray(np.array([[2**30, 3], [-7, 2**31 - 1]], np.int32))
         check(jnp.matmul, big, big)
+
+
+LOOP_INVARIANT_HASH = """
+import numpy as np, stage2_jit as jax, stage2_jit.numpy as jnp
+from stage1_autodiff import primitives as lax
+def f(key):
+    zeros = jnp.zeros((5,), jnp.uint32)
+    a, b = lax.threefry2x32_p.bind(jnp.broadcast_to(key[0], (5,)),
+                                   jnp.broadcast_to(key[1], (5,)), zeros, zeros)
+    return a ^ b
+key = np.array([0, 42], np.uint32)
+np.testing.assert_array_equal(jax.jit(f)(key), f(key))
+print("Not generated" not in jax.jit(f).lower(key).as_text())
+"""
+
+
+def test_a_hash_of_broadcast_values_is_computed_once_and_compiles(tmp_path):
+    """Every element of this hash is the same: the kernel computes it once, outside the
+    loop. Inside the loop, LLVM's loop vectorizer did not finish compiling it (so this
+    runs in a child process with a time limit)."""
+    env = dict(os.environ, JAX_FROM_NUMPY_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", LOOP_INVARIANT_HASH], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"

@@ -37,7 +37,7 @@ from stage1_autodiff import primitives as p
 from . import kernel_math
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, _Names
 from .kernel_cache import cache_dir, forget_compiled_code, load_kernel_module, source_hash
-from .passes import optimize
+from .passes import dce, optimize
 
 PARALLEL_MIN_ELEMENTS = 1 << 15  # smaller loops run serially: threads cost more than they save
 
@@ -206,14 +206,22 @@ def _float_or(float_form: str, other_form: str) -> Callable[[np.dtype], str]:
     return lambda dtype: float_form if dtype.kind == "f" else other_form
 
 
+def _lowest(dtype: np.dtype) -> Any:
+    return -np.inf if dtype.kind == "f" else False if dtype.kind == "b" else np.iinfo(dtype).min
+
+
+def _highest(dtype: np.dtype) -> Any:
+    return np.inf if dtype.kind == "f" else True if dtype.kind == "b" else np.iinfo(dtype).max
+
+
 REDUCTIONS = {
     # primitive: (initial value, combine(acc, x) for a dtype)
     p.reduce_sum_p: (lambda dtype: 0, _float_or("add_reassoc({acc}, {x})", "({acc} + {x})")),
     p.reduce_prod_p: (lambda dtype: 1, _float_or("mul_reassoc({acc}, {x})", "({acc} * {x})")),
-    p.reduce_max_p: (lambda dtype: -np.inf if dtype.kind == "f" else np.iinfo(dtype).min,
-                     _float_or("max_reassoc({acc}, {x})", "select({x} > {acc}, {x}, {acc})")),
-    p.reduce_min_p: (lambda dtype: np.inf if dtype.kind == "f" else np.iinfo(dtype).max,
-                     _float_or("min_reassoc({acc}, {x})", "select({x} < {acc}, {x}, {acc})")),
+    p.reduce_max_p: (_lowest, _float_or("max_reassoc({acc}, {x})",
+                                        "select({x} > {acc}, {x}, {acc})")),
+    p.reduce_min_p: (_highest, _float_or("min_reassoc({acc}, {x})",
+                                         "select({x} < {acc}, {x}, {acc})")),
     p.reduce_and_p: (lambda dtype: True, lambda dtype: "({acc} & {x})"),
     p.reduce_or_p: (lambda dtype: False, lambda dtype: "({acc} | {x})"),
 }
@@ -1239,12 +1247,45 @@ def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
         renamed: dict[Var, Any] = dict(zip(inner.invars, eqn.invars))
         for inner_eqn in inner.eqns:
             invars = [renamed.get(a, a) if isinstance(a, Var) else a for a in inner_eqn.invars]
-            eqns.append(inner_eqn._replace(invars=invars))
+            # Fresh variables for each copy: a program called twice is inlined twice.
+            outvars = [Var(v.aval) for v in inner_eqn.outvars]
+            renamed.update(zip(inner_eqn.outvars, outvars))
+            eqns.append(inner_eqn._replace(invars=invars, outvars=outvars))
         results = [renamed.get(a, a) if isinstance(a, Var) else a for a in inner.outvars]
         for outer, result in zip(eqn.outvars, results):
             eqns.append(JaxprEqn(p.stop_gradient_p, [result], {}, [outer]))  # a plain copy
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
 # --8<-- [end:inline_calls]
+
+
+# --8<-- [start:sink_broadcasts]
+def sink_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
+    """``f(broadcast(a), broadcast(b))`` becomes ``broadcast(f(a, b))`` for an elementwise
+    ``f`` (and threefry2x32) whose operands are all broadcast the same way: the values are
+    computed once per distinct element, not once per copy. It also keeps loop-invariant
+    work out of loops, which matters beyond speed: LLVM's loop vectorizer (LLVM 22, in
+    Numba 0.68) does not finish on a loop whose body is a loop-invariant threefry hash."""
+    producer = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
+    eqns: list[JaxprEqn] = []
+    for eqn in jaxpr.eqns:
+        sources = [producer.get(a) if isinstance(a, Var) else None for a in eqn.invars]
+        first = sources[0] if sources else None
+        if ((eqn.primitive in ELEMENTWISE or eqn.primitive is p.threefry2x32_p)
+                and first is not None and first.primitive is p.broadcast_in_dim_p
+                and all(s is not None and s.primitive is p.broadcast_in_dim_p
+                        and s.params == first.params
+                        and s.invars[0].aval.shape == first.invars[0].aval.shape
+                        for s in sources)):
+            shape = first.invars[0].aval.shape
+            inner = [Var(out.aval._replace(shape=shape)) for out in eqn.outvars]
+            eqns.append(eqn._replace(invars=[s.invars[0] for s in sources], outvars=inner))
+            eqns += [first._replace(invars=[small], outvars=[out])
+                     for small, out in zip(inner, eqn.outvars)]
+            producer.update({out: eqns[-len(inner) + k] for k, out in enumerate(eqn.outvars)})
+        else:
+            eqns.append(eqn)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+# --8<-- [end:sink_broadcasts]
 
 
 def generate_source(jaxpr: Jaxpr) -> tuple[str, ProgramWriter]:
@@ -1261,6 +1302,7 @@ def compile_cpu(closed: ClosedJaxpr, fallback: Callable[[ClosedJaxpr], Callable]
         raise ValueError("compile_cpu expects constants already turned into arguments.")
     try:
         optimized = optimize(ClosedJaxpr(inline_calls(closed.jaxpr), []))
+        optimized = ClosedJaxpr(dce(sink_broadcasts(optimized.jaxpr)), optimized.consts)
         # Folding may leave array constants: the kernel takes them as its first arguments.
         program = Jaxpr([], [*optimized.jaxpr.constvars, *optimized.jaxpr.invars],
                         optimized.jaxpr.outvars, optimized.jaxpr.eqns)

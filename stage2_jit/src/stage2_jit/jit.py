@@ -51,7 +51,7 @@ from .passes import optimize
 from .tracing import _closed_with_consts_as_args, eval_jaxpr, jaxpr_as_fun, trace_to_jaxpr
 
 config.define("jax_disable_jit", False, "Runs jitted functions eagerly, op by op (debugging).")
-config.define("jax_default_backend", "interpreter", "The backend jit uses when none is given.")
+config.define("jax_default_backend", "cpu", "The backend jit uses when none is given.")
 
 BACKENDS = ("interpreter", "cpu")
 
@@ -436,6 +436,11 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
         backend: str | None = None) -> Any:
     """Compiles ``fun``: traced to a jaxpr on first call for each new signature (pytree
     structure, shapes, dtypes, weak types and static arguments), then run from the cache.
+
+    ``backend`` is ``"cpu"`` (one fused Numba kernel per program, the default) or
+    ``"interpreter"`` (the optimized jaxpr run one NumPy call per equation: the reference);
+    the default comes from ``config.jax_default_backend`` (environment variable
+    ``JAX_DEFAULT_BACKEND``).
 
     Example:
         >>> import stage2_jit as jax, stage2_jit.numpy as jnp

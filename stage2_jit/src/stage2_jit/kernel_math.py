@@ -31,7 +31,7 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
-from stage1_autodiff.primitives import _ERFINV_CENTRAL, _ERFINV_TAIL, _ROTATIONS
+from stage1_autodiff.primitives import _ERFINV_CENTRAL, _ERFINV_TAIL
 
 _REDUCTION_FLAGS = ("reassoc", "nsz")  # may reorder, may ignore the sign of zero
 
@@ -297,19 +297,37 @@ U32 = np.uint32
 
 
 # --8<-- [start:threefry2x32]
+@njit(cache=True, error_model="numpy", inline="always")
+def _mix(a, b, distance):
+    """One round: a += b; b = rotate_left(b, distance) ^ a (all modulo 2**32)."""
+    a = U32(a + b)
+    rotated = U32((b << U32(distance)) | (b >> U32(32 - distance)))
+    return a, U32(rotated ^ a)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _four_rounds(a, b, r0, r1, r2, r3, k_a, k_b, group):
+    """Four rounds with the given rotation distances, then the key injection of ``group``."""
+    a, b = _mix(a, b, r0)
+    a, b = _mix(a, b, r1)
+    a, b = _mix(a, b, r2)
+    a, b = _mix(a, b, r3)
+    return U32(a + k_a), U32(b + k_b + U32(group))
+
+
 @njit(cache=True, error_model="numpy")
 def threefry2x32(key1, key2, x1, x2):
     """Both words of the Threefry-2x32 hash of (x1, x2) under (key1, key2): 5 groups of 4
-    rounds, as eager's impl. Numba widens uint32 arithmetic, so every step is wrapped back
-    to uint32 (arithmetic modulo 2**32)."""
-    ks = (key1, key2, U32(key1 ^ key2 ^ U32(0x1BD11BDA)))
-    a, b = U32(x1 + ks[0]), U32(x2 + ks[1])
-    for i in range(5):
-        for distance in _ROTATIONS[i % 2]:
-            a = U32(a + b)
-            rotated = U32((b << U32(distance)) | (b >> U32(32 - distance)))
-            b = U32(rotated ^ a)
-        a = U32(a + ks[(i + 1) % 3])
-        b = U32(b + ks[(i + 2) % 3] + U32(i + 1))
+    rounds, as eager's impl, written out straight (no loops, no indexing into tuples) so
+    that LLVM sees plain integer arithmetic. Numba widens uint32 arithmetic, so every step
+    is wrapped back to uint32 (arithmetic modulo 2**32)."""
+    k0, k1 = U32(key1), U32(key2)
+    k2 = U32(k0 ^ k1 ^ U32(0x1BD11BDA))
+    a, b = U32(x1 + k0), U32(x2 + k1)
+    a, b = _four_rounds(a, b, 13, 15, 26, 6, k1, k2, 1)
+    a, b = _four_rounds(a, b, 17, 29, 16, 24, k2, k0, 2)
+    a, b = _four_rounds(a, b, 13, 15, 26, 6, k0, k1, 3)
+    a, b = _four_rounds(a, b, 17, 29, 16, 24, k1, k2, 4)
+    a, b = _four_rounds(a, b, 13, 15, 26, 6, k2, k0, 5)
     return a, b
 # --8<-- [end:threefry2x32]
