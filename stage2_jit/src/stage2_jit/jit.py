@@ -53,7 +53,7 @@ from .tracing import _closed_with_consts_as_args, eval_jaxpr, jaxpr_as_fun, trac
 config.define("jax_disable_jit", False, "Runs jitted functions eagerly, op by op (debugging).")
 config.define("jax_default_backend", "cpu", "The backend jit uses when none is given.")
 
-BACKENDS = ("interpreter", "cpu")
+BACKENDS = ("interpreter", "cpu", "cuda")
 
 # ------------------------------------------------------------------------------------------
 # jit_p: a primitive whose parameter is a program
@@ -208,9 +208,17 @@ def _as_output(value: Any, aval: ShapedArray) -> Array:
     return Array(value._value, aval.weak_type)
 
 
+def _cuda_compile(jaxpr: ClosedJaxpr) -> Callable[..., list[Array]]:
+    """NB: numba-cuda is optional, so the CUDA backend is imported on first use; it raises a
+    clear error when neither a GPU nor the simulator (NUMBA_ENABLE_CUDASIM=1) is there."""
+    from .codegen_cuda import compile_cuda
+    return compile_cuda(jaxpr, fallback=_interpreter_compile)
+
+
 _BACKEND_COMPILERS: dict[str, Callable[[ClosedJaxpr], Callable[..., list[Array]]]] = {
     "interpreter": _interpreter_compile,
     "cpu": lambda closed: compile_cpu(closed, fallback=_interpreter_compile),
+    "cuda": _cuda_compile,
 }
 # --8<-- [end:compile_jaxpr]
 
