@@ -56,6 +56,98 @@ def test_generated_source_is_a_grid_stride_kernel():
 
 
 def test_unsupported_program_falls_back():
-    f = jax.jit(lambda x: jnp.sum(x * 2.0), backend="cuda")
-    assert np.allclose(f(x23), np.sum(x23 * 2.0))
-    assert re.search("Not generated: reduce_sum", f.lower(x23).as_text())
+    f = jax.jit(lambda x: jnp.argmax(x * 2.0, axis=1), backend="cuda")
+    np.testing.assert_array_equal(f(x23), np.argmax(x23 * 2.0, axis=1))
+    assert re.search("Not generated: argmax", f.lower(x23).as_text())
+
+
+def _assert_equals_eager(f, *args, rtol=1e-5):
+    expected = f(*[jnp.asarray(a) for a in args])  # eager
+    got = jax.jit(f, backend="cuda")(*args)
+    for e, g in zip(jax.tree_util.tree_leaves(expected), jax.tree_util.tree_leaves(got)):
+        e, g = np.asarray(e), np.asarray(g)
+        assert g.dtype == e.dtype and g.shape == e.shape
+        np.testing.assert_allclose(g, e, rtol=rtol, atol=1e-6)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(e))  # -0.0 and NaN's sign too
+
+
+# Reductions: shapes with more rows than the simulator's blocks and more reduced elements than
+# its threads, so blocks take several rows and threads several elements.
+x5x7 = rng.standard_normal((5, 7)).astype(np.float32)
+x3x4x5 = rng.standard_normal((3, 4, 5)).astype(np.float32)
+i5x7 = rng.integers(-9, 9, (5, 7)).astype(np.int32)
+x_nan = x5x7.copy()
+x_nan[1, 2] = x_nan[4, 0] = np.nan
+REDUCTIONS = [jnp.sum, jnp.max, jnp.min, jnp.prod]
+AXES = [0, -1, None, (0, 2), 1]
+
+
+@pytest.mark.parametrize("reduce", REDUCTIONS, ids=lambda r: r.__name__)
+@pytest.mark.parametrize("axis", AXES, ids=str)
+def test_reduction_equals_eager(reduce, axis):
+    x = x3x4x5 if axis in [(0, 2), 1] else x5x7
+    _assert_equals_eager(lambda x: reduce(x * 0.5 + 1.0, axis=axis), x)
+
+
+@pytest.mark.parametrize("reduce", REDUCTIONS, ids=lambda r: r.__name__)
+@pytest.mark.parametrize("axis", [0, None], ids=str)
+def test_integer_reduction_equals_eager(reduce, axis):
+    _assert_equals_eager(lambda i: reduce(i % 3 + 1, axis=axis, keepdims=True), i5x7)
+
+
+@pytest.mark.parametrize("reduce", [jnp.max, jnp.min, jnp.sum], ids=lambda r: r.__name__)
+@pytest.mark.parametrize("axis", [0, -1, None], ids=str)
+def test_reduction_propagates_nan(reduce, axis):
+    _assert_equals_eager(lambda x: reduce(x, axis=axis), x_nan)
+
+
+def test_boolean_reductions_equal_eager():
+    _assert_equals_eager(lambda x: (jnp.all(x > -1.0, axis=0), jnp.any(x > 1.0, axis=1),
+                                    jnp.any(x > 5.0)), x5x7)
+
+
+def _layernorm(x, scale, offset):
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    variance = jnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
+    return (x - mean) / jnp.sqrt(variance + 1e-5) * scale + offset
+
+
+def test_softmax_and_layernorm_equal_eager():
+    x = rng.standard_normal((12, 33)).astype(np.float32)
+    _assert_equals_eager(lambda x: jax.nn.softmax(x * 3.0), x)
+    scale, offset = (rng.standard_normal(33).astype(np.float32) for _ in range(2))
+    _assert_equals_eager(_layernorm, x, scale, offset, rtol=1e-4)
+
+
+def test_softmax_source_is_fused_reductions_in_shared_memory():
+    text = jax.jit(jax.nn.softmax, backend="cuda").lower(x5x7).as_text()
+    assert "Not generated" not in text
+    assert text.count("cuda.shared.array(") == 2 and "cuda.syncthreads()" in text
+    assert "math.exp(" in text and "def select" not in text  # no device functions
+
+
+x_special = np.array([[-2.5, -0.5, -0.0, 0.0, 0.5, 2.5, 1e9], [np.nan, np.inf, -np.inf,
+                      3.0, -3.0, 8388607.5, -1.5]], np.float32)
+
+
+def test_rounding_sign_and_abs_equal_eager():
+    _assert_equals_eager(lambda x: (jnp.floor(x), jnp.ceil(x), jnp.sign(x), jnp.abs(x)),
+                         x_special)
+    _assert_equals_eager(lambda x: (jnp.floor(x), jnp.ceil(x)), x_special.astype(np.float64))
+    _assert_equals_eager(lambda i: (jnp.sign(i), jnp.abs(i)), i23)
+
+
+def test_integer_division_edge_cases():
+    i = np.array([7, -7, 7, -7, 5, -5, 0], np.int32)
+    j = np.array([2, 2, -2, -2, 0, -1, 0], np.int32)
+    _assert_equals_eager(lambda i, j: (i // j, i % j, jax.lax.div(i, j), jax.lax.rem(i, j)),
+                         i, j)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32])
+def test_shifts_equal_eager(dtype):
+    x = np.array([1, -1, 5, -8, 12345, -2**31, 7, 3], np.int64).astype(dtype)
+    amount = np.array([0, 1, 31, 2, 32, 33, -1, 4], np.int64).astype(dtype)
+    lax = jax.lax
+    _assert_equals_eager(lambda x, y: (lax.shift_left(x, y), lax.shift_right_logical(x, y),
+                                       lax.shift_right_arithmetic(x, y)), x, amount)

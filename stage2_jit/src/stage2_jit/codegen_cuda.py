@@ -1,4 +1,4 @@
-"""The CUDA backend (a first step): fused elementwise groups become ``@cuda.jit`` kernels.
+"""The CUDA backend (a first step): fused groups become ``@cuda.jit`` kernels.
 
 Fusion is the CPU backend's: the same materialized values (``ProgramWriter``), the same
 scalar expressions with inlined producers (``expr``), the same dims read at run time. What
@@ -8,17 +8,24 @@ loop (thread ``t`` of ``T`` handles elements ``t, t + T, t + 2T, ...``), so any 
 covers any array, and a small grid keeps Numba's CUDA simulator fast. A host function,
 also generated, allocates the results and launches the kernels in program order.
 
-Indices are 64-bit (``np.int64``), so arrays past 2**31 elements work; constants carry the
-program's dtype, as on the CPU, so a float32 program does no float64 math.
+A reduction is a kernel of its own, with its elementwise producers inlined: one block per
+result, whose threads each combine a share of the reduced elements, then combine their
+partial results in shared memory (``_emit_reduction``). A full reduction has one partial
+result per block, and a second kernel combines those.
 
-NB: this prototype covers programs made only of elementwise and index-map primitives;
-anything else raises ``UnsupportedError`` and ``compile_cuda`` falls back. Arrays are copied
-to the device and back on every call: device-resident arrays are a later step. In JAX the GPU
-path is XLA's (jax/_src/interpreters/pxla.py down to XLA's GPU emitters), not Python source.
+Indices are 64-bit (``np.int64``), so arrays past 2**31 elements work; constants carry the
+program's dtype, as on the CPU, so a float32 program does no float64 math. Kernels call no
+device functions: every rule is an inline expression.
+
+NB: this prototype covers elementwise, index-map and reduction primitives; anything else
+raises ``UnsupportedError`` and ``compile_cuda`` falls back. Arrays are copied to the device
+and back on every call: device-resident arrays are a later step. In JAX the GPU path is XLA's
+(jax/_src/interpreters/pxla.py down to XLA's GPU emitters), not Python source.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -70,14 +77,24 @@ def launch_config(n: int) -> tuple[int, int]:
     return min(blocks, MAX_BLOCKS), THREADS_PER_BLOCK
 
 
+def reduction_config(rows: int) -> tuple[int, int]:
+    """(blocks, threads per block) for a reduction to ``rows`` results: a block per result,
+    up to ``MAX_BLOCKS`` (then blocks take several). Threads per block are a power of two."""
+    from numba import config
+    if config.ENABLE_CUDASIM:
+        return min(max(rows, 1), SIMULATOR_BLOCKS), SIMULATOR_THREADS
+    return min(max(rows, 1), MAX_BLOCKS), THREADS_PER_BLOCK
+
+
 # ------------------------------------------------------------------------------------------
 # Elementwise rules that differ on CUDA
 # ------------------------------------------------------------------------------------------
 
 # NB: kernel_math's intrinsics (exp_f32, maximum, div_toward_zero...) are CPU-only: LLVM
 # intrinsics for Numba's CPU target, and the simulator runs kernels as plain Python. Here the
-# C math library's functions (libdevice has float32 versions: math.exp on a float32 is
-# __nv_expf) and small device functions in the generated prelude take their place.
+# C math library's functions take their place (libdevice has float32 versions: math.exp on a
+# float32 is __nv_expf), and everything else is written inline with conditional expressions,
+# which the compiler turns into selects: a kernel calls no device function of ours.
 
 
 def _math(name: str) -> Callable[[list[str], JaxprEqn], str]:
@@ -101,8 +118,95 @@ def _sign(args: list[str], eqn: JaxprEqn) -> str:
     dtype, x = eqn.outvars[0].aval.dtype, args[0]
     one, zero = typed_constant(1, dtype), typed_constant(0, dtype)
     if dtype.kind == "u":
-        return f"select({x} > {zero}, {one}, {zero})"
-    return f"select({x} > {zero}, {one}, select({x} < {zero}, -{one}, {x}))"  # NaN stays
+        return f"({one} if {x} > {zero} else {zero})"
+    nan_or_zero = f"({zero} if {x} == {zero} else {x})"  # NaN stays NaN; -0.0 gives 0.0
+    return f"({one} if {x} > {zero} else (-{one} if {x} < {zero} else {nan_or_zero}))"
+
+
+def _rounding(name: str) -> Callable[[list[str], JaxprEqn], str]:
+    """floor and ceil. ``math.floor`` of a float gives an integer in CUDA Python, so only a
+    float with a fraction goes through it: a larger one (2**23 and up in float32) is whole
+    already, and NaN and inf stay as they are. ``copysign`` keeps eager's -0.0 (ceil(-0.5))."""
+    def rule(args: list[str], eqn: JaxprEqn) -> str:
+        dtype, x = eqn.outvars[0].aval.dtype, args[0]
+        whole = typed_constant(2.0 ** (np.finfo(dtype).nmant), dtype)
+        rounded = f"{np_type(dtype)}(math.copysign({np_type(dtype)}(math.{name}({x})), {x}))"
+        return f"({rounded} if abs({x}) < {whole} else {x})"
+    return rule
+
+
+def _select_n(args: list[str], eqn: JaxprEqn) -> str:
+    which, *cases = args
+    if eqn.invars[0].aval.dtype == np.bool_:
+        return f"({cases[1]} if {which} else {cases[0]})"
+    expr = cases[-1]
+    for i in reversed(range(len(cases) - 1)):
+        expr = f"({cases[i]} if {which} == {i} else {expr})"
+    return expr
+
+
+def _extremum(comparison: str) -> Callable[[list[str], JaxprEqn], str]:
+    """max and min. Floats: NaN in, NaN out, as ``np.maximum`` (``a != a`` is NaN's test)."""
+    def rule(args: list[str], eqn: JaxprEqn) -> str:
+        a, b = args
+        if eqn.outvars[0].aval.dtype.kind == "f":
+            return f"({a} if ({a} {comparison} {b} or {a} != {a}) else {b})"
+        return f"({a} if {a} {comparison} {b} else {b})"
+    return rule
+
+
+def _quotient_toward_zero(x: str, y: str, dtype: np.dtype) -> str:
+    """x // y rounds toward minus infinity: one step back up when inexact with mixed signs.
+    Only for y other than 0 and -1 (callers test those first)."""
+    one, zero = typed_constant(1, dtype), typed_constant(0, dtype)
+    if dtype.kind == "u":
+        return f"({x} // {y})"
+    inexact = f"{x} % {y} != {zero} and ({x} < {zero}) != ({y} < {zero})"
+    return f"({x} // {y} + ({one} if {inexact} else {zero}))"
+
+
+def _div(args: list[str], eqn: JaxprEqn) -> str:
+    """Integers: C's (and XLA's) division, toward zero; all ones where y == 0 and -x where
+    y == -1, as eager gives. The conditional tests y before any division is done."""
+    dtype, (x, y) = eqn.outvars[0].aval.dtype, args
+    if dtype.kind not in "iu":
+        return f"({x} / {y})"
+    zero, all_ones = typed_constant(0, dtype), typed_constant(~np.array(0, dtype), dtype)
+    quotient = _quotient_toward_zero(x, y, dtype)
+    if dtype.kind == "i":
+        quotient = f"(-{x} if {y} == {all_ones} else {quotient})"
+    return f"({all_ones} if {y} == {zero} else {quotient})"
+
+
+def _rem(args: list[str], eqn: JaxprEqn) -> str:
+    """Integers: the remainder with x's sign (``np.fmod``); x where y == 0, 0 where y == -1."""
+    dtype, (x, y) = eqn.outvars[0].aval.dtype, args
+    if dtype.kind not in "iu":
+        return _math("fmod")(args, eqn)
+    zero = typed_constant(0, dtype)
+    remainder = f"({x} - {y} * {_quotient_toward_zero(x, y, dtype)})"
+    if dtype.kind == "i":
+        remainder = f"({zero} if {y} == {typed_constant(-1, dtype)} else {remainder})"
+    return f"({x} if {y} == {zero} else {remainder})"
+
+
+def _shift(direction: str) -> Callable[[list[str], JaxprEqn], str]:
+    """Shifts of the bit pattern, as XLA's: the logical shift works on an unsigned view, the
+    arithmetic one on a signed view, whatever x's type. An amount outside [0, bits) (a
+    negative one too) gives 0, or only copies of the sign bit for the arithmetic shift."""
+    def rule(args: list[str], eqn: JaxprEqn) -> str:
+        dtype, (x, y) = eqn.outvars[0].aval.dtype, args
+        bits = 8 * dtype.itemsize
+        in_range = f"{typed_constant(0, dtype)} <= {y} < {typed_constant(bits, dtype)}"
+        if direction == "left":
+            return f"({x} << {y} if {in_range} else {typed_constant(0, dtype)})"
+        if direction == "right_logical":
+            unsigned = np.dtype(f"uint{bits}")
+            view, zero = np_type(unsigned), typed_constant(0, unsigned)
+            return f"({view}({x}) >> {view}({y}) if {in_range} else {zero})"
+        signed = np_type(np.dtype(f"int{bits}"))
+        return f"({signed}({x}) >> {signed}({y} if {in_range} else {bits - 1}))"
+    return rule
 
 
 CUDA_ELEMENTWISE: dict[Primitive, Callable[[list[str], JaxprEqn], str]] = {
@@ -118,55 +222,37 @@ CUDA_ELEMENTWISE: dict[Primitive, Callable[[list[str], JaxprEqn], str]] = {
     p.sqrt_p: _math("sqrt"),
     p.pow_p: _math("pow"),
     p.atan2_p: _math("atan2"),
-    p.rem_p: _math("fmod"),  # integers: rem_toward_zero, below
+    p.floor_p: _rounding("floor"),
+    p.ceil_p: _rounding("ceil"),
+    p.div_p: _div,
+    p.rem_p: _rem,
+    p.max_p: _extremum(">"),
+    p.min_p: _extremum("<"),
+    p.select_n_p: _select_n,
+    p.shift_left_p: _shift("left"),
+    p.shift_right_logical_p: _shift("right_logical"),
+    p.shift_right_arithmetic_p: _shift("right_arithmetic"),
     p.abs_p: lambda args, eqn: f"abs({args[0]})",
     p.logistic_p: _logistic,
     p.sign_p: _sign,
 }
 
-# Not yet: their CPU rules call kernel_math intrinsics, or NumPy ufuncs that numba-cuda 0.30
-# does not compile (np.floor, np.ceil; math.floor returns an int64).
-CUDA_MISSING = {p.bitcast_convert_type_p, p.erf_inv_p, p.shift_left_p,
-                p.shift_right_logical_p, p.shift_right_arithmetic_p, p.floor_p, p.ceil_p}
+# Rules whose expression uses an operand more than once.
+REPEATED_OPERANDS = {p.sign_p, p.floor_p, p.ceil_p, p.div_p, p.rem_p, p.max_p, p.min_p,
+                     p.shift_left_p, p.shift_right_logical_p, p.shift_right_arithmetic_p}
 
-# Device functions the rules call, written so that the simulator (plain Python on NumPy
-# scalars) and the compiler (Numba types) give the same results as eager.
-_DEVICE_FUNCTIONS = '''
-@cuda.jit(device=True)
-def select(condition, if_true, if_false):
-    return if_true if condition else if_false
+# Not yet: their CPU rules call kernel_math intrinsics.
+CUDA_MISSING = {p.bitcast_convert_type_p, p.erf_inv_p}
 
-
-@cuda.jit(device=True)
-def maximum(a, b):  # NaN in, NaN out, as np.maximum
-    return a if (a > b or a != a) else b
-
-
-@cuda.jit(device=True)
-def minimum(a, b):
-    return a if (a < b or a != a) else b
-
-
-@cuda.jit(device=True)
-def div_toward_zero(x, y):  # C's integer division; eager's results for y == 0 and y == -1
-    if y == 0:
-        return ~(x ^ x)  # all ones, in x's type
-    if x < 0 and y == -1:
-        return -x
-    quotient = x // y  # rounds toward minus infinity: step back toward zero if inexact
-    if quotient * y != x and (x < 0) != (y < 0):
-        quotient += 1
-    return quotient
-
-
-@cuda.jit(device=True)
-def rem_toward_zero(x, y):  # the remainder with x's sign (np.fmod); x where y == 0
-    if y == 0:
-        return x
-    if x < 0 and y == -1:
-        return x ^ x
-    return x - div_toward_zero(x, y) * y
-'''
+# The CUDA form of each reduction's combine(acc, x); initial values are the CPU backend's.
+CUDA_COMBINES = {
+    p.reduce_sum_p: "({acc} + {x})",
+    p.reduce_prod_p: "({acc} * {x})",
+    p.reduce_max_p: "({x} if ({x} > {acc} or {x} != {x}) else {acc})",  # NaN sticks
+    p.reduce_min_p: "({x} if ({x} < {acc} or {x} != {x}) else {acc})",
+    p.reduce_and_p: "({acc} & {x})",
+    p.reduce_or_p: "({acc} | {x})",
+}
 
 
 # ------------------------------------------------------------------------------------------
@@ -184,6 +270,19 @@ class Kernel:
     size: str  # the number of elements, in dims
 
 
+@dataclass
+class _Reduction:
+    """What the kernels of one reduction are written from."""
+    out: Var
+    operand: Var
+    index: tuple[str, ...]  # one name per operand dim
+    axes: tuple[int, ...]  # the reduced dims
+    kept: list[int]  # the others
+    init: str
+    combine: str  # combine(acc, x) with {acc} and {x} to fill in
+    accumulate: list[str]  # lines that combine the operand at ``index`` into ``acc``
+
+
 class CudaProgramWriter(ProgramWriter):
     """Writes kernels (one per materialized value) and the host function that runs them."""
 
@@ -195,7 +294,9 @@ class CudaProgramWriter(ProgramWriter):
     def write(self) -> str:
         for eqn in self.jaxpr.eqns:
             _check_supported(eqn)
-            if eqn.outvars[0] in self.materialized:
+            if eqn.primitive in REDUCTIONS:
+                self._emit_reduction(eqn, f"# {self.eqn_text(eqn)}")
+            elif eqn.outvars[0] in self.materialized:
                 self._emit_kernel(eqn.outvars[0], f"# {self.eqn_text(eqn)}")
         outs = [self._host_output(a) for a in self.jaxpr.outvars]
         header = [f"d{i} = dims_host[{i}]" for i in range(len(self.dims))]
@@ -214,10 +315,20 @@ class CudaProgramWriter(ProgramWriter):
         if prim not in CUDA_ELEMENTWISE:
             return super()._fused(eqn, index, body, memo)  # index maps: where to read
         args = [self.expr(a, index, body, memo) for a in eqn.invars]
+        if prim in REPEATED_OPERANDS:  # a name for each, rather than repeated reads
+            args = [self._named(arg, body) for arg in args]
         value = CUDA_ELEMENTWISE[prim](args, eqn)
         if out.aval.dtype.kind in "iu":  # Numba widens int32 + int32 to int64: wrap back
             return f"{np_type(out.aval.dtype)}({value})"
         return value
+
+    def _named(self, value: str, body: list[str]) -> str:
+        """``value``, or a temporary holding it when it is more than a name or a constant."""
+        if value.isidentifier() or re.fullmatch(r"np\.\w+\([^()]*\)", value):
+            return value
+        name = self._temporary()
+        body.append(f"{name} = {value}")
+        return name
 
     # --8<-- [start:emit_kernel]
     def _emit_kernel(self, out: Var, comment: str) -> None:
@@ -253,6 +364,115 @@ class CudaProgramWriter(ProgramWriter):
         self._emit_launch(out, shape, kernel, params, size)
     # --8<-- [end:emit_kernel]
 
+    # --8<-- [start:emit_reduction]
+    def _emit_reduction(self, eqn: JaxprEqn, comment: str) -> None:
+        """One block per output element: its threads stride over the reduced elements, each
+        with its own accumulator, then combine them in shared memory. The operand expression
+        is inlined, so ``sum(exp(x - m))`` reads ``x`` once."""
+        out, operand = eqn.outvars[0], eqn.invars[0]
+        dtype = out.aval.dtype
+        combine = CUDA_COMBINES[eqn.primitive]
+        if dtype.kind in "iu":  # Numba widens int32 + int32 to int64: wrap back
+            combine = f"{np_type(dtype)}{combine}"
+        self.reads, self.flat_views = [], set()
+        self._name_of(out)
+        index = tuple(f"i{k}" for k in range(operand.aval.ndim))
+        body: list[str] = []
+        value = self.expr(operand, index, body, {})
+        if not value.isidentifier():  # a name for it: combines may use it more than once
+            body.append(f"x = {value}")
+            value = "x"
+        reduction = _Reduction(
+            out, operand, index, eqn.params["axes"],
+            [k for k in range(operand.aval.ndim) if k not in eqn.params["axes"]],
+            typed_constant(REDUCTIONS[eqn.primitive][0](dtype), dtype), combine,
+            [*body, f"acc = {combine.format(acc='acc', x=value)}"])
+        if reduction.kept:
+            self._emit_row_reduction(reduction, comment)
+        else:
+            self._emit_full_reduction(reduction, comment)
+
+    def _emit_row_reduction(self, r: _Reduction, comment: str) -> None:
+        name, dtype = self.names[r.out], r.out.aval.dtype
+        rows = [self.dim(r.operand, k) for k in r.kept]
+        reduced = [self.dim(r.operand, k) for k in r.axes]
+        kept_index = tuple(r.index[k] for k in r.kept)
+        lines = [f"m = np.int64({' * '.join(reduced)})  # reduced elements per output",
+                 "for o in range(np.int64(cuda.blockIdx.x), n, np.int64(cuda.gridDim.x)):",
+                 *_indent([*_unravel("o", kept_index, rows),
+                           f"acc = {r.init}",
+                           "for r in range(np.int64(tid), m, np.int64(cuda.blockDim.x)):",
+                           *_indent(_unravel("r", tuple(r.index[k] for k in r.axes), reduced)
+                                    + r.accumulate),
+                           *_tree(r.combine),
+                           "if tid == 0:",
+                           f"    {name}[{', '.join(kept_index)}] = shared[0]"])]
+        params, arrays = self._reduction_params(name, dtype, len(r.kept))
+        size = " * ".join(rows)
+        kernel = self._reduction_kernel(name, params, arrays, comment, size, lines)
+        self.host += [f"{name} = cuda.device_array(({', '.join(rows)},), "
+                      f"dtype={np_type(dtype)})",
+                      f"blocks, threads = reduction_config({size})",
+                      f"{kernel}[blocks, threads]({', '.join(['dims', *params])})"]
+
+    def _emit_full_reduction(self, r: _Reduction, comment: str) -> None:
+        """All threads of the grid stride over every element; each block writes one partial
+        result, and a second kernel (one block) combines the partials."""
+        name, dtype = self.names[r.out], r.out.aval.dtype
+        size = " * ".join(self.dim(r.operand, k) for k in r.axes)
+        partials = f"{name}_partials"
+        lines = [f"acc = {r.init}",
+                 "for r in range(np.int64(cuda.grid(1)), n, np.int64(cuda.gridsize(1))):",
+                 *_indent(_unravel("r", r.index, [self.dim(r.operand, k) for k in r.axes])
+                          + r.accumulate),
+                 *_tree(r.combine),
+                 "if tid == 0:",
+                 f"    {partials}[cuda.blockIdx.x] = shared[0]"]
+        params, arrays = self._reduction_params(partials, dtype, 1)
+        first = self._reduction_kernel(name, params, arrays, comment, size, lines)
+        finish = [f"acc = {r.init}",
+                  f"for r in range(tid, {partials}.shape[0], cuda.blockDim.x):",
+                  f"    x = {partials}[r]",
+                  f"    acc = {r.combine.format(acc='acc', x='x')}",
+                  *_tree(r.combine),
+                  "if tid == 0:",
+                  f"    {name}[0] = shared[0]"]
+        second = self._reduction_kernel(name, [partials, name], [(dtype, 1)] * 2,
+                                        "# the partial results of each block, combined",
+                                        None, finish)
+        self.host += [f"{name} = cuda.device_array((1,), dtype={np_type(dtype)})",
+                      f"blocks, threads = launch_config({size})",
+                      f"{partials} = cuda.device_array((blocks,), dtype={np_type(dtype)})",
+                      f"{first}[blocks, threads]({', '.join(['dims', *params])})",
+                      f"{second}[1, threads](dims, {partials}, {name})"]
+
+    def _reduction_params(self, target: str, dtype: np.dtype,
+                          ndim: int) -> tuple[list[str], list]:
+        """The arrays a reduction kernel reads, in first-read order, then its ``target``."""
+        params: list[str] = []
+        arrays: list[tuple[np.dtype, int]] = []
+        for var, _ in self.reads:
+            if self.names[var] not in params:
+                params.append(self.names[var])
+                arrays.append((var.aval.dtype, max(var.aval.ndim, 1)))
+        return [*params, target], [*arrays, (dtype, ndim)]
+
+    def _reduction_kernel(self, name: str, params: list[str], arrays: list, comment: str,
+                          size: str | None, lines: list[str]) -> str:
+        """A kernel with a shared array of one element per thread; ``n = size`` (elements
+        or rows, in dims) unless ``size`` is None (a kernel that reads no dims)."""
+        kernel = f"kernel{len(self.kernels)}_{name}"
+        header = [] if size is None else [*(f"d{i} = dims[{i}]" for i in range(len(self.dims))),
+                                          f"n = np.int64({size})"]
+        source = ["@cuda.jit", f"def {kernel}({', '.join(['dims', *params])}):",
+                  *_indent([comment, *header,
+                            f"shared = cuda.shared.array({THREADS_PER_BLOCK}, "
+                            f"{np_type(arrays[-1][0])})",
+                            "tid = cuda.threadIdx.x", *lines])]
+        self.kernels.append(Kernel(kernel, params, arrays, source, size or "1"))
+        return kernel
+    # --8<-- [end:emit_reduction]
+
     def _kernel_params(self, out: Var, flat: bool) -> tuple[list[str], list[tuple]]:
         """The arrays the kernel reads (in first-read order, flat views as ``x_flat``),
         then its result; and each one's (dtype, ndim) as the kernel sees it."""
@@ -286,14 +506,35 @@ class CudaProgramWriter(ProgramWriter):
 def _check_supported(eqn: JaxprEqn) -> None:
     if not eqn.outvars:
         raise UnsupportedError(f"{eqn.primitive} (an equation with an effect)")
-    if eqn.primitive in REDUCTIONS or not _is_fusible(eqn):
+    if eqn.primitive in REDUCTIONS:
+        if not eqn.params["axes"]:
+            raise UnsupportedError(f"{eqn.primitive} over no axes")
+        return
+    if not _is_fusible(eqn):
         raise UnsupportedError(str(eqn.primitive))
     if eqn.primitive in CUDA_MISSING:
         raise UnsupportedError(str(eqn.primitive))
 
 
+def _tree(combine: str) -> list[str]:
+    """Lines that combine each thread's ``acc`` into ``shared[0]``: a tree, halving the
+    active threads each step (the block size is a power of two)."""
+    return ["shared[tid] = acc  # then shared[tid] is always this thread's acc",
+            "cuda.syncthreads()",
+            "step = cuda.blockDim.x // 2",
+            "while step > 0:",
+            "    if tid < step:",
+            "        x = shared[tid + step]",
+            f"        acc = {combine.format(acc='acc', x='x')}",
+            "        shared[tid] = acc",
+            "    cuda.syncthreads()",
+            "    step //= 2"]
+
+
 def _unravel(flat: str, index: tuple[str, ...], shape: list[str]) -> list[str]:
     """Lines that split a flat (row-major) position into one index per dim."""
+    if len(index) == 1:
+        return [f"{index[0]} = {flat}"]
     lines = [f"rest = {flat}"]
     for k in reversed(range(1, len(index))):
         lines += [f"{index[k]} = rest % {shape[k]}", f"rest = rest // {shape[k]}"]
@@ -305,8 +546,7 @@ def _prelude() -> list[str]:
             "import math",
             "import numpy as np",
             "from numba import cuda",
-            "from stage2_jit.codegen_cuda import launch_config",
-            *_DEVICE_FUNCTIONS.splitlines()]
+            "from stage2_jit.codegen_cuda import launch_config, reduction_config"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -372,20 +612,12 @@ def kernels_ptx(source: str, writer: CudaProgramWriter,
     """Each kernel of ``source`` compiled to PTX for compute capability ``cc``: no GPU is
     needed, only the CUDA compiler libraries (pip install 'numba-cuda[cu13]'), and not the
     simulator (which compiles nothing)."""
-    from unittest import mock
-
     from numba import cuda, from_dtype, types
-    from numba.cuda import dispatcher
     module = load_kernel_module(source)
     ptx = {}
-    # NB: numba-cuda 0.30 compiles a called device function for the current device's compute
-    # capability, which needs a driver; here a stand-in device answers ``cc`` instead.
-    # Writing the helpers as inline expressions would remove the need (a later step).
-    device = mock.Mock(compute_capability=cc)
-    with mock.patch.object(dispatcher, "get_current_device", return_value=device):
-        for kernel in writer.kernels:
-            signature = (types.int64[::1], *(types.Array(from_dtype(dtype), ndim, "C")
-                                             for dtype, ndim in kernel.arrays))
-            function = getattr(module, kernel.name).py_func
-            ptx[kernel.name], _ = cuda.compile_ptx(function, signature, cc=cc)
+    for kernel in writer.kernels:
+        signature = (types.int64[::1], *(types.Array(from_dtype(dtype), ndim, "C")
+                                         for dtype, ndim in kernel.arrays))
+        function = getattr(module, kernel.name).py_func
+        ptx[kernel.name], _ = cuda.compile_ptx(function, signature, cc=cc)
     return ptx
