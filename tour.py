@@ -183,6 +183,26 @@ def tour_stage2() -> None:
         ratio = MEASURED["stage 1 step"] / per_step
         print(f"  stage 1 eager took {MEASURED['stage 1 step'] * 1e3:.2f} ms per step: jit is "
               f"{ratio:.1f}x {'faster' if ratio >= 1 else 'slower'}")
+    tour_stage2_cuda(jax, jnp, f)
+
+
+def tour_stage2_cuda(jax, jnp, f) -> None:
+    """The same function on the CUDA backend, when a GPU (or Numba's simulator) is there."""
+    import numpy as np
+    from stage2_jit.codegen_cuda import cuda_unavailable_reason
+
+    reason = cuda_unavailable_reason()
+    if reason is not None:
+        print(f"\nThe CUDA backend (jit(f, backend='cuda')) is not run here: {reason}.\n"
+              "  Install it with: python -m pip install -e './stage2_jit[cuda]'")
+        return
+    from numba import config
+
+    where = "Numba's CUDA simulator" if config.ENABLE_CUDASIM else "the GPU"
+    x = jnp.asarray(np.random.default_rng(1).random((64, 64), dtype=np.float32))
+    out = jax.jit(f, backend="cuda")(x)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(f(x)), rtol=1e-6)
+    print(f"\nOn the CUDA backend, run on {where}: x*x + x*2.0 on a 64x64 array equals eager.")
 
 
 SECTIONS = [
