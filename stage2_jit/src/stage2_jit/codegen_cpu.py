@@ -1295,17 +1295,25 @@ def generate_source(jaxpr: Jaxpr) -> tuple[str, ProgramWriter]:
     return writer.write(), writer
 
 
+def prepare_program(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Jaxpr]:
+    """What a code generator writes from (both backends): nested calls inlined, the passes
+    run, broadcasts sunk. Returns the optimized program and the same program with its
+    constants as leading inputs: folding may leave array constants, which the generated
+    function takes as its first arguments."""
+    optimized = optimize(ClosedJaxpr(inline_calls(closed.jaxpr), []))
+    optimized = ClosedJaxpr(dce(sink_broadcasts(optimized.jaxpr)), optimized.consts)
+    program = Jaxpr([], [*optimized.jaxpr.constvars, *optimized.jaxpr.invars],
+                    optimized.jaxpr.outvars, optimized.jaxpr.eqns)
+    return optimized, program
+
+
 def compile_cpu(closed: ClosedJaxpr, fallback: Callable[[ClosedJaxpr], Callable]) -> Callable:
     """The CPU executable for ``closed``: the program is optimized (constant folding, CSE,
     DCE), then generated; when a primitive is not covered, ``fallback``'s executable."""
     if closed.consts:
         raise ValueError("compile_cpu expects constants already turned into arguments.")
     try:
-        optimized = optimize(ClosedJaxpr(inline_calls(closed.jaxpr), []))
-        optimized = ClosedJaxpr(dce(sink_broadcasts(optimized.jaxpr)), optimized.consts)
-        # Folding may leave array constants: the kernel takes them as its first arguments.
-        program = Jaxpr([], [*optimized.jaxpr.constvars, *optimized.jaxpr.invars],
-                        optimized.jaxpr.outvars, optimized.jaxpr.eqns)
+        optimized, program = prepare_program(closed)
         source, writer = generate_source(program)
     except UnsupportedError as e:
         run = fallback(closed)

@@ -42,14 +42,12 @@ from .codegen_cpu import (
     UnsupportedError,
     _indent,
     _is_fusible,
-    inline_calls,
     np_type,
-    sink_broadcasts,
+    prepare_program,
     typed_constant,
 )
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from .kernel_cache import load_kernel_module
-from .passes import dce, optimize
 
 THREADS_PER_BLOCK = 256
 MAX_BLOCKS = 1024  # enough to fill a GPU; the grid-stride loop covers the rest
@@ -582,11 +580,7 @@ def generate_source(closed: ClosedJaxpr) -> tuple[str, CudaProgramWriter, Closed
     """The source for ``closed``, optimized as for the CPU (calls inlined, constants folded,
     broadcasts sunk); raises ``UnsupportedError`` for a program this backend cannot write.
     It needs no GPU: the kernels are compiled on their first launch (or by ``kernels_ptx``)."""
-    optimized = optimize(ClosedJaxpr(inline_calls(closed.jaxpr), []))
-    optimized = ClosedJaxpr(dce(sink_broadcasts(optimized.jaxpr)), optimized.consts)
-    # Folding may leave array constants: the host function takes them as its first arguments.
-    program = Jaxpr([], [*optimized.jaxpr.constvars, *optimized.jaxpr.invars],
-                    optimized.jaxpr.outvars, optimized.jaxpr.eqns)
+    optimized, program = prepare_program(closed)
     writer = CudaProgramWriter(program)
     return writer.write(), writer, optimized
 
