@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -240,6 +241,9 @@ class EvalTrace(Trace):
 
     def process_primitive(self, prim: Primitive, tracers: list[Array],
                           params: dict[str, Any]) -> list[Array]:
+        for t in tracers:  # an array that lives elsewhere (a GPU) runs the primitive there
+            if type(t) is not Array:
+                return type(t).apply_primitive(prim, tracers, params)
         values = [t._value for t in tracers]
         if trace_state.numpy_quiet:
             outs = impl_rules[prim](*values, **params)
@@ -496,6 +500,21 @@ class Tracer(ArrayMethods):
         return f"{type(self).__name__}<{self.aval.str_short()}>"
 
 
+@dataclass(frozen=True)
+class Device:
+    """Where an array's buffer lives. Stage 1 has one: the host CPU, holding NumPy arrays.
+    Stage 2 adds a CUDA GPU (``jax.devices("gpu")``)."""
+    platform: str  # "cpu" or "gpu", as JAX names them
+    id: int = 0
+    device_kind: str = "cpu"
+
+    def __repr__(self) -> str:
+        return f"{'Cpu' if self.platform == 'cpu' else 'Cuda'}Device(id={self.id})"
+
+
+CPU_DEVICE = Device("cpu")
+
+
 # --8<-- [start:array]
 class Array(ArrayMethods):
     """A concrete array: a NumPy buffer plus whether it is weakly typed.
@@ -525,6 +544,22 @@ class Array(ArrayMethods):
     def block_until_ready(self) -> Array:
         """Waits for the computation to finish; eager NumPy work is already finished."""
         return self
+
+    @property
+    def device(self) -> Device:
+        """The device holding the buffer: the host CPU (stage 2's GPU arrays override it)."""
+        return CPU_DEVICE
+
+    def devices(self) -> set[Device]:
+        return {self.device}
+
+    @classmethod
+    def apply_primitive(cls, prim: Primitive, arrays: list[Array],
+                        params: dict[str, Any]) -> list[Array]:
+        """Runs ``prim`` eagerly where arrays of this class live. Plain Arrays never get here
+        (``EvalTrace`` runs NumPy on them); a subclass whose buffer lives elsewhere (stage
+        2's arrays on a GPU) decides how its primitives run."""
+        raise NotImplementedError(f"{cls.__name__} does not say where its primitives run.")
 
     def _concrete_value(self, context: str) -> np.ndarray:
         return self._value

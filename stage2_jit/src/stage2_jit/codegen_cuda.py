@@ -35,6 +35,7 @@ from stage1_autodiff.core import Array, Primitive
 
 from stage1_autodiff import primitives as p
 
+from .devices import GpuArray
 from .codegen_cpu import (
     ELEMENTWISE,
     REDUCTIONS,
@@ -497,8 +498,8 @@ class CudaProgramWriter(ProgramWriter):
 
     def _host_output(self, atom: Any) -> str:
         if isinstance(atom, Literal):
-            return f"np.full(1, {typed_constant(atom.val, atom.aval.dtype)})"
-        return f"{self.names[atom]}.copy_to_host()"
+            return f"cuda.to_device(np.full(1, {typed_constant(atom.val, atom.aval.dtype)}))"
+        return self.names[atom]
 
 
 def _check_supported(eqn: JaxprEqn) -> None:
@@ -552,28 +553,47 @@ def _prelude() -> list[str]:
 # ------------------------------------------------------------------------------------------
 
 
+# --8<-- [start:cuda_executable]
 class CudaExecutable:
-    """Runs the generated host function: inputs to the device, results back to the host."""
+    """Runs the generated host function on device buffers: arguments already on the GPU are
+    used as they are, host arrays are copied there, and the results stay there (GpuArrays)."""
 
     def __init__(self, closed: ClosedJaxpr, source: str, writer: CudaProgramWriter,
                  optimized: ClosedJaxpr) -> None:
         from numba import cuda
         self.optimized = optimized
-        self.consts = [np.ascontiguousarray(np.asarray(c)) for c in optimized.consts]
         self.source = source
         self.program = load_kernel_module(source).program
+        self.consts = [to_device(np.asarray(c)) for c in optimized.consts]  # copied once
         self.dims_host = np.array([var.aval.shape[k] for var, k in writer.dims], dtype=np.int64)
         self.dims = cuda.to_device(self.dims_host if self.dims_host.size else np.zeros(1, np.int64))
-        self.in_avals, self.out_avals = closed.in_avals, closed.out_avals
+        self.out_avals = closed.out_avals
 
-    def __call__(self, *args: np.ndarray) -> list[Array]:
-        from numba import cuda
-        arrays = [np.ascontiguousarray(x).reshape(-1 if not aval.shape else aval.shape)
-                  for x, aval in zip(args, self.in_avals)]
-        device = [cuda.to_device(x) for x in self.consts + arrays]
-        outs = self.program(self.dims_host, self.dims, *device)
-        return [Array(np.asarray(o).reshape(aval.shape), aval.weak_type)
-                for o, aval in zip(outs, self.out_avals)]
+    def __call__(self, *args: Any) -> list[GpuArray]:
+        outs = self.program(self.dims_host, self.dims, *self.consts, *map(to_device, args))
+        return [GpuArray(o, aval) for o, aval in zip(outs, self.out_avals)]
+
+
+def to_device(x: Any) -> Any:
+    """A device buffer for ``x``: itself when it is one already, else a copy of the host array
+    (a 0-d array as shape (1,), as kernels store scalars)."""
+    if hasattr(x, "__cuda_array_interface__"):
+        return x
+    from numba import cuda
+    x = np.ascontiguousarray(x)
+    return cuda.to_device(x.reshape(x.shape or (1,)))
+
+
+def _on_the_host(run: Callable[..., list[Array]], out_avals: list) -> Callable:
+    """``run`` (a host executable) for device arguments: they are copied to the host, and the
+    results back to the GPU, so the arrays a caller sees stay GpuArrays."""
+    def on_host(*args: Any) -> list[GpuArray]:
+        host = [x.copy_to_host() if hasattr(x, "copy_to_host") else x for x in args]
+        return [GpuArray(to_device(np.asarray(o)), aval)
+                for o, aval in zip(run(*host), out_avals)]
+    on_host.optimized = getattr(run, "optimized", None)
+    return on_host
+# --8<-- [end:cuda_executable]
 
 
 def generate_source(closed: ClosedJaxpr) -> tuple[str, CudaProgramWriter, ClosedJaxpr]:
@@ -595,8 +615,9 @@ def compile_cuda(closed: ClosedJaxpr, fallback: Callable[[ClosedJaxpr], Callable
     try:
         source, writer, optimized = generate_source(closed)
     except UnsupportedError as e:
-        run = fallback(closed)
-        run.source = f"# Not generated: {e} has no CUDA code generation rule yet.\n"
+        run = _on_the_host(fallback(closed), closed.out_avals)
+        run.source = (f"# Not generated: {e} has no CUDA code generation rule: the program "
+                      f"runs on the host (arrays are copied there and back).\n")
         return run
     return CudaExecutable(closed, source, writer, optimized)
 

@@ -46,6 +46,7 @@ from stage1_autodiff import primitives as lax
 
 from .abstract_eval import abstract_eval_rules
 from .codegen_cpu import compile_cpu
+from .devices import GpuArray
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal
 from .passes import optimize
 from .tracing import _closed_with_consts_as_args, eval_jaxpr, jaxpr_as_fun, trace_to_jaxpr
@@ -54,6 +55,7 @@ config.define("jax_disable_jit", False, "Runs jitted functions eagerly, op by op
 config.define("jax_default_backend", "cpu", "The backend jit uses when none is given.")
 
 BACKENDS = ("interpreter", "cpu", "cuda")
+BACKEND_ALIASES = {"gpu": "cuda"}  # JAX's platform name for the same backend
 
 # ------------------------------------------------------------------------------------------
 # jit_p: a primitive whose parameter is a program
@@ -215,6 +217,27 @@ def _cuda_compile(jaxpr: ClosedJaxpr) -> Callable[..., list[Array]]:
     return compile_cuda(jaxpr, fallback=_interpreter_compile)
 
 
+# --8<-- [start:values_for]
+def values_for(backend: str, arrays: Sequence[Array]) -> list[Any]:
+    """What an executable of ``backend`` is called with: the buffers of GPU arrays as they
+    are for the ``cuda`` backend (no copy), NumPy arrays for the host backends (a GPU array
+    is copied to the host)."""
+    if backend == "cuda":
+        return [a._buffer if type(a) is GpuArray else a._value for a in arrays]
+    return [a._value for a in arrays]
+
+
+def _backend_for(chosen: str | None, arrays: Sequence[Any]) -> str:
+    """The backend a call runs on: the one ``jit`` was given; else the GPU when an argument
+    lives there (computation follows data, as in JAX); else the configured default."""
+    if chosen is not None:
+        return chosen
+    if any(type(a) is GpuArray for a in arrays):
+        return "cuda"
+    return BACKEND_ALIASES.get(config.jax_default_backend, config.jax_default_backend)
+# --8<-- [end:values_for]
+
+
 _BACKEND_COMPILERS: dict[str, Callable[[ClosedJaxpr], Callable[..., list[Array]]]] = {
     "interpreter": _interpreter_compile,
     "cpu": lambda closed: compile_cpu(closed, fallback=_interpreter_compile),
@@ -255,6 +278,7 @@ class Jitted:
         self.static_argnums = _as_tuple(static_argnums)
         self.static_argnames = _as_tuple(static_argnames)
         self.donate_argnums = _as_tuple(donate_argnums)  # NB: accepted; buffers are not reused
+        backend = BACKEND_ALIASES.get(backend, backend)
         if backend is not None and backend not in BACKENDS:
             raise ValueError(f"Unknown backend {backend!r} for jit. Available backends: "
                              f"{', '.join(BACKENDS)}.")
@@ -279,7 +303,7 @@ class Jitted:
         if fast is not None:
             return fast[0]
         entry, leaves = self._lookup(args, kwargs)
-        backend = self.backend or config.jax_default_backend
+        backend = _backend_for(self.backend, leaves)
         outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.program, name=self._name,
                           backend=backend)
         return entry.results(outs)
@@ -292,7 +316,8 @@ class Jitted:
         (what binding jit_p would do, minus the dispatch). None when it does not apply."""
         if kwargs or self._static_nums or trace_state.dynamic_trace.level:
             return None
-        if len(trace_state.trace_stack) > 1 or any(type(a) is not Array for a in args):
+        if len(trace_state.trace_stack) > 1 or any(
+                type(a) is not Array and type(a) is not GpuArray for a in args):
             return None
         in_tree = self._arg_trees.get(len(args))
         if in_tree is None:
@@ -301,8 +326,9 @@ class Jitted:
         entry = self._cache.get(key)
         if entry is None or entry.consts:
             return None
-        executable = compile_jaxpr(entry.program, self.backend or config.jax_default_backend)
-        return (entry.results(executable(*[a._value for a in args])),)
+        backend = _backend_for(self.backend, args)
+        executable = compile_jaxpr(entry.program, backend)
+        return (entry.results(executable(*values_for(backend, args))),)
     # --8<-- [end:fast_call]
 
     # --8<-- [start:jit_lookup]
@@ -384,8 +410,8 @@ class Jitted:
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Traces for these arguments without running: JAX's ahead-of-time first step."""
-        entry, _ = self._lookup(args, kwargs)
-        return Lowered(entry, self.backend or config.jax_default_backend)
+        entry, leaves = self._lookup(args, kwargs)
+        return Lowered(entry, _backend_for(self.backend, leaves))
 
 
 # --8<-- [start:cache_key]
@@ -505,7 +531,7 @@ class Compiled:
                             f"{[a.str_short() for a in expected]}, but was called with "
                             f"{[a.str_short() for a in found]}. Call jit(f) to compile "
                             f"for other types.")
-        values = [np.asarray(c) for c in self._entry.consts] + [x._value for x in leaves]
+        values = values_for(self.backend, [asarray(c) for c in self._entry.consts] + leaves)
         return self._entry.results(self._executable(*values))
 
     def as_text(self) -> str:
