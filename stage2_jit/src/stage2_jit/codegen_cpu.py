@@ -792,13 +792,7 @@ class ProgramWriter:
         dtype, acc = x.aval.dtype, f"{self._name_of(out)}_acc"
         inner: list[str] = []
         a, b = self.expr(x, x_index, inner, {}), self.expr(y, y_index, inner, {})
-        if dtype == np.bool_:  # NumPy's boolean dot: any(x and y)
-            combine = f"{acc} | ({a} & {b})"
-        elif dtype.kind == "f":
-            combine = f"add_reassoc({acc}, {a} * {b})"
-        else:
-            combine = f"{acc} + {a} * {b}"
-        nest = [*inner, f"{acc} = {combine}"]
+        nest = [*inner, f"{acc} = {self._multiply_add(acc, a, b, dtype)}"]
         for n in reversed(range(len(lc))):
             nest = [f"for {sums[n]} in range({self.dim(x, lc[n])}):", *_indent(nest)]
         result = acc if dtype.kind not in "iu" else f"{np_type(dtype)}({acc})"  # wrap
@@ -811,6 +805,14 @@ class ProgramWriter:
         self._emit_nest([self._allocate(out, shape)], shape, index, comment, body, work,
                         {out}, {out})
     # --8<-- [end:emit_contraction]
+
+    def _multiply_add(self, acc: str, a: str, b: str, dtype: np.dtype) -> str:
+        """``acc + a * b``: the sum may be reordered (vectorised) for floats."""
+        if dtype == np.bool_:  # NumPy's boolean dot: any(x and y)
+            return f"{acc} | ({a} & {b})"
+        if dtype.kind == "f":
+            return f"add_reassoc({acc}, {a} * {b})"
+        return f"{acc} + {a} * {b}"
 
     def _emit_arg_reduction(self, eqn: JaxprEqn, comment: str) -> None:
         """argmax (argmin): a running best value and its index along the axis, replaced by a
@@ -891,12 +893,21 @@ class ProgramWriter:
         update: list[str] = []
         new = self.expr(updates, update_index, update, {})
         target = self._at(out, (*picked, *update_index[batch:]))
-        update.append(f"{target} = {_scatter_combine(eqn.primitive, out.aval.dtype, target, new)}")
+        combined = self._scatter_combine(eqn.primitive, out.aval.dtype, target, new)
+        update.append(f"{target} = {combined}")
         rest = [self.dim(updates, d) for d in range(batch, updates.aval.ndim)]
         body += [f"if {in_range}:", *_indent(_nest(update, update_index[batch:], rest))]
         self._emit_nest([], [self.dim(updates, d) for d in range(batch)], update_index[:batch],
                         "#   then the updates, in order (serial: repeated indices combine)",
                         body, updates.aval.size, {out}, set(), serial=True)
+
+    def _scatter_combine(self, prim: Primitive, dtype: np.dtype, old: str, new: str) -> str:
+        float_form, integer_form, bool_form = SCATTERS[prim]
+        if dtype == np.bool_:
+            return bool_form.format(old=old, new=new)
+        if dtype.kind == "f":
+            return float_form.format(old=old, new=new)
+        return f"{np_type(dtype)}({integer_form.format(old=old, new=new)})"  # wrap, as NumPy
 
     # --8<-- [start:emit_sort]
     def _emit_sort(self, eqn: JaxprEqn, comment: str) -> None:
@@ -1112,14 +1123,6 @@ def _clamped(raw: str, dtype: np.dtype, size: str) -> str:
         return f"min({raw}, np.uint64({size} - 1))"
     return f"min(max({raw}, 0), {size} - 1)"
 
-
-def _scatter_combine(prim: Primitive, dtype: np.dtype, old: str, new: str) -> str:
-    float_form, integer_form, bool_form = SCATTERS[prim]
-    if dtype == np.bool_:
-        return bool_form.format(old=old, new=new)
-    if dtype.kind == "f":
-        return float_form.format(old=old, new=new)
-    return f"{np_type(dtype)}({integer_form.format(old=old, new=new)})"  # wrap, as NumPy
 
 def _strided(start: int, i: str, stride: int) -> str:
     """``start + i * stride`` as plain as it can be written (a number, for a number ``i``)."""

@@ -32,12 +32,13 @@ from typing import Any
 
 import numpy as np
 from stage1_autodiff.core import Array, Primitive
+from stage1_autodiff.primitives import _ERFINV_CENTRAL, _ERFINV_TAIL
 
 from stage1_autodiff import primitives as p
 
-from .devices import GpuArray
 from .codegen_cpu import (
     ELEMENTWISE,
+    LOOP_RULES,
     REDUCTIONS,
     ProgramWriter,
     UnsupportedError,
@@ -47,6 +48,7 @@ from .codegen_cpu import (
     prepare_program,
     typed_constant,
 )
+from .devices import GpuArray
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from .kernel_cache import load_kernel_module
 
@@ -144,11 +146,11 @@ def _select_n(args: list[str], eqn: JaxprEqn) -> str:
     return expr
 
 
-def _extremum(comparison: str) -> Callable[[list[str], JaxprEqn], str]:
+def _extremum(comparison: str) -> Callable[..., str]:
     """max and min. Floats: NaN in, NaN out, as ``np.maximum`` (``a != a`` is NaN's test)."""
-    def rule(args: list[str], eqn: JaxprEqn) -> str:
+    def rule(args: list[str], eqn: JaxprEqn | None, dtype: np.dtype | None = None) -> str:
         a, b = args
-        if eqn.outvars[0].aval.dtype.kind == "f":
+        if (dtype or eqn.outvars[0].aval.dtype).kind == "f":
             return f"({a} if ({a} {comparison} {b} or {a} != {a}) else {b})"
         return f"({a} if {a} {comparison} {b} else {b})"
     return rule
@@ -240,8 +242,110 @@ CUDA_ELEMENTWISE: dict[Primitive, Callable[[list[str], JaxprEqn], str]] = {
 REPEATED_OPERANDS = {p.sign_p, p.floor_p, p.ceil_p, p.div_p, p.rem_p, p.max_p, p.min_p,
                      p.shift_left_p, p.shift_right_logical_p, p.shift_right_arithmetic_p}
 
-# Not yet: their CPU rules call kernel_math intrinsics.
-CUDA_MISSING = {p.bitcast_convert_type_p, p.erf_inv_p}
+# No CUDA rule: a program with one of these runs on the host.
+CUDA_MISSING = {p.sort_p}
+
+# --8<-- [start:cuda_statements]
+# Rules written as statements (temporaries, both branches computed, then selected): each
+# appends lines to ``body`` and returns the name of its result.
+
+
+def _bitcast(writer: CudaProgramWriter, args: list[str], eqn: JaxprEqn, body: list[str]) -> str:
+    """The same bits read as another type of the same width, by integer arithmetic (CUDA
+    Python has no reinterpreting cast that compiles without a GPU): an integer's fields give
+    a float through ``ldexp``, a float's ``frexp`` gives the fields. NB: every NaN becomes
+    the canonical quiet NaN."""
+    source, target = eqn.invars[0].aval.dtype, np.dtype(eqn.params["new_dtype"])
+    x, out = args[0], writer._temporary()
+    if source == target:
+        return x
+    if source.kind in "iub" and target.kind in "iub":  # a signed or unsigned view
+        body.append(f"{out} = {np_type(target)}({x})")
+        return out
+    info = np.finfo(target if target.kind == "f" else source)
+    mant, bias, bits = info.nmant, -info.minexp + 1, 8 * source.itemsize
+    top = 2 * bias + 1  # the exponent field of inf and NaN
+    real = np_type(info.dtype)
+    if target.kind == "f":  # integer fields -> float
+        word = typed_constant
+        e, m, sign = writer._temporary(), writer._temporary(), writer._temporary()
+        body += [f"{e} = np.int32(({x} >> {word(mant, source)}) & {word(top, source)})",
+                 f"{m} = {x} & {word(2 ** mant - 1, source)}",
+                 f"{sign} = ({x} >> {word(bits - 1, source)}) & {word(1, source)}",
+                 f"if {e} == {top}:  # inf or NaN",
+                 f"    {out} = {real}(np.inf) if {m} == 0 else {real}(np.nan)",
+                 f"elif {e} == 0:  # zero or subnormal",
+                 f"    {out} = {real}(math.ldexp({real}({m}), {1 - bias - mant}))",
+                 "else:",
+                 f"    {out} = {real}(math.ldexp({real}({m} + {word(2 ** mant, source)}), "
+                 f"int({e} - np.int32({bias + mant}))))",
+                 f"{out} = -{out} if {sign} != 0 else {out}"]
+        return out
+    # float -> integer fields, assembled in uint64
+    fraction, e, biased, field = (writer._temporary() for _ in range(4))
+    u64 = "np.uint64"
+    body += [f"{fraction}, {e} = math.frexp(abs({x}))",
+             f"{biased} = np.int64({e}) + {bias - 1}",
+             f"if {x} != {x}:  # NaN: the canonical quiet NaN",
+             f"    {field} = {u64}({top << mant | 1 << (mant - 1)})",
+             f"elif abs({x}) == {real}(np.inf):",
+             f"    {field} = {u64}({top << mant})",
+             f"elif {x} == {real}(0):",
+             f"    {field} = {u64}(0)",
+             f"elif {biased} >= 1:",
+             f"    {field} = ({u64}({biased}) << {u64}({mant})) | ({u64}(math.ldexp({fraction}, "
+             f"{mant + 1})) - {u64}({2 ** mant}))",
+             "else:  # subnormal",
+             f"    {field} = {u64}(math.ldexp(abs({x}), {bias - 1 + mant}))",
+             f"if math.copysign({real}(1), {x}) < {real}(0):",
+             f"    {field} = {field} | ({u64}(1) << {u64}({bits - 1}))",
+             f"{out} = {np_type(target)}({field})"]
+    return out
+
+
+def _erf_inv(writer: CudaProgramWriter, args: list[str], eqn: JaxprEqn, body: list[str]) -> str:
+    """erfinv as eager's: Giles' two polynomials in w = -log(1 - x**2) (the central one for
+    w < 5), both evaluated, one chosen; float64 adds two Newton steps on erf(z) = x."""
+    dtype, x = eqn.outvars[0].aval.dtype, args[0]
+    real = np_type(dtype)
+    w, central, tail, out = (writer._temporary() for _ in range(4))
+    body += [f"{w} = -{real}(math.log1p(-{x} * {x})) if abs({x}) < {real}(1) else {real}(np.inf)",
+             f"{central} = {typed_constant(_ERFINV_CENTRAL[0], dtype)}",
+             f"{tail} = {typed_constant(_ERFINV_TAIL[0], dtype)}"]
+    for c, t in zip(_ERFINV_CENTRAL[1:], _ERFINV_TAIL[1:]):
+        body += [f"{central} = {typed_constant(c, dtype)} + {central} * ({w} - {real}(2.5))",
+                 f"{tail} = {typed_constant(t, dtype)} + {tail} * "
+                 f"({real}(math.sqrt({w})) - {real}(3.0))"]
+    body.append(f"{out} = ({central} if {w} < {real}(5.0) else {tail}) * {x}")
+    if dtype == np.float64:
+        body += ["for _ in range(2):",
+                 f"    {out} = {out} - (math.erf({out}) - {x}) / "
+                 f"({2 / np.sqrt(np.pi)!r} * math.exp(-{out} * {out}))"]
+    body += [f"if abs({x}) >= {real}(1):  # +-1 gives +-inf, beyond it NaN",
+             f"    {out} = {x} * {real}(np.inf) if abs({x}) == {real}(1) else {real}(np.nan)"]
+    return out
+
+
+CUDA_STATEMENTS = {p.bitcast_convert_type_p: _bitcast, p.erf_inv_p: _erf_inv}
+# --8<-- [end:cuda_statements]
+
+
+def _threefry_lines(k0: str, k1: str, a: str, b: str) -> list[str]:
+    """Straight-line Threefry-2x32 of words (a, b) under key (k0, k1), into ``a`` and ``b``.
+    Numba widens uint32 arithmetic, so every step is wrapped back to uint32."""
+    u = "np.uint32"
+    lines = [f"k2 = {u}({k0} ^ {k1} ^ {u}(0x1BD11BDA))",
+             f"a = {u}({a} + {k0})", f"b = {u}({b} + {k1})"]
+    keys = [k0, k1, "k2"]
+    rotations = [(13, 15, 26, 6), (17, 29, 16, 24)]
+    for group in range(1, 6):
+        for r in rotations[(group - 1) % 2]:
+            lines += ["a = np.uint32(a + b)",
+                      f"b = {u}({u}(({u}(b) << {u}({r})) | (b >> {u}({32 - r}))) ^ a)"]
+        lines += [f"a = {u}(a + {keys[group % 3]})",
+                  f"b = {u}(b + {keys[(group + 1) % 3]} + {u}({group}))"]
+    return lines
+
 
 # The CUDA form of each reduction's combine(acc, x); initial values are the CPU backend's.
 CUDA_COMBINES = {
@@ -292,11 +396,12 @@ class CudaProgramWriter(ProgramWriter):
 
     def write(self) -> str:
         for eqn in self.jaxpr.eqns:
-            _check_supported(eqn)
-            if eqn.primitive in REDUCTIONS:
-                self._emit_reduction(eqn, f"# {self.eqn_text(eqn)}")
-            elif eqn.outvars[0] in self.materialized:
-                self._emit_kernel(eqn.outvars[0], f"# {self.eqn_text(eqn)}")
+            if not eqn.outvars:
+                raise UnsupportedError(f"{eqn.primitive} (an equation with an effect)")
+            if eqn.primitive in CUDA_MISSING:
+                raise UnsupportedError(str(eqn.primitive))
+            if eqn.outvars[0] in self.materialized or eqn.primitive in REDUCTIONS:
+                self._emit(eqn)
         outs = [self._host_output(a) for a in self.jaxpr.outvars]
         header = [f"d{i} = dims_host[{i}]" for i in range(len(self.dims))]
         args = ", ".join(["dims_host", "dims", *[self.names[v] for v in self.jaxpr.invars]])
@@ -308,9 +413,191 @@ class CudaProgramWriter(ProgramWriter):
         return "\n".join([*_prelude(), "", f"# inputs: {ins}; outputs: {outs_text}",
                           *kernels, "", *host, ""])
 
+    # --8<-- [start:cuda_emit]
+    def _emit(self, eqn: JaxprEqn) -> None:
+        self.reads = []
+        prim, comment = eqn.primitive, f"# {self.eqn_text(eqn)}"
+        if prim in REDUCTIONS:
+            if not eqn.params["axes"]:
+                raise UnsupportedError(f"{prim} over no axes")
+            self._emit_reduction(eqn, comment)
+        elif _is_fusible(eqn):
+            self._emit_kernel(eqn.outvars[0], comment)
+        elif prim is p.dot_general_p and _tiled_matmul_layout(eqn) is not None:
+            self._emit_matmul(eqn, comment)
+        elif prim is p.dot_general_p:
+            self._emit_contraction(eqn, comment)  # the CPU rule, through _emit_nest below
+        elif prim in CUDA_LOOP_RULES:
+            CUDA_LOOP_RULES[prim](self, eqn, comment)
+        elif prim is p.reshape_p:
+            shape = self._shape(eqn.outvars[0]) or ["1"]
+            self.host += [comment, f"{self._name_of(eqn.outvars[0])} = "
+                                   f"{self._array(eqn.invars[0])}.reshape(({', '.join(shape)},))"]
+        else:
+            raise UnsupportedError(str(prim))
+
+    # The CPU backend's loop rules (gather, scatter, argmax, pad, concatenate, contraction)
+    # describe their work as loop nests with ``_allocate`` and ``_emit_nest``: here a nest
+    # becomes a kernel whose threads take the nest's iterations, and an allocation a device
+    # array allocated by the host function.
+
+    def _allocate(self, var: Var, shape: list[str]) -> str:
+        self.allocations[var] = shape
+        return (f"{self._name_of(var)} = cuda.device_array(({', '.join(shape) or '1'},), "
+                f"dtype={np_type(var.aval.dtype)})")
+
+    def _emit_nest(self, setup: list[str], shape: list[str], index: tuple[str, ...],
+                   comment: str, body: list[str], work: int, produces: set[Var],
+                   writes: set[Var], after: list[str] = (), serial: bool = False) -> None:
+        """A grid-stride kernel over the iterations of a loop nest: iteration ``f`` of
+        ``prod(shape)`` is unravelled into ``index``. ``serial``: one thread does them all, in
+        order (a scatter's updates, whose repeated indices must combine in order)."""
+        del work, writes, after
+        self.host += setup
+        params, arrays = self._nest_params(produces)
+        kernel = f"kernel{len(self.kernels)}_{self.names[sorted(produces, key=str)[0]]}"
+        size = " * ".join(shape) or "1"
+        loop = _unravel("f", index, shape) if shape else []
+        lines = ["@cuda.jit", f"def {kernel}({', '.join(['dims', *params])}):",
+                 *_indent([comment, *(f"d{i} = dims[{i}]" for i in range(len(self.dims))),
+                           f"n = np.int64({size})",
+                           "for f in range(np.int64(cuda.grid(1)), n, "
+                           "np.int64(cuda.gridsize(1))):", *_indent(loop + body)])]
+        self.kernels.append(Kernel(kernel, params, arrays, lines, size))
+        launch = "1, 1" if serial else "blocks, threads"
+        if not serial:
+            self.host.append(f"blocks, threads = launch_config({size})")
+        self.host.append(f"{kernel}[{launch}]({', '.join(['dims', *params])})")
+
+    def _nest_params(self, produces: set[Var]) -> tuple[list[str], list[tuple]]:
+        params: list[str] = []
+        arrays: list[tuple[np.dtype, int]] = []
+        for var in [*(v for v, _ in self.reads), *sorted(produces, key=str)]:
+            if self.names[var] not in params:
+                params.append(self.names[var])
+                arrays.append((var.aval.dtype, max(var.aval.ndim, 1)))
+        return params, arrays
+
+    def _multiply_add(self, acc: str, a: str, b: str, dtype: np.dtype) -> str:
+        if dtype == np.bool_:
+            return f"{acc} | ({a} & {b})"
+        return f"{acc} + {a} * {b}"
+
+    def _scatter_combine(self, prim: Primitive, dtype: np.dtype, old: str, new: str) -> str:
+        if dtype.kind == "f" and prim in (p.scatter_min_p, p.scatter_max_p):
+            return _extremum("<" if prim is p.scatter_min_p else ">")([old, new], None, dtype)
+        return super()._scatter_combine(prim, dtype, old, new)
+
+    # --8<-- [start:cuda_threefry]
+    def _emit_threefry(self, eqn: JaxprEqn, comment: str) -> None:
+        """The Threefry-2x32 hash, written out in the kernel: 20 rounds of add, rotate and
+        xor on uint32 words, the key injected every four rounds."""
+        first = eqn.outvars[0]
+        shape, index = self._shape(first), tuple(f"i{k}" for k in range(first.aval.ndim))
+        body: list[str] = []
+        memo: dict[tuple, str] = {}
+        k0, k1, a, b = (self._named(self.expr(x, index, body, memo), body) for x in eqn.invars)
+        body += _threefry_lines(k0, k1, a, b)
+        body += [f"{self._at(out, index)} = {word}" for out, word in zip(eqn.outvars, "ab")]
+        setup = [self._allocate(out, shape) for out in eqn.outvars]
+        self._emit_nest(setup, shape, index, comment, body, first.aval.size,
+                        set(eqn.outvars), set(eqn.outvars))
+    # --8<-- [end:cuda_threefry]
+    # --8<-- [end:cuda_emit]
+
+    # --8<-- [start:emit_matmul]
+    def _emit_matmul(self, eqn: JaxprEqn, comment: str) -> None:
+        """A float matrix product (batched over a leading dim or not) as a tiled kernel:
+        each block computes a BM x BN tile of the result. Step by step along the contracted
+        dim, the block's threads copy a BM x BK tile of x and a BK x BN tile of y into shared
+        memory (neighbouring threads reading neighbouring addresses), then each thread
+        multiplies them into its own TM x TN outputs, held in registers (register blocking:
+        TM + TN shared-memory reads feed TM * TN multiply-adds)."""
+        x, y = eqn.invars
+        out = eqn.outvars[0]
+        x_rows_first, y_rows_first, batched = _tiled_matmul_layout(eqn)
+        bm, bn, bk, tm, tn = _matmul_tiles()
+        tx, ty = bn // tn, bm // tm
+        dtype, real = out.aval.dtype, np_type(out.aval.dtype)
+        b = (0,) if batched else ()
+        name = self._name_of(out)
+        a_name, b_name = self._array(x), self._array(y)
+        m = self.dim(x, len(b) + (0 if x_rows_first else 1))
+        k = self.dim(x, len(b) + (1 if x_rows_first else 0))
+        n = self.dim(y, len(b) + (1 if y_rows_first else 0))
+        z = ["batch"] if batched else []
+
+        def at(array: str, first: str, second: str) -> str:
+            return f"{array}[{', '.join([*z, first, second])}]"
+
+        def tile_load(tile: str, array: str, rows: int, cols: int, row0: str, col0: str,
+                      row_bound: str, col_bound: str, stored_first: bool,
+                      transposed: bool) -> list[str]:
+            """Copy a rows x cols tile, starting at (row0, col0) in the logical matrix,
+            into ``tile`` (stored [k, m] or [k, n]); the dim contiguous in memory varies
+            fastest across threads, so a warp reads consecutive addresses."""
+            fast, slow = (cols, rows) if stored_first else (rows, cols)
+            r, c = ("e // {f}", "e % {f}") if stored_first else ("e % {f}", "e // {f}")
+            target = "[c, r]" if transposed else "[r, c]"
+            read = at(array, "gr", "gc") if stored_first else at(array, "gc", "gr")
+            del slow
+            return [f"for e in range(tid, {rows * cols}, {tx * ty}):",
+                    f"    r = {r.format(f=fast)}",
+                    f"    c = {c.format(f=fast)}",
+                    f"    gr = {row0} + r",
+                    f"    gc = {col0} + c",
+                    f"    {tile}{target} = {read} if gr < {row_bound} and gc < {col_bound} "
+                    f"else {typed_constant(0, dtype)}"]
+
+        acc = [[f"c{i}_{j}" for j in range(tn)] for i in range(tm)]
+        body = [comment, *(f"d{i} = dims[{i}]" for i in range(len(self.dims))),
+                f"m, n, kk = np.int64({m}), np.int64({n}), np.int64({k})",
+                f"x_tile = cuda.shared.array(({bk}, {bm}), {real})  # [k, row]",
+                f"y_tile = cuda.shared.array(({bk}, {bn}), {real})  # [k, col]",
+                "tx, ty = cuda.threadIdx.x, cuda.threadIdx.y",
+                f"tid = ty * {tx} + tx",
+                f"row0 = np.int64(cuda.blockIdx.y) * {bm}",
+                f"col0 = np.int64(cuda.blockIdx.x) * {bn}",
+                *(["batch = np.int64(cuda.blockIdx.z)"] if batched else []),
+                *(f"{c} = {typed_constant(0, dtype)}" for row in acc for c in row),
+                f"for k0 in range(np.int64(0), kk, {bk}):",
+                *_indent([*tile_load("x_tile", a_name, bm, bk, "row0", "k0", "m", "kk",
+                                     x_rows_first, transposed=True),
+                          *tile_load("y_tile", b_name, bk, bn, "k0", "col0", "kk", "n",
+                                     y_rows_first, transposed=False),
+                          "cuda.syncthreads()",
+                          f"for k in range({bk}):",
+                          *_indent([*(f"a{i} = x_tile[k, ty * {tm} + {i}]" for i in range(tm)),
+                                    *(f"b{j} = y_tile[k, tx + {j * tx}]" for j in range(tn)),
+                                    *(f"{acc[i][j]} += a{i} * b{j}"
+                                      for i in range(tm) for j in range(tn))]),
+                          "cuda.syncthreads()"])]
+        for i in range(tm):
+            body += [f"gr = row0 + ty * {tm} + {i}",
+                     "if gr < m:",
+                     *_indent([line for j in range(tn) for line in (
+                         f"gc = col0 + tx + {j * tx}",
+                         "if gc < n:",
+                         f"    {at(name, 'gr', 'gc')} = {acc[i][j]}")])]
+        kernel = f"kernel{len(self.kernels)}_{name}"
+        params = [a_name, b_name, name]
+        arrays = [(v.aval.dtype, v.aval.ndim) for v in (x, y, out)]
+        lines = ["@cuda.jit", f"def {kernel}({', '.join(['dims', *params])}):",
+                 *_indent(body)]
+        self.kernels.append(Kernel(kernel, params, arrays, lines, f"{m} * {n}"))
+        shape = self._shape(out)
+        batches = self.dim(x, 0) if batched else "1"
+        self.host += [f"{name} = cuda.device_array(({', '.join(shape)},), dtype={real})",
+                      f"{kernel}[((max({n}, 1) + {bn - 1}) // {bn}, (max({m}, 1) + {bm - 1}) "
+                      f"// {bm}, {batches}), ({tx}, {ty})]({', '.join(['dims', *params])})"]
+    # --8<-- [end:emit_matmul]
+
     def _fused(self, eqn: JaxprEqn, index: tuple[str, ...], body: list[str],
                memo: dict[tuple, str]) -> str:
         prim, out = eqn.primitive, eqn.outvars[0]
+        if prim in CUDA_STATEMENTS:  # rules that need statements: temporaries, branches
+            args = [self._named(self.expr(a, index, body, memo), body) for a in eqn.invars]
+            return CUDA_STATEMENTS[prim](self, args, eqn, body)
         if prim not in CUDA_ELEMENTWISE:
             return super()._fused(eqn, index, body, memo)  # index maps: where to read
         args = [self.expr(a, index, body, memo) for a in eqn.invars]
@@ -502,17 +789,35 @@ class CudaProgramWriter(ProgramWriter):
         return self.names[atom]
 
 
-def _check_supported(eqn: JaxprEqn) -> None:
-    if not eqn.outvars:
-        raise UnsupportedError(f"{eqn.primitive} (an equation with an effect)")
-    if eqn.primitive in REDUCTIONS:
-        if not eqn.params["axes"]:
-            raise UnsupportedError(f"{eqn.primitive} over no axes")
-        return
-    if not _is_fusible(eqn):
-        raise UnsupportedError(str(eqn.primitive))
-    if eqn.primitive in CUDA_MISSING:
-        raise UnsupportedError(str(eqn.primitive))
+CUDA_LOOP_RULES: dict[Primitive, Callable[[ProgramWriter, JaxprEqn, str], None]] = {
+    **{prim: rule for prim, rule in LOOP_RULES.items() if prim not in CUDA_MISSING},
+    p.threefry2x32_p: CudaProgramWriter._emit_threefry,
+}
+
+
+def _matmul_tiles() -> tuple[int, int, int, int, int]:
+    """(BM, BN, BK, TM, TN): a block's result tile, the contracted step, a thread's outputs.
+    256 threads of 8 x 8 outputs each on a GPU; under the simulator, whose threads are OS
+    threads, 4 threads of 2 x 2 (the same kernel source otherwise)."""
+    from numba import config
+    return (4, 4, 2, 2, 2) if config.ENABLE_CUDASIM else (128, 128, 8, 8, 8)
+
+
+def _tiled_matmul_layout(eqn: JaxprEqn) -> tuple[bool, bool, bool] | None:
+    """For a float matrix product (or a batch of them along dim 0), whether x is stored
+    rows first ([m, k], not [k, m]), whether y is ([k, n], not [n, k]), and whether it is
+    batched; None for any other dot_general."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    x, y = (a.aval for a in eqn.invars)
+    batched = bool(lb)
+    if lb not in ((), (0,)) or rb != lb or len(lc) != 1 or len(rc) != 1:
+        return None
+    if x.ndim != 2 + batched or y.ndim != 2 + batched or x.dtype != y.dtype:
+        return None
+    if x.dtype.kind != "f" or eqn.outvars[0].aval.dtype != x.dtype:
+        return None
+    first = len(lb)
+    return lc[0] == first + 1, rc[0] == first, batched
 
 
 def _tree(combine: str) -> list[str]:
