@@ -22,8 +22,8 @@ warm-up calls: the median of many calls. The references (cuBLAS, ``jax.jit``) an
 "back to back" figures are timed by the wall clock over calls queued one after another and
 waited for at the end: throughput, as JAX's asynchronous dispatch gives it.
 
-``--smoke``: tiny sizes and one or two calls each, to check the script under Numba's CUDA
-simulator (``NUMBA_ENABLE_CUDASIM=1``). The checks against NumPy still run; the simulator's
+``--smoke``: tiny sizes and a single timed call of each, to check the script under Numba's
+CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``). The checks against NumPy still run; the simulator's
 events record no time, so ``perf_counter`` times the calls there, and every time, ratio and
 verdict it prints is meaningless.
 
@@ -71,21 +71,29 @@ class Sizes(NamedTuple):
     matmul: int  # n of the n×n×n product
     tiny: int
     copy_elements: int  # float32 elements in each buffer of the copy
-    repeat: int  # timed calls of each case (matmul: fewer, see matmul_repeat)
+    repeat: int  # timed calls of each case (matmul: fewer, see for_matmul)
     warmup: int
     back_to_back: int  # calls queued per round of a back-to-back timing
     rounds: int  # rounds of back-to-back and tiny-call timings
     tiny_calls: int  # calls per round of the tiny case
 
-    @property
-    def matmul_repeat(self) -> int:
-        return max(1, self.repeat // 5)
+    def for_matmul(self) -> Sizes:
+        """A fifth of the calls: a slow matrix product could take a second a call."""
+        return self._replace(repeat=max(1, self.repeat // 5),
+                             back_to_back=max(1, self.back_to_back // 5))
+
+    def describe(self) -> str:
+        (m, n), (r, c) = self.elementwise, self.rows
+        return (f"x*x + x*2.0 over {m}x{n}, rows {r}x{c}, matmul {self.matmul}^3, "
+                f"x + 1.0 on {self.tiny} elements")
 
 
 FULL = Sizes(elementwise=(5000, 5000), rows=(8192, 4096), matmul=4096, tiny=16,
              copy_elements=1 << 26, repeat=50, warmup=3, back_to_back=20, rounds=5,
              tiny_calls=2000)
-SMOKE = Sizes(elementwise=(64, 32), rows=(64, 32), matmul=32, tiny=16, copy_elements=1 << 10,
+# Under the simulator every CUDA thread is an OS thread and every syncthreads a barrier
+# between them: a reduction over 64 rows takes seconds, a 32x32x32 matrix product 15 s.
+SMOKE = Sizes(elementwise=(64, 32), rows=(8, 32), matmul=8, tiny=16, copy_elements=1 << 10,
               repeat=1, warmup=0, back_to_back=1, rounds=1, tiny_calls=1)
 
 CASE_TITLES = {
@@ -129,9 +137,11 @@ def numpy_softmax(x: np.ndarray) -> np.ndarray:
 def make_problem(name: str, sizes: Sizes, seed: int) -> Problem:
     """The same inputs for the same seed, in this process and in the reference children.
 
-    Tolerances: float32 results against float64 sums (rows of 4096 standard normals sum to
-    about 64; the order of the additions differs), and against NumPy's float32 product,
-    whose dot products of length n are off by about sqrt(n) float32 roundings of size n."""
+    Tolerances: a float32 sum against a float64 one (a row of 4096 standard normals sums to
+    about 64, and a GPU adds in another order); the softmax against float64 too; the product
+    against NumPy's float32 one, whose entries, sums of n products of standard normals, are
+    about sqrt(n) in size, so that another order of additions changes them by a few roundings
+    of that size. Each is about 30 times what JAX's results were seen to need on the CPU."""
     rng = np.random.default_rng([seed, list(CASE_TITLES).index(name)])
 
     def normal(*shape: int) -> np.ndarray:
@@ -183,9 +193,10 @@ def moved(name: str, problem: Problem) -> float:
 
 class EventClock:
     """Seconds of one call of ``fn``, from CUDA events recorded on Numba's default stream
-    before and after it: the GPU's time from the call's first launch (or from the event, when
-    the GPU waits for Python to launch) to the end of its last kernel. In the simulator, whose
-    events record no time, ``perf_counter`` around the call and a synchronize instead."""
+    before and after it. An idle GPU passes the first event at once, so the time runs from the
+    start of the call (Python's work before the first launch included) to the end of its last
+    kernel. In the simulator, whose events record no time, ``perf_counter`` around the call
+    and a synchronize instead."""
 
     def __init__(self, cuda: Any, events: bool) -> None:
         self.cuda = cuda
@@ -211,12 +222,13 @@ class EventClock:
         return statistics.median(self.once(fn) for _ in range(repeat))
 
 
-def back_to_back(call: Callable[[], Any], wait: Callable[[Any], object], number: int,
-                 rounds: int) -> float:
-    """Seconds per call of ``number`` calls queued one after another, then waited for
-    (``wait`` on the last result): while the GPU runs one call, Python queues the next.
-    The median of ``rounds``, after one call to warm up."""
-    wait(call())
+def back_to_back(call: Callable[[], Any], wait: Callable[[Any], object], sizes: Sizes) -> float:
+    """Seconds per call of ``sizes.back_to_back`` calls queued one after another, then
+    waited for (``wait`` on the last result): while the GPU runs one call, Python queues the
+    next. The median of ``sizes.rounds``, after ``sizes.warmup`` calls."""
+    number, rounds = sizes.back_to_back, sizes.rounds
+    for _ in range(sizes.warmup):
+        wait(call())
     times = []
     for _ in range(rounds):
         start = time.perf_counter()
@@ -227,10 +239,13 @@ def back_to_back(call: Callable[[], Any], wait: Callable[[Any], object], number:
     return statistics.median(times)
 
 
-def each_waited(call: Callable[[], Any], number: int, rounds: int) -> float:
+def each_waited(call: Callable[[], Any], sizes: Sizes) -> float:
     """Seconds per call, each call's result waited for (``block_until_ready``) before the
-    next call: the end-to-end latency of a small call. The median of ``rounds``."""
-    call().block_until_ready()
+    next call: the end-to-end latency of a small call. ``sizes.tiny_calls`` calls a round,
+    the median of ``sizes.rounds``, after ``sizes.warmup`` calls."""
+    number, rounds = sizes.tiny_calls, sizes.rounds
+    for _ in range(sizes.warmup):
+        call().block_until_ready()
     times = []
     for _ in range(rounds):
         start = time.perf_counter()
@@ -261,7 +276,9 @@ def copy_bandwidth(cuda: Any, clock: EventClock, sizes: Sizes) -> float:
 
 def cublas_reference(sizes: Sizes, seed: int, device: str = "cuda") -> tuple[str, float] | str:
     """(library, seconds) of a float32 matrix product through cuBLAS, PyTorch's else CuPy's,
-    checked against NumPy first; or why there is none. Runs in a child process."""
+    checked against NumPy first; or why there is none. Runs in a child process.
+    ``device="cpu"`` runs PyTorch's CPU product instead: a check of this function where there
+    is no GPU."""
     problem = make_problem("matmul", sizes, seed)
     missing = []
     if importlib.util.find_spec("torch") is not None:
@@ -272,8 +289,7 @@ def cublas_reference(sizes: Sizes, seed: int, device: str = "cuda") -> tuple[str
             x, y = (torch.from_numpy(a).to(device) for a in problem.inputs)
             check("PyTorch matmul", (x @ y).cpu().numpy(), problem)
             sync = torch.cuda.synchronize if device == "cuda" else lambda: None
-            seconds = back_to_back(lambda: x @ y, lambda _: sync(), sizes.back_to_back,
-                                   sizes.rounds)
+            seconds = back_to_back(lambda: x @ y, lambda _: sync(), sizes)
             return f"cuBLAS (PyTorch {torch.__version__})", seconds
     else:
         missing.append("PyTorch is not installed")
@@ -284,7 +300,7 @@ def cublas_reference(sizes: Sizes, seed: int, device: str = "cuda") -> tuple[str
             x, y = (cupy.asarray(a) for a in problem.inputs)
             check("CuPy matmul", cupy.asnumpy(x @ y), problem)
             seconds = back_to_back(lambda: x @ y, lambda _: cupy.cuda.Device().synchronize(),
-                                   sizes.back_to_back, sizes.rounds)
+                                   sizes)
             return f"cuBLAS (CuPy {cupy.__version__})", seconds
     else:
         missing.append("CuPy is not installed")
@@ -294,7 +310,7 @@ def cublas_reference(sizes: Sizes, seed: int, device: str = "cuda") -> tuple[str
 def jax_reference(sizes: Sizes, seed: int, platform_name: str = "gpu") -> dict[str, float] | str:
     """Seconds per call of ``jax.jit`` of each program on JAX's GPU, checked against NumPy
     first (back to back; the tiny case each call waited for); or why there are none. Runs in a
-    child process."""
+    child process. ``platform_name="cpu"`` checks this function where there is no GPU."""
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave the GPU's memory
     import jax as real_jax
     try:
@@ -309,10 +325,9 @@ def jax_reference(sizes: Sizes, seed: int, platform_name: str = "gpu") -> dict[s
         args = [real_jax.device_put(a, device) for a in problem.inputs]
         check(f"jax.jit {name}", f(*args), problem)
         if name == "tiny":
-            seconds[name] = each_waited(lambda: f(*args), sizes.tiny_calls, sizes.rounds)
+            seconds[name] = each_waited(lambda: f(*args), sizes)
         else:
-            seconds[name] = back_to_back(lambda: f(*args), block, sizes.back_to_back,
-                                         sizes.rounds)
+            seconds[name] = back_to_back(lambda: f(*args), block, sizes)
     seconds["version"] = real_jax.__version__
     return seconds
 
@@ -350,9 +365,12 @@ class Ours(NamedTuple):
 
 
 def not_generated(f: Any, args: list) -> str | None:
-    """The backend's note when ``f`` did not become CUDA kernels for ``args`` (it then runs
-    on a fallback, and its time says nothing of the CUDA backend)."""
-    found = re.search(r"Not generated: .*", f.lower(*args).as_text())
+    """Why ``f`` did not become CUDA kernels for ``args``, or None when it did (otherwise it
+    runs on a fallback, and its time says nothing of the CUDA backend)."""
+    text = f.lower(*args).as_text()
+    if "# generated source (cuda)" not in text:
+        return "not lowered for the cuda backend"
+    found = re.search(r"Not generated: .*", text)
     return found.group(0) if found else None
 
 
@@ -368,11 +386,12 @@ def run_ours(name: str, problem: Problem, gpu: Any, clock: EventClock,
     if fallback is not None:
         return fallback
     if name == "tiny":
-        seconds = each_waited(lambda: f(*args), sizes.tiny_calls, sizes.rounds)
+        seconds = each_waited(lambda: f(*args), sizes)
         return Ours(seconds, seconds)
-    repeat = sizes.matmul_repeat if name == "matmul" else sizes.repeat
-    one_call = clock.median(lambda: f(*args), repeat, sizes.warmup)
-    queued = back_to_back(lambda: f(*args), block, sizes.back_to_back, sizes.rounds)
+    if name == "matmul":
+        sizes = sizes.for_matmul()
+    one_call = clock.median(lambda: f(*args), sizes.repeat, sizes.warmup)
+    queued = back_to_back(lambda: f(*args), block, sizes)
     return Ours(one_call, queued)
 
 
@@ -392,26 +411,32 @@ def verdict(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
 
+def reference_for(name: str, amount: float, copy_bps: float,
+                  cublas: tuple[str, float] | str) -> tuple[str, float | None, float, str]:
+    """A bandwidth or matmul case's (reference as text, its rate or None when it is missing,
+    the fraction of it to reach, the target as text)."""
+    if name != "matmul":
+        fraction = ELEMENTWISE_OF_COPY if name == "elementwise" else ROWWISE_OF_COPY
+        return (f"copy {gigabytes_per_second(copy_bps)}", copy_bps, fraction,
+                f">= {fraction:.2f} x copy")
+    target = f">= {MATMUL_OF_CUBLAS:.2f} x cuBLAS"
+    if isinstance(cublas, str):
+        return cublas, None, MATMUL_OF_CUBLAS, target
+    library, seconds = cublas
+    return f"{library} {rate(name, amount, seconds)}", amount / seconds, MATMUL_OF_CUBLAS, target
+
+
 def target_row(name: str, ours: Ours | str, amount: float, copy_bps: float,
                cublas: tuple[str, float] | str) -> Row:
     """The row that judges a case against its target."""
     case = CASE_TITLES[name]
     if name == "tiny":
+        target = f"<= {format_seconds(TINY_CALL_S)}"
         if isinstance(ours, str):
-            return Row(case, ours, "", "", f"<= {format_seconds(TINY_CALL_S)}", "MISSED")
-        return Row(case, f"{format_seconds(ours.one_call)} per call", "", "",
-                   f"<= {format_seconds(TINY_CALL_S)}", verdict(ours.one_call <= TINY_CALL_S))
-    if name == "matmul":
-        fraction, target = MATMUL_OF_CUBLAS, f">= {MATMUL_OF_CUBLAS:.2f} x cuBLAS"
-        if isinstance(cublas, str):
-            reference, reference_rate = cublas, None
-        else:
-            reference_rate = amount / cublas[1]
-            reference = f"{cublas[0]} {rate(name, amount, cublas[1])}"
-    else:
-        fraction = ELEMENTWISE_OF_COPY if name == "elementwise" else ROWWISE_OF_COPY
-        target, reference_rate = f">= {fraction:.2f} x copy", copy_bps
-        reference = f"copy {gigabytes_per_second(copy_bps)}"
+            return Row(case, ours, "", "", target, "MISSED")
+        return Row(case, f"{format_seconds(ours.one_call)} per call", "", "", target,
+                   verdict(ours.one_call <= TINY_CALL_S))
+    reference, reference_rate, fraction, target = reference_for(name, amount, copy_bps, cublas)
     if isinstance(ours, str):
         return Row(case, ours, reference, "", target, "MISSED")
     ours_text = f"{rate(name, amount, ours.one_call)} ({format_seconds(ours.one_call)})"
@@ -463,14 +488,29 @@ def gpu_summary(cuda: Any, simulator: bool) -> str:
     return f"{name} (compute capability {cc}); {versions}"
 
 
-def measure(sizes: Sizes, seed: int, simulator: bool) -> tuple[list[Row], list[str], bool]:
-    """Every case, ceiling and reference: (table rows, notes, whether every check passed)."""
+def progress(name: str, amount: float, ours: Ours | str) -> str:
+    """One line as soon as a case is measured: a run stopped by its time limit keeps them."""
+    title = CASE_TITLES[name]
+    if isinstance(ours, str):
+        return f"  {title}: {ours}"
+    if name == "tiny":
+        return f"  {title}: {format_seconds(ours.one_call)} per call"
+    return (f"  {title}: one call {format_seconds(ours.one_call)} "
+            f"({rate(name, amount, ours.one_call)}); back to back "
+            f"{format_seconds(ours.back_to_back)} per call "
+            f"({rate(name, amount, ours.back_to_back)})")
+
+
+def measure_ours(sizes: Sizes, seed: int,
+                 simulator: bool) -> tuple[float, dict[str, Ours | str], dict[str, float], bool]:
+    """(the copy's bytes per second, each case's figures or why it has none, each case's bytes
+    or operations, whether every check passed)."""
     from numba import cuda
     clock = EventClock(cuda, events=not simulator)
     gpu = jax.devices("gpu")[0]
     copy_bps = copy_bandwidth(cuda, clock, sizes)
-    notes = [f"copy ceiling: {gigabytes_per_second(copy_bps)}, {sizes.copy_elements * 4:,} "
-             f"bytes read and as many written per copy"]
+    print(f"  copy: {gigabytes_per_second(copy_bps)} ({sizes.copy_elements * 4:,} bytes read "
+          f"and as many written)")
     ours, amounts, passed = {}, {}, True
     for name in CASE_TITLES:
         problem = make_problem(name, sizes, seed)
@@ -481,26 +521,36 @@ def measure(sizes: Sizes, seed: int, simulator: bool) -> tuple[list[Row], list[s
             traceback.print_exc()
             ours[name] = f"failed: {type(e).__name__}"
             passed = False
+        print(progress(name, amounts[name], ours[name]))
+    return copy_bps, ours, amounts, passed
+
+
+def measure(sizes: Sizes, seed: int, simulator: bool) -> tuple[list[Row], bool]:
+    """Every case, ceiling and reference: (table rows, whether every check passed)."""
+    print("\nours, checked against NumPy, then timed:")
+    copy_bps, ours, amounts, passed = measure_ours(sizes, seed, simulator)
     cublas = in_child(cublas_reference, sizes, seed)
+    if isinstance(cublas, str):
+        print(f"  cuBLAS: {cublas}")
+    else:
+        print(f"  {cublas[0]}: {format_seconds(cublas[1])} per product, TF32 off")
     rows = [target_row(name, ours[name], amounts[name], copy_bps, cublas)
             for name in CASE_TITLES]
-    notes += [f"{CASE_TITLES[name]}: back to back {format_seconds(o.back_to_back)} per call, "
-              f"{rate(name, amounts[name], o.back_to_back)}"
-              for name, o in ours.items() if isinstance(o, Ours) and name != "tiny"]
     jax_seconds = in_child(jax_reference, sizes, seed) if importlib.util.find_spec("jax") \
         else "JAX is not installed"
     if isinstance(jax_seconds, str):
-        notes.append(f"jax.jit: not measured: {jax_seconds}")
+        print(f"  jax.jit: not measured: {jax_seconds}")
     else:
-        notes.append(f"jax.jit: JAX {jax_seconds['version']}, matmul precision 'highest'")
-        rows += [jax_row(name, ours[name], amounts[name], jax_seconds) for name in CASE_TITLES]
-    return rows, notes, passed
+        print(f"  jax.jit: JAX {jax_seconds['version']}, matmul precision 'highest'")
+        rows += [jax_row(name, ours[name], amounts[name], jax_seconds)
+                 for name in CASE_TITLES]
+    return rows, passed
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true",
-                        help="tiny sizes, one or two calls each: checks the script (under "
+                        help="tiny sizes, one timed call of each: checks the script (under "
                              "NUMBA_ENABLE_CUDASIM=1 too); its times mean nothing")
     parser.add_argument("--seed", type=int, default=None,
                         help="the seed of the random inputs (default: a fresh one)")
@@ -519,21 +569,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"stage 2 GPU benchmark{' (--smoke)' if smoke else ''}: {gpu_summary(cuda, simulator)}")
     if simulator and not args.smoke:
         print("NUMBA_ENABLE_CUDASIM=1: the simulator runs kernels as Python; smoke sizes only")
+    print(f"sizes: {sizes.describe()}")
     print(f"jax.default_backend() = {jax.default_backend()!r}; inputs drawn with --seed {seed}")
     if simulator:
         print("timing: perf_counter (the simulator's CUDA events record no time)")
     else:
         print(f"timing: CUDA events around one call, median of {sizes.repeat} "
-              f"({sizes.matmul_repeat} for the matmul) after {sizes.warmup} warm-up calls")
-    rows, notes, passed = measure(sizes, seed, simulator)
-    print("\nratio: ours over the ceiling or reference (above 1: ours is faster)")
+              f"({sizes.for_matmul().repeat} for the matmul) after {sizes.warmup} warm-up "
+              f"calls")
+    rows, passed = measure(sizes, seed, simulator)
+    print("\nratio: ours over the ceiling or reference (above 1: ours is faster); jax.jit "
+          "rows: both back to back")
     print_table(rows)
-    print()
-    for note in notes:
-        print(note)
     if smoke:
-        print("\n--smoke: tiny sizes, one or two calls: the checks against NumPy ran; the times, "
-              "ratios and verdicts above mean nothing")
+        print("\n--smoke: tiny sizes, one timed call each: the checks against NumPy ran; the "
+              "times, ratios and verdicts above mean nothing")
     if not passed:
         print("\nSome cases failed (tracebacks above).")
     return 0 if passed else 1

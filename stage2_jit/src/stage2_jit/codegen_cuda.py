@@ -484,7 +484,7 @@ class CudaProgramWriter(ProgramWriter):
         return f"{acc} + {a} * {b}"
 
     def _scatter_combine(self, prim: Primitive, dtype: np.dtype, old: str, new: str) -> str:
-        if dtype.kind == "f" and prim in (p.scatter_min_p, p.scatter_max_p):
+        if dtype != np.bool_ and prim in (p.scatter_min_p, p.scatter_max_p):
             return _extremum("<" if prim is p.scatter_min_p else ">")([old, new], None, dtype)
         return super()._scatter_combine(prim, dtype, old, new)
 
@@ -580,8 +580,7 @@ class CudaProgramWriter(ProgramWriter):
                          "if gc < n:",
                          f"    {at(name, 'gr', 'gc')} = {acc[i][j]}")])]
         kernel = f"kernel{len(self.kernels)}_{name}"
-        params = [a_name, b_name, name]
-        arrays = [(v.aval.dtype, v.aval.ndim) for v in (x, y, out)]
+        params, arrays = self._nest_params({out})  # x, y (once if the same), the result
         lines = ["@cuda.jit", f"def {kernel}({', '.join(['dims', *params])}):",
                  *_indent(body)]
         self.kernels.append(Kernel(kernel, params, arrays, lines, f"{m} * {n}"))
@@ -709,7 +708,7 @@ class CudaProgramWriter(ProgramWriter):
         partials = f"{name}_partials"
         lines = [f"acc = {r.init}",
                  "for r in range(np.int64(cuda.grid(1)), n, np.int64(cuda.gridsize(1))):",
-                 *_indent(_unravel("r", r.index, [self.dim(r.operand, k) for k in r.axes])
+                 *_indent(_unravel("r", r.index, self._shape(r.operand))
                           + r.accumulate),
                  *_tree(r.combine),
                  "if tid == 0:",
