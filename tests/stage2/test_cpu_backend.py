@@ -1,5 +1,7 @@
 """The CPU backend: generated Numba kernels equal the interpreter, fuse, keep float32 math,
-share one kernel across shapes, and cache compiled kernels on disk across processes."""
+share one kernel across shapes, and cache compiled kernels on disk across processes.
+
+The equality tests also run on the cuda backend (see ``backend_under_test.py``)."""
 
 import os
 import re
@@ -9,7 +11,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from stage2_jit.codegen_cpu import CpuExecutable, generate_source
+from backend_under_test import BACKEND, cpu_only, generated_executable_type
+from stage2_jit.codegen_cpu import generate_source
 
 import stage2_jit as jax
 from stage2_jit import numpy as jnp
@@ -46,9 +49,9 @@ def test_cpu_equals_interpreter(name):
     fun = PROGRAMS[name]
     x = jnp.asarray(np.random.default_rng(0).random((6, 5), dtype=np.float32))
     expected = jax.jit(fun, backend="interpreter")(x)
-    compiled = jax.jit(fun, backend="cpu")
+    compiled = jax.jit(fun, backend=BACKEND)
     out = compiled(x)
-    assert isinstance(compiled.lower(x).compile()._executable, CpuExecutable)
+    assert isinstance(compiled.lower(x).compile()._executable, generated_executable_type())
     assert out.dtype == expected.dtype and out.weak_type == expected.weak_type
     assert out.shape == expected.shape
     np.testing.assert_allclose(out, expected, rtol=2e-5, atol=1e-6)
@@ -59,6 +62,7 @@ def _loops(source: str) -> int:
     return len(re.findall(r"^    for \w+ in p?range\(", source, flags=re.MULTILINE))
 
 
+@cpu_only
 def test_elementwise_chain_is_one_loop_and_softmax_a_few_passes():
     x = jnp.ones((4, 3))
     fused, _ = generate_source(jax.make_jaxpr(PROGRAMS["fused elementwise"])(x).jaxpr)
@@ -71,6 +75,7 @@ def test_elementwise_chain_is_one_loop_and_softmax_a_few_passes():
     assert len(re.findall(r"np\.empty\(\(d\d, d\d,\)", passes)) == 1
 
 
+@cpu_only
 def test_float32_programs_use_typed_constants():
     source, _ = generate_source(jax.make_jaxpr(layernorm)(jnp.ones((4, 3))).jaxpr)
     code = "\n".join(line.split("#")[0] for line in source.splitlines())
@@ -79,6 +84,7 @@ def test_float32_programs_use_typed_constants():
     assert "float64" not in code
 
 
+@cpu_only
 def test_one_kernel_serves_every_shape_of_a_rank():
     small = generate_source(jax.make_jaxpr(softmax)(jnp.ones((3, 4))).jaxpr)[0]
     large = generate_source(jax.make_jaxpr(softmax)(jnp.ones((50, 70))).jaxpr)[0]
@@ -90,13 +96,14 @@ def test_unsupported_primitive_falls_back_to_the_interpreter(capsys):
         jax.debug.print("x = {}", x)  # an effect: the CPU backend generates no code for it
         return x * 2.0
 
-    fun = jax.jit(noisy, backend="cpu")
+    fun = jax.jit(noisy, backend=BACKEND)
     x = jnp.arange(3.0)
     np.testing.assert_array_equal(fun(x), x * 2.0)
     assert "x = [0. 1. 2.]" in capsys.readouterr().out  # the effect still happens
     assert "Not generated" in fun.lower(x).as_text()
 
 
+@cpu_only
 def test_lowered_text_shows_jaxpr_and_generated_source():
     text = jax.jit(lambda x: x * 2.0, backend="cpu").lower(jnp.ones(3)).as_text()
     assert "{ lambda ; a:f32[3]." in text and "@njit(parallel=False" in text
@@ -123,6 +130,7 @@ def _run_child(cache: str) -> list[str]:
 
 
 @pytest.mark.slow
+@cpu_only
 def test_disk_cache_across_processes_and_corrupt_entries(tmp_path):
     cache = str(tmp_path)
     value, hits, misses = _run_child(cache)

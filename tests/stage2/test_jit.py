@@ -4,6 +4,7 @@ import threading
 
 import numpy as np
 import pytest
+from backend_under_test import not_on_simulator
 
 import stage2_jit as jax
 from stage2_jit import numpy as jnp
@@ -190,6 +191,7 @@ def test_lower_and_compile():
     assert cost["flops"] == 5 and cost["bytes accessed"] > 0
 
 
+@not_on_simulator
 def test_jitted_function_is_safe_from_several_threads():
     f = jax.jit(lambda x: jnp.sum(x * x))
     results, errors = [], []

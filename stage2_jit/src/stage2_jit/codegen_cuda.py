@@ -443,7 +443,7 @@ class CudaProgramWriter(ProgramWriter):
 
     def _allocate(self, var: Var, shape: list[str]) -> str:
         self.allocations[var] = shape
-        return (f"{self._name_of(var)} = cuda.device_array(({', '.join(shape) or '1'},), "
+        return (f"{self._name_of(var)} = device_array(({', '.join(shape) or '1'},), "
                 f"dtype={np_type(var.aval.dtype)})")
 
     def _emit_nest(self, setup: list[str], shape: list[str], index: tuple[str, ...],
@@ -586,7 +586,7 @@ class CudaProgramWriter(ProgramWriter):
         self.kernels.append(Kernel(kernel, params, arrays, lines, f"{m} * {n}"))
         shape = self._shape(out)
         batches = self.dim(x, 0) if batched else "1"
-        self.host += [f"{name} = cuda.device_array(({', '.join(shape)},), dtype={real})",
+        self.host += [f"{name} = device_array(({', '.join(shape)},), dtype={real})",
                       f"{kernel}[((max({n}, 1) + {bn - 1}) // {bn}, (max({m}, 1) + {bm - 1}) "
                       f"// {bm}, {batches}), ({tx}, {ty})]({', '.join(['dims', *params])})"]
     # --8<-- [end:emit_matmul]
@@ -695,7 +695,7 @@ class CudaProgramWriter(ProgramWriter):
         params, arrays = self._reduction_params(name, dtype, len(r.kept))
         size = " * ".join(rows)
         kernel = self._reduction_kernel(name, params, arrays, comment, size, lines)
-        self.host += [f"{name} = cuda.device_array(({', '.join(rows)},), "
+        self.host += [f"{name} = device_array(({', '.join(rows)},), "
                       f"dtype={np_type(dtype)})",
                       f"blocks, threads = reduction_config({size})",
                       f"{kernel}[blocks, threads]({', '.join(['dims', *params])})"]
@@ -725,9 +725,9 @@ class CudaProgramWriter(ProgramWriter):
         second = self._reduction_kernel(name, [partials, name], [(dtype, 1)] * 2,
                                         "# the partial results of each block, combined",
                                         None, finish)
-        self.host += [f"{name} = cuda.device_array((1,), dtype={np_type(dtype)})",
+        self.host += [f"{name} = device_array((1,), dtype={np_type(dtype)})",
                       f"blocks, threads = launch_config({size})",
-                      f"{partials} = cuda.device_array((blocks,), dtype={np_type(dtype)})",
+                      f"{partials} = device_array((blocks,), dtype={np_type(dtype)})",
                       f"{first}[blocks, threads]({', '.join(['dims', *params])})",
                       f"{second}[1, threads](dims, {partials}, {name})"]
 
@@ -774,7 +774,7 @@ class CudaProgramWriter(ProgramWriter):
     def _emit_launch(self, out: Var, shape: list[str], kernel: str, params: list[str],
                      size: str) -> None:
         name = self.names[out]
-        self.host.append(f"{name} = cuda.device_array(({', '.join(shape or ['1'])},), "
+        self.host.append(f"{name} = device_array(({', '.join(shape or ['1'])},), "
                          f"dtype={np_type(out.aval.dtype)})")
         for param in params:
             if param.endswith("_flat"):
@@ -784,7 +784,7 @@ class CudaProgramWriter(ProgramWriter):
 
     def _host_output(self, atom: Any) -> str:
         if isinstance(atom, Literal):
-            return f"cuda.to_device(np.full(1, {typed_constant(atom.val, atom.aval.dtype)}))"
+            return f"to_device(np.full(1, {typed_constant(atom.val, atom.aval.dtype)}))"
         return self.names[atom]
 
 
@@ -849,7 +849,8 @@ def _prelude() -> list[str]:
             "import math",
             "import numpy as np",
             "from numba import cuda",
-            "from stage2_jit.codegen_cuda import launch_config, reduction_config"]
+            "from stage2_jit.codegen_cuda import (device_array, launch_config, reduction_config,",
+            "                                     to_device)"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -886,6 +887,15 @@ def to_device(x: Any) -> Any:
     from numba import cuda
     x = np.ascontiguousarray(x)
     return cuda.to_device(x.reshape(x.shape or (1,)))
+
+
+def device_array(shape: tuple[int, ...], dtype: Any) -> Any:
+    """An uninitialised device array. The host function calls this rather than
+    ``cuda.device_array``: the simulator swaps ``cuda`` in a kernel's module for a fake while
+    the kernel runs, which a host function in the same module, called from another thread,
+    would see."""
+    from numba import cuda
+    return cuda.device_array(shape, dtype=dtype)
 
 
 def _on_the_host(run: Callable[..., list[Array]], out_avals: list) -> Callable:
