@@ -186,7 +186,7 @@ DTYPE_CASES: dict[str, list[DtypeCase]] = {
     "scatter_max": [(lambda: lax.scatter_max(N, a([[1]], np.int32), a([9], np.int32)),
                      (i32,))],
     "sort": [(lambda: lax.sort([X]), (f32,)),
-             (lambda: lax.sort([N, X], 0, 1), (i32, f32))],
+             (lambda: lax.sort([N, X], 0, num_keys=1), (i32, f32))],
     "threefry2x32": [(lambda: lax.threefry2x32(U, V, V, U), (u32, u32))],
     # At the eval level a custom_vjp function just runs; bind the primitive itself.
     "custom_vjp_call": [(lambda: custom_vjp_call_p.bind(X, fun=lambda x: [jnp.multiply(x, 2.0)]),

@@ -266,7 +266,7 @@ def sort_case(data, dtype):
     dtypes = [dtype] + data.draw(st.lists(st.sampled_from([f32, i32]), max_size=2))
     dimension = data.draw(st.integers(0, len(shape) - 1))
     num_keys = data.draw(st.integers(1, len(dtypes)))
-    fn = lambda *xs: lax.sort(xs, dimension, num_keys)
+    fn = lambda *xs: lax.sort(xs, dimension, num_keys=num_keys)
     return fn, [values(data, shape, d) for d in dtypes]
 
 

@@ -5,7 +5,10 @@ Run in its own process, with numba-cuda installed:
 Without numba-cuda, or without the simulator, these tests are skipped.
 """
 
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -55,10 +58,12 @@ def test_generated_source_is_a_grid_stride_kernel():
     assert "np.float32(2.0)" in text  # a typed constant, never a float64 one
 
 
-def test_unsupported_program_falls_back():
-    f = jax.jit(lambda x: jnp.argmax(x * 2.0, axis=1), backend="cuda")
-    np.testing.assert_array_equal(f(x23), np.argmax(x23 * 2.0, axis=1))
-    assert re.search("Not generated: argmax", f.lower(x23).as_text())
+def test_unsupported_program_runs_on_the_host_and_returns_gpu_arrays():
+    f = jax.jit(lambda x: jax.lax.sort(x * 2.0, dimension=1), backend="cuda")
+    out = f(x23)
+    np.testing.assert_array_equal(out, np.sort(x23 * 2.0, axis=1))
+    assert out.devices() == {jax.devices("gpu")[0]}
+    assert re.search("Not generated: sort", f.lower(x23).as_text())
 
 
 def _assert_equals_eager(f, *args, rtol=1e-5):
@@ -151,3 +156,98 @@ def test_shifts_equal_eager(dtype):
     lax = jax.lax
     _assert_equals_eager(lambda x, y: (lax.shift_left(x, y), lax.shift_right_logical(x, y),
                                        lax.shift_right_arithmetic(x, y)), x, amount)
+
+
+# ------------------------------------------------------------------------------------------
+# The tiled matmul: shapes spanning several tiles (4 x 4 under the simulator), both layouts
+# ------------------------------------------------------------------------------------------
+
+x9x7 = rng.standard_normal((9, 7)).astype(np.float32)
+x7x5 = rng.standard_normal((7, 5)).astype(np.float32)
+
+
+@pytest.mark.parametrize("name, f, args", [
+    ("plain", lambda a, b: a @ b, (x9x7, x7x5)),
+    ("x transposed", lambda a, b: a.T @ b, (x9x7.T.copy(), x7x5)),
+    ("y transposed", lambda a, b: a @ b.T, (x9x7, x7x5.T.copy())),
+    ("batched", lambda a, b: jnp.matmul(a, b), (np.stack([x9x7, -x9x7]), np.stack([x7x5] * 2))),
+    ("empty contraction", lambda a, b: a @ b, (x9x7[:, :0].copy(), x7x5[:0].copy())),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_tiled_matmul_equals_numpy(name, f, args):
+    compiled = jax.jit(f, backend="cuda")
+    assert "x_tile = cuda.shared.array" in compiled.lower(*args).as_text()
+    np.testing.assert_allclose(compiled(*args), f(*args), rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------
+# Arrays on the GPU
+# ------------------------------------------------------------------------------------------
+
+
+def test_device_put_and_jit_results_stay_on_the_gpu():
+    gpu = jax.devices("gpu")[0]
+    assert jax.devices("cuda") == [gpu] and repr(gpu) == "CudaDevice(id=0)"
+    x = jax.device_put(x23, gpu)
+    assert x.devices() == {gpu} and x.device == gpu and x.shape == (2, 3)
+    f = jax.jit(lambda v: v * v + 1.0)  # no backend given: it follows the data
+    y = f(f(x))
+    assert y.devices() == {gpu}
+    assert x._host is None and y._host is None  # nothing was copied to the host
+    assert y.block_until_ready() is y
+    np.testing.assert_allclose(np.asarray(y), (x23 * x23 + 1) ** 2 + 1, rtol=1e-6)
+    back = jax.device_put(y, jax.devices("cpu")[0])
+    assert back.devices() == {jax.devices("cpu")[0]} and type(back) is jax.Array
+
+
+def test_jit_on_host_inputs_with_the_cuda_backend_returns_gpu_arrays():
+    out = jax.jit(lambda v: v + 1.0, backend="gpu")(x23)  # "gpu" is JAX's name for it
+    assert out.devices() == {jax.devices("gpu")[0]}
+    np.testing.assert_allclose(out, x23 + 1.0)
+
+
+def test_eager_ops_on_gpu_arrays_run_on_the_gpu():
+    x = jax.device_put(x23, jax.devices("gpu")[0])
+    y = jnp.tanh(x) * 2.0 + jnp.sum(x, axis=0)  # each op: a one-equation CUDA program
+    assert y.devices() == {jax.devices("gpu")[0]} and x._host is None
+    np.testing.assert_allclose(y, np.tanh(x23) * 2.0 + x23.sum(0), rtol=1e-6)
+    g = jax.grad(lambda v: jnp.sum(jnp.sin(v) * v))(x)
+    assert g.devices() == {jax.devices("gpu")[0]}
+    np.testing.assert_allclose(g, np.cos(x23) * x23 + np.sin(x23), rtol=1e-5)
+    assert repr(jnp.ones(2) + x[0, :2]).startswith("Array([")  # mixed: the GPU wins
+
+
+def test_device_errors_are_clear():
+    with pytest.raises(TypeError, match="expects a device such as jax.devices"):
+        jax.device_put(x23, "gpu")
+    with pytest.raises(RuntimeError, match="Unknown backend 'tpu'"):
+        jax.devices("tpu")
+    with pytest.raises(ValueError, match="Unknown backend 'tpu' for jit"):
+        jax.jit(lambda v: v, backend="tpu")
+
+
+def test_default_backend_from_configuration():
+    x = jnp.asarray(x23)
+    previous = jax.config.jax_default_backend
+    try:
+        jax.config.update("jax_default_backend", "cuda")
+        assert jax.default_backend() == "gpu" and jax.devices() == jax.devices("gpu")
+        assert jax.jit(lambda v: v * 2.0)(x).devices() == {jax.devices("gpu")[0]}
+        assert jax.device_put(x).devices() == {jax.devices("gpu")[0]}
+    finally:
+        jax.config.update("jax_default_backend", previous)
+    assert jax.default_backend() == "cpu"
+
+
+def test_cuda_without_a_gpu_or_the_simulator_says_how_to_enable_it():
+    script = ("import stage2_jit as jax\n"
+              "try:\n    jax.devices('gpu')\nexcept RuntimeError as e:\n    print(e)\n"
+              "try:\n    jax.jit(lambda x: x, backend='cuda')(1.0)\n"
+              "except RuntimeError as e:\n    print(e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    if "CudaDevice" in done.stdout or not done.stdout:
+        pytest.skip("this machine has a GPU")
+    assert "NUMBA_ENABLE_CUDASIM=1" in done.stdout
+    assert "Use backend='cpu' instead" in done.stdout

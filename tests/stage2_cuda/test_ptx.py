@@ -56,6 +56,15 @@ PROGRAMS = [
     ("broadcast", lambda x, y: (x.T + y[:, None]) * 0.5),
     ("softmax", lambda x, y: jax.nn.softmax(x * y, axis=-1)),
     ("sum", lambda x, y: jnp.sum(x * x) + jnp.mean(x, axis=0)),
+    ("matmul", lambda x, y: (x.T @ x) @ jnp.outer(y, y)),
+    ("batched_matmul", lambda x, y: jnp.matmul(x[None], x.T[None])),
+    ("contraction", lambda x, y: jnp.einsum("ij,ij->i", x, x)),
+    ("gather_scatter", lambda x, y: x[:, jnp.array([2, 0])].at[0].max(y[:2])),
+    ("argmax_pad_concat", lambda x, y: jnp.concatenate(
+        [jnp.argmax(x, axis=1).astype(jnp.float32), jax.lax.pad(y, 0.0, ((1, 1, 1),))])),
+    ("random", lambda x, y: jax.random.normal(jax.random.key(1), (2, 3)) + x),
+    ("bitcast_erf_inv", lambda x, y: jax.lax.bitcast_convert_type(
+        jax.lax.bitcast_convert_type(x, jnp.int32) >> 1, jnp.float32) + jax.lax.erf_inv(y / 4)),
 ]
 
 

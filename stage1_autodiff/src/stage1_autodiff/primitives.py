@@ -992,10 +992,16 @@ def index_grid(shape: Shape, axis: int, index_along_axis) -> Any:
 
 
 sort_p = Primitive("sort", multiple_results=True)
-def sort(operands: Sequence[Any], dimension: int = -1, num_keys: int = 1) -> list[Any]:
-    """Sorts all ``operands`` along ``dimension`` by the first ``num_keys`` (stably)."""
+def sort(operand: Any, dimension: int = -1, is_stable: bool = True,
+         num_keys: int = 1) -> Any:
+    """Sorts ``operand`` along ``dimension``; given a sequence of arrays, sorts them all by
+    the first ``num_keys`` and returns a tuple. The sort is always stable."""
+    del is_stable
+    single = not isinstance(operand, (list, tuple))
+    operands = [operand] if single else list(operand)
     ndim = get_aval(operands[0]).ndim
-    return sort_p.bind(*operands, dimension=dimension % ndim, num_keys=num_keys)
+    outs = sort_p.bind(*operands, dimension=dimension % ndim, num_keys=num_keys)
+    return outs[0] if single else tuple(outs)
 def sort_impl(*operands, dimension, num_keys):
     keys = [np.moveaxis(k, dimension, -1) for k in operands[:num_keys]]
     order = np.moveaxis(np.lexsort(keys[::-1], axis=-1), -1, dimension)

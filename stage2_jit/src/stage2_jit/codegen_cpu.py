@@ -1303,7 +1303,7 @@ def prepare_program(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Jaxpr]:
     run, broadcasts sunk. Returns the optimized program and the same program with its
     constants as leading inputs: folding may leave array constants, which the generated
     function takes as its first arguments."""
-    optimized = optimize(ClosedJaxpr(inline_calls(closed.jaxpr), []))
+    optimized = optimize(ClosedJaxpr(inline_calls(closed.jaxpr), list(closed.consts)))
     optimized = ClosedJaxpr(dce(sink_broadcasts(optimized.jaxpr)), optimized.consts)
     program = Jaxpr([], [*optimized.jaxpr.constvars, *optimized.jaxpr.invars],
                     optimized.jaxpr.outvars, optimized.jaxpr.eqns)
