@@ -124,11 +124,25 @@ def test_softmax_and_layernorm_equal_eager():
     _assert_equals_eager(_layernorm, x, scale, offset, rtol=1e-4)
 
 
-def test_softmax_source_is_fused_reductions_in_shared_memory():
+def test_softmax_is_one_kernel_per_row_that_stores_only_its_result():
     text = jax.jit(jax.nn.softmax, backend="cuda").lower(x5x7).as_text()
     assert "Not generated" not in text
-    assert text.count("cuda.shared.array(") == 2 and "cuda.syncthreads()" in text
+    assert text.count("@cuda.jit") == 1 and "one block per row" in text
+    assert text.count("cuda.shared.array(") == 1 and "cuda.syncthreads()" in text
+    program = text[text.index("def program"):]
+    assert program.count("device_array(") == 1  # the result: no max, sum or exp stored
     assert "math.exp(" in text and "def select" not in text  # no device functions
+
+
+def test_a_row_group_with_several_results_and_one_read_at_another_row():
+    def stats(x):  # results of every kind: row values, row scalars, both reductions
+        total = jnp.sum(x, axis=1)
+        return total, jnp.max(x, axis=1, keepdims=True), x / total[:, None]
+    _assert_equals_eager(stats, x5x7)
+    assert "one block per row" in jax.jit(stats, backend="cuda").lower(x5x7).as_text()
+    shifted = lambda x: x - jnp.max(x, axis=1)[::-1, None]  # row i reads row n-1-i's max
+    _assert_equals_eager(shifted, x5x7)
+    assert "one block per row" not in jax.jit(shifted, backend="cuda").lower(x5x7).as_text()
 
 
 x_special = np.array([[-2.5, -0.5, -0.0, 0.0, 0.5, 2.5, 1e9], [np.nan, np.inf, -np.inf,

@@ -395,13 +395,22 @@ class CudaProgramWriter(ProgramWriter):
         self.host: list[str] = []  # the host function's body: allocations and launches
 
     def write(self) -> str:
+        work = []
         for eqn in self.jaxpr.eqns:
             if not eqn.outvars:
                 raise UnsupportedError(f"{eqn.primitive} (an equation with an effect)")
             if eqn.primitive in CUDA_MISSING:
                 raise UnsupportedError(str(eqn.primitive))
             if eqn.outvars[0] in self.materialized or eqn.primitive in REDUCTIONS:
-                self._emit(eqn)
+                work.append(eqn)
+        i = 0
+        while i < len(work):
+            group = _row_group(work, i)
+            if len(group) > 1 and self._emit_row_group(group):
+                i += len(group)
+            else:
+                self._emit(work[i])
+                i += 1
         outs = [self._host_output(a) for a in self.jaxpr.outvars]
         header = [f"d{i} = dims_host[{i}]" for i in range(len(self.dims))]
         args = ", ".join(["dims_host", "dims", *[self.names[v] for v in self.jaxpr.invars]])
@@ -590,6 +599,122 @@ class CudaProgramWriter(ProgramWriter):
                       f"{kernel}[((max({n}, 1) + {bn - 1}) // {bn}, (max({m}, 1) + {bm - 1}) "
                       f"// {bm}, {batches}), ({tx}, {ty})]({', '.join(['dims', *params])})"]
     # --8<-- [end:emit_matmul]
+
+    # --8<-- [start:row_group]
+    def _emit_row_group(self, group: list[JaxprEqn]) -> bool:
+        """One kernel for a run of reductions over the same rows and the values computed
+        from them: a block per row, whose threads compute each reduction in turn (a tree in
+        shared memory, the result then a scalar every thread holds) and write each row
+        value. A value used only inside the group is never stored: it is recomputed where
+        it is used, from the row's scalars. So softmax reads each row from memory once
+        (later passes find it in cache) and writes it once, instead of four kernels and
+        six passes. False (and nothing written) when a value is read at another row."""
+        first = group[0]
+        shape, kept = first.invars[0].aval.shape, len(_kept(first))
+        index = tuple(f"i{k}" for k in range(len(shape)))
+        members = {eqn.outvars[0] for eqn in group}
+        in_group = {id(eqn) for eqn in group}
+        read_elsewhere = {v for eqn in self.jaxpr.eqns if id(eqn) not in in_group
+                          and (eqn.outvars[0] in self.materialized or eqn.primitive in REDUCTIONS)
+                          for v in self._stored_reads(eqn)}
+        used_outside = {v for v in members if v in read_elsewhere or v in self.jaxpr.outvars}
+        row_values = {v for v in members if v.aval.shape == shape and
+                      self.producer[v].primitive not in REDUCTIONS}
+        saved = set(self.materialized)
+        self.materialized -= row_values  # inside the group they are recomputed
+        self.row_scalars, self.row_index_ok = {}, True
+        self.reads = []
+        rows = [self.dim(first.invars[0], k) for k in range(kept)]
+        reduced = [self.dim(first.invars[0], k) for k in range(kept, len(shape))]
+        shared: dict[str, str] = {}  # dtype name -> its shared array
+        steps: list[str] = []
+        for eqn in group:
+            out = eqn.outvars[0]
+            name = self._name_of(out)
+            body: list[str] = []
+            if eqn.primitive in REDUCTIONS:
+                dtype = out.aval.dtype
+                array = shared.setdefault(np_type(dtype), f"shared{len(shared)}")
+                combine = CUDA_COMBINES[eqn.primitive]
+                if dtype.kind in "iu":
+                    combine = f"{np_type(dtype)}{combine}"
+                value = self._named(self.expr(eqn.invars[0], index, body, {}), body)
+                steps += [f"# {self.eqn_text(eqn)}",
+                          f"acc = {typed_constant(REDUCTIONS[eqn.primitive][0](dtype), dtype)}",
+                          "for r in range(np.int64(tid), m, np.int64(cuda.blockDim.x)):",
+                          *_indent(_unravel("r", index[kept:], reduced) + body
+                                   + [f"acc = {combine.format(acc='acc', x=value)}"]),
+                          *_tree(combine, array),
+                          f"{name}_row = {array}[0]",
+                          "cuda.syncthreads()  # all have read it before the array is reused"]
+                self.row_scalars[out] = f"{name}_row"
+            elif out in row_values:
+                if out not in used_outside:
+                    continue  # recomputed where it is used
+                value = self._fused(eqn, index, body, {})
+                steps += [f"# {self.eqn_text(eqn)}",
+                          "for r in range(np.int64(tid), m, np.int64(cuda.blockDim.x)):",
+                          *_indent(_unravel("r", index[kept:], reduced) + body
+                                   + [f"{name}[{', '.join(index)}] = {value}"])]
+                continue
+            else:  # a scalar per row, every thread computing it
+                value = self._fused(eqn, _row_index(out.aval.shape, index[:kept]), body, {})
+                steps += [f"# {self.eqn_text(eqn)}", *body, f"{name}_row = {value}"]
+                self.row_scalars[out] = f"{name}_row"
+            if out in used_outside:
+                target = _row_index(out.aval.shape, index[:kept])
+                steps += ["if tid == 0:", f"    {name}[{', '.join(target) or '0'}] = {name}_row"]
+        ok, self.row_scalars = self.row_index_ok, {}
+        if not ok:
+            self.materialized = saved
+            return False
+        self.materialized = (saved - row_values) | used_outside
+        written = {v for v in used_outside}
+        params, arrays = self._nest_params(written)
+        kernel = f"kernel{len(self.kernels)}_{self.names[group[0].outvars[0]]}"
+        size = " * ".join(rows)
+        lines = ["@cuda.jit", f"def {kernel}({', '.join(['dims', *params])}):",
+                 *_indent([f"# one block per row: {len(group)} equations",
+                           *(f"d{i} = dims[{i}]" for i in range(len(self.dims))),
+                           f"n = np.int64({size})",
+                           f"m = np.int64({' * '.join(reduced)})  # elements per row",
+                           *(f"{array} = cuda.shared.array({THREADS_PER_BLOCK}, {dtype})"
+                             for dtype, array in shared.items()),
+                           "tid = cuda.threadIdx.x",
+                           "for o in range(np.int64(cuda.blockIdx.x), n, "
+                           "np.int64(cuda.gridDim.x)):",
+                           *_indent([*_unravel("o", index[:kept], rows), *steps])])]
+        self.kernels.append(Kernel(kernel, params, arrays, lines, size))
+        for var in sorted(written, key=str):
+            self.host.append(self._allocate(var, self._shape(var)))
+        self.host += [f"blocks, threads = reduction_config({size})",
+                      f"{kernel}[blocks, threads]({', '.join(['dims', *params])})"]
+        return True
+
+    def _stored_reads(self, eqn: JaxprEqn) -> set[Var]:
+        """The stored values (materialized or inputs) an equation's kernel reads: through the
+        producers it inlines."""
+        found: set[Var] = set()
+        for a in eqn.invars:
+            if not isinstance(a, Var):
+                continue
+            if a in self.materialized or a in self.jaxpr.invars or a not in self.producer:
+                found.add(a)
+            else:
+                found |= self._stored_reads(self.producer[a])
+        return found
+
+    def _read(self, var: Var, index: tuple[str, ...]) -> str:
+        if var in getattr(self, "row_scalars", {}):  # inside a row group: this row's only
+            if index != self._expected_row_index(var):
+                self.row_index_ok = False
+            return self.row_scalars[var]
+        return super()._read(var, index)
+
+    def _expected_row_index(self, var: Var) -> tuple[str, ...]:
+        kept = len([d for d in var.aval.shape if d != 1])
+        return _row_index(var.aval.shape, tuple(f"i{k}" for k in range(kept)))
+    # --8<-- [end:row_group]
 
     def _fused(self, eqn: JaxprEqn, index: tuple[str, ...], body: list[str],
                memo: dict[tuple, str]) -> str:
@@ -819,19 +944,62 @@ def _tiled_matmul_layout(eqn: JaxprEqn) -> tuple[bool, bool, bool] | None:
     return lc[0] == first + 1, rc[0] == first, batched
 
 
-def _tree(combine: str) -> list[str]:
+def _tree(combine: str, shared: str = "shared") -> list[str]:
     """Lines that combine each thread's ``acc`` into ``shared[0]``: a tree, halving the
     active threads each step (the block size is a power of two)."""
-    return ["shared[tid] = acc  # then shared[tid] is always this thread's acc",
+    return [f"{shared}[tid] = acc  # then {shared}[tid] is always this thread's acc",
             "cuda.syncthreads()",
             "step = cuda.blockDim.x // 2",
             "while step > 0:",
             "    if tid < step:",
-            "        x = shared[tid + step]",
+            f"        x = {shared}[tid + step]",
             f"        acc = {combine.format(acc='acc', x='x')}",
-            "        shared[tid] = acc",
+            f"        {shared}[tid] = acc",
             "    cuda.syncthreads()",
             "    step //= 2"]
+
+
+def _kept(eqn: JaxprEqn) -> list[int]:
+    return [k for k in range(eqn.invars[0].aval.ndim) if k not in eqn.params["axes"]]
+
+
+def _is_row_reduction(eqn: JaxprEqn) -> bool:
+    """A reduction over trailing dims that keeps at least one: each row reduces to one."""
+    if eqn.primitive not in REDUCTIONS:
+        return False
+    ndim, axes = eqn.invars[0].aval.ndim, tuple(sorted(eqn.params["axes"]))
+    return 0 < len(axes) < ndim and axes == tuple(range(ndim - len(axes), ndim))
+
+
+def _row_group(work: list[JaxprEqn], i: int) -> list[JaxprEqn]:
+    """The run of equations from ``work[i]`` (a row reduction) that can share its kernel:
+    row reductions of the same shape, and elementwise values of the operand's shape (row
+    values) or of the rows' shape, size-1 dims aside (row scalars)."""
+    first = work[i]
+    if not _is_row_reduction(first):
+        return [first]
+    shape, kept = first.invars[0].aval.shape, len(_kept(first))
+    rows = [d for d in shape[:kept] if d != 1]
+    group = [first]
+    for eqn in work[i + 1:]:
+        out = eqn.outvars[0].aval.shape
+        if eqn.primitive in REDUCTIONS:
+            joins = (_is_row_reduction(eqn) and eqn.invars[0].aval.shape == shape
+                     and len(_kept(eqn)) == kept)
+        else:
+            joins = _is_fusible(eqn) and len(eqn.outvars) == 1 and (
+                out == shape or [d for d in out if d != 1] == rows)
+        if not joins:
+            break
+        group.append(eqn)
+    return group
+
+
+def _row_index(shape: tuple[int, ...], kept: tuple[str, ...]) -> tuple[str, ...]:
+    """Where a row scalar of ``shape`` (the rows' dims, maybe with size-1 dims) is read for
+    the row at ``kept``: the kept indices in order, 0 at the size-1 dims."""
+    names = iter(kept)
+    return tuple("0" if d == 1 else next(names) for d in shape)
 
 
 def _unravel(flat: str, index: tuple[str, ...], shape: list[str]) -> list[str]:
