@@ -1,4 +1,4 @@
-"""The CUDA backend (a first step): fused groups become ``@cuda.jit`` kernels.
+"""The CUDA backend: fused groups become ``@cuda.jit`` kernels on device-resident arrays.
 
 Fusion is the CPU backend's: the same materialized values (``ProgramWriter``), the same
 scalar expressions with inlined producers (``expr``), the same dims read at run time. What
@@ -6,23 +6,29 @@ changes is the loop. On the CPU a materialized value is a ``prange`` loop inside
 function; here it is one kernel whose threads walk the flattened result with a grid-stride
 loop (thread ``t`` of ``T`` handles elements ``t, t + T, t + 2T, ...``), so any grid size
 covers any array, and a small grid keeps Numba's CUDA simulator fast. A host function,
-also generated, allocates the results and launches the kernels in program order.
+also generated, allocates the results on the device and launches the kernels in program
+order; the results stay there (``GpuArray``), so jitted calls chain without copies.
 
-A reduction is a kernel of its own, with its elementwise producers inlined: one block per
-result, whose threads each combine a share of the reduced elements, then combine their
-partial results in shared memory (``_emit_reduction``). A full reduction has one partial
-result per block, and a second kernel combines those.
+- A reduction is a kernel with its elementwise producers inlined: one block per result,
+  whose threads each combine a share of the reduced elements, then combine their partial
+  results in shared memory (``_emit_reduction``). A full reduction has one partial result
+  per block, and a second kernel combines those.
+- A run of reductions over the same rows and the values computed from them is one kernel,
+  a block per row (``_emit_row_group``): softmax and layer norm read each row once from
+  memory and write only their result.
+- A float matrix product is a tiled kernel with register blocking (``_emit_matmul``).
+- The CPU backend's loop rules (gather, scatter, argmax, pad, concatenate, contractions)
+  are reused: they describe loop nests, and here a nest becomes a kernel (``_emit_nest``).
+  The Threefry hash is written out in the kernel; bitcasts and ``erf_inv`` are statement
+  rules (``CUDA_STATEMENTS``).
 
 Indices are 64-bit (``np.int64``), so arrays past 2**31 elements work; constants carry the
 program's dtype, as on the CPU, so a float32 program does no float64 math. Kernels call no
-device functions: every rule is an inline expression.
-
-NB: this prototype covers elementwise, index-map and reduction primitives; anything else
-raises ``UnsupportedError`` and ``compile_cuda`` falls back. Arrays are copied to the device
-and back on every call: device-resident arrays are a later step. In JAX the GPU path is XLA's
+device functions (compiling one needs a GPU's driver, which would stop the PTX check from
+running without one): every rule is inline code. Only ``sort`` has no rule: a program with
+it runs on the host, its arrays copied there and back. In JAX the GPU path is XLA's
 (jax/_src/interpreters/pxla.py down to XLA's GPU emitters), not Python source.
 """
-
 from __future__ import annotations
 
 import re
@@ -52,6 +58,7 @@ from .devices import GpuArray
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from .kernel_cache import load_kernel_module
 
+# --8<-- [start:launch_config]
 THREADS_PER_BLOCK = 256
 MAX_BLOCKS = 1024  # enough to fill a GPU; the grid-stride loop covers the rest
 SIMULATOR_THREADS, SIMULATOR_BLOCKS = 8, 2  # the simulator runs one OS thread per CUDA thread
@@ -85,6 +92,7 @@ def reduction_config(rows: int) -> tuple[int, int]:
     if config.ENABLE_CUDASIM:
         return min(max(rows, 1), SIMULATOR_BLOCKS), SIMULATOR_THREADS
     return min(max(rows, 1), MAX_BLOCKS), THREADS_PER_BLOCK
+# --8<-- [end:launch_config]
 
 
 # ------------------------------------------------------------------------------------------
@@ -210,6 +218,7 @@ def _shift(direction: str) -> Callable[[list[str], JaxprEqn], str]:
     return rule
 
 
+# --8<-- [start:cuda_elementwise]
 CUDA_ELEMENTWISE: dict[Primitive, Callable[[list[str], JaxprEqn], str]] = {
     **ELEMENTWISE,
     p.exp_p: _math("exp"),
@@ -237,6 +246,7 @@ CUDA_ELEMENTWISE: dict[Primitive, Callable[[list[str], JaxprEqn], str]] = {
     p.logistic_p: _logistic,
     p.sign_p: _sign,
 }
+# --8<-- [end:cuda_elementwise]
 
 # Rules whose expression uses an operand more than once.
 REPEATED_OPERANDS = {p.sign_p, p.floor_p, p.ceil_p, p.div_p, p.rem_p, p.max_p, p.min_p,
@@ -467,7 +477,7 @@ class CudaProgramWriter(ProgramWriter):
         kernel = f"kernel{len(self.kernels)}_{self.names[sorted(produces, key=str)[0]]}"
         size = " * ".join(shape) or "1"
         loop = _unravel("f", index, shape) if shape else []
-        lines = ["@cuda.jit", f"def {kernel}({', '.join(['dims', *params])}):",
+        lines = ["@cuda.jit(cache=True)", f"def {kernel}({', '.join(['dims', *params])}):",
                  *_indent([comment, *(f"d{i} = dims[{i}]" for i in range(len(self.dims))),
                            f"n = np.int64({size})",
                            "for f in range(np.int64(cuda.grid(1)), n, "
@@ -590,7 +600,7 @@ class CudaProgramWriter(ProgramWriter):
                          f"    {at(name, 'gr', 'gc')} = {acc[i][j]}")])]
         kernel = f"kernel{len(self.kernels)}_{name}"
         params, arrays = self._nest_params({out})  # x, y (once if the same), the result
-        lines = ["@cuda.jit", f"def {kernel}({', '.join(['dims', *params])}):",
+        lines = ["@cuda.jit(cache=True)", f"def {kernel}({', '.join(['dims', *params])}):",
                  *_indent(body)]
         self.kernels.append(Kernel(kernel, params, arrays, lines, f"{m} * {n}"))
         shape = self._shape(out)
@@ -673,7 +683,7 @@ class CudaProgramWriter(ProgramWriter):
         params, arrays = self._nest_params(written)
         kernel = f"kernel{len(self.kernels)}_{self.names[group[0].outvars[0]]}"
         size = " * ".join(rows)
-        lines = ["@cuda.jit", f"def {kernel}({', '.join(['dims', *params])}):",
+        lines = ["@cuda.jit(cache=True)", f"def {kernel}({', '.join(['dims', *params])}):",
                  *_indent([f"# one block per row: {len(group)} equations",
                            *(f"d{i} = dims[{i}]" for i in range(len(self.dims))),
                            f"n = np.int64({size})",
@@ -765,7 +775,7 @@ class CudaProgramWriter(ProgramWriter):
         params, arrays = self._kernel_params(out, flat)
         kernel = f"kernel{len(self.kernels)}_{name}"
         dims = [f"d{i} = dims[{i}]" for i in range(len(self.dims))]
-        lines = ["@cuda.jit", f"def {kernel}({', '.join(['dims', *params])}):",
+        lines = ["@cuda.jit(cache=True)", f"def {kernel}({', '.join(['dims', *params])}):",
                  *_indent([comment, *dims, f"n = np.int64({size})",
                            "start = np.int64(cuda.grid(1))",
                            "stride = np.int64(cuda.gridsize(1))",
@@ -874,7 +884,7 @@ class CudaProgramWriter(ProgramWriter):
         kernel = f"kernel{len(self.kernels)}_{name}"
         header = [] if size is None else [*(f"d{i} = dims[{i}]" for i in range(len(self.dims))),
                                           f"n = np.int64({size})"]
-        source = ["@cuda.jit", f"def {kernel}({', '.join(['dims', *params])}):",
+        source = ["@cuda.jit(cache=True)", f"def {kernel}({', '.join(['dims', *params])}):",
                   *_indent([comment, *header,
                             f"shared = cuda.shared.array({THREADS_PER_BLOCK}, "
                             f"{np_type(arrays[-1][0])})",
@@ -919,6 +929,7 @@ CUDA_LOOP_RULES: dict[Primitive, Callable[[ProgramWriter, JaxprEqn, str], None]]
 }
 
 
+# --8<-- [start:matmul_tiles]
 def _matmul_tiles() -> tuple[int, int, int, int, int]:
     """(BM, BN, BK, TM, TN): a block's result tile, the contracted step, a thread's outputs.
     256 threads of 8 x 8 outputs each on a GPU; under the simulator, whose threads are OS
@@ -942,8 +953,10 @@ def _tiled_matmul_layout(eqn: JaxprEqn) -> tuple[bool, bool, bool] | None:
         return None
     first = len(lb)
     return lc[0] == first + 1, rc[0] == first, batched
+# --8<-- [end:matmul_tiles]
 
 
+# --8<-- [start:reduction_tree]
 def _tree(combine: str, shared: str = "shared") -> list[str]:
     """Lines that combine each thread's ``acc`` into ``shared[0]``: a tree, halving the
     active threads each step (the block size is a power of two)."""
@@ -957,6 +970,7 @@ def _tree(combine: str, shared: str = "shared") -> list[str]:
             f"        {shared}[tid] = acc",
             "    cuda.syncthreads()",
             "    step //= 2"]
+# --8<-- [end:reduction_tree]
 
 
 def _kept(eqn: JaxprEqn) -> list[int]:
@@ -1104,6 +1118,7 @@ def compile_cuda(closed: ClosedJaxpr, fallback: Callable[[ClosedJaxpr], Callable
     return CudaExecutable(closed, source, writer, optimized)
 
 
+# --8<-- [start:kernels_ptx]
 def kernels_ptx(source: str, writer: CudaProgramWriter,
                 cc: tuple[int, int] = (9, 0)) -> dict[str, str]:
     """Each kernel of ``source`` compiled to PTX for compute capability ``cc``: no GPU is
@@ -1118,3 +1133,4 @@ def kernels_ptx(source: str, writer: CudaProgramWriter,
         function = getattr(module, kernel.name).py_func
         ptx[kernel.name], _ = cuda.compile_ptx(function, signature, cc=cc)
     return ptx
+# --8<-- [end:kernels_ptx]

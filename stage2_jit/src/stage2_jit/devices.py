@@ -138,6 +138,7 @@ class GpuArray(Array):
 # --8<-- [end:gpu_array]
 
 
+# --8<-- [start:on_gpu]
 @functools.cache
 def _on_gpu(prim: Primitive, params: tuple) -> Any:
     """``prim`` with these parameters as a jitted function on the ``cuda`` backend: one per
@@ -163,6 +164,7 @@ def _run_on_gpu(prim: Primitive, arrays: list[Array], params: dict[str, Any]) ->
         outs = prim.bind(*host, **params)
         return device_put(list(outs) if prim.multiple_results else [outs], gpu_device())
     return _on_gpu(prim, key)(*arrays)
+# --8<-- [end:on_gpu]
 
 
 def _frozen(params: dict[str, Any]) -> tuple:
