@@ -1,0 +1,57 @@
+"""Stage 3 of JAX from NumPy: ``vmap`` with batching rules for every primitive, named axes and
+collectives, and Jacobians (``jacfwd``, ``jacrev``, ``hessian``). Everything of stage 2 is
+re-exported.
+
+Use it as JAX:
+
+    >>> import stage3_vmap as jax
+    >>> import stage3_vmap.numpy as jnp
+    >>> jax.vmap(jnp.dot)(jnp.ones((3, 2)), jnp.ones((3, 2)))
+    Array([2., 2., 2.], dtype=float32)
+"""
+
+from stage2_jit import (  # noqa: F401
+    Array,
+    ClosedJaxpr,
+    ConcretizationTypeError,
+    Jaxpr,
+    JaxprEqn,
+    Literal,
+    TracerArrayConversionError,
+    Var,
+    check_grads,
+    config,
+    custom_vjp,
+    default_backend,
+    device_put,
+    devices,
+    disable_jit,
+    dtypes,
+    float0,
+    grad,
+    jit,
+    jvp,
+    make_jaxpr,
+    tree_flatten,
+    tree_leaves,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+    value_and_grad,
+    vjp,
+)
+
+from . import (  # noqa: F401
+    batching_rules,  # noqa: F401 -- registers the rules
+    debug,
+    lax,
+    nn,
+    numpy,
+    random,
+    tree,
+    tree_util,
+)
+from .batching import vmap  # noqa: F401
+from .jacobians import hessian, jacfwd, jacrev  # noqa: F401
+
+__version__ = "0.1.0"

@@ -1,0 +1,392 @@
+"""``vmap``: the batching interpreter.
+
+A ``BatchTracer`` is a value with one more axis than the function sees: ``val`` holds every
+example, ``batch_dim`` says which of its axes runs over them (``not_mapped``, None, for a
+value that is the same for all). Each primitive has a batching rule that takes the operands'
+values and batch dims and returns the results' values and batch dims, doing the work for all
+examples in one call: ``sin`` applies to the whole batch as it is, ``dot_general`` gets one
+more batch or free dimension, so a batched matrix-vector product is a matrix-matrix product.
+
+Rules move batch dims only when they must (``moveaxis``), so ``vmap(f)`` of an elementwise
+function never transposes. A named axis (``axis_name``) lets collectives (``psum`` and the
+rest, in ``collectives.py``) reduce over the examples.
+
+NB: in JAX this is jax/_src/interpreters/batching.py (``BatchTracer``, ``BatchTrace``,
+``primitive_batchers``) and jax/_src/api.py:vmap.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from stage1_autodiff.core import (
+    MainTrace,
+    Primitive,
+    Trace,
+    Tracer,
+    full_raise,
+    get_aval,
+    new_main,
+    trace_state,
+)
+from stage1_autodiff.tree_util import (
+    keystr,
+    tree_flatten,
+    tree_flatten_with_path,
+    tree_structure,
+    tree_unflatten,
+)
+from stage2_jit.jaxpr import ClosedJaxpr, ShapedArray
+from stage2_jit.jit import jit_p
+from stage2_jit.tracing import _closed_with_consts_as_args, jaxpr_as_fun, trace_to_jaxpr
+
+from stage1_autodiff import numpy as jnp
+from stage1_autodiff import primitives as lax
+
+not_mapped = None  # the batch dim of a value that is the same for every example
+
+
+class AxisData(NamedTuple):
+    """What a batching rule knows of the axis it maps over: its name (or None) and size."""
+    name: Any
+    size: int
+
+
+# rule(axis_data, vals_in, dims_in, **params) -> (vals_out, dims_out), both lists.
+BatchingRule = Callable[..., tuple[list[Any], list[int | None]]]
+batching_rules: dict[Primitive, BatchingRule] = {}
+# Primitives whose rule runs even when no operand is batched: the collectives, whose result
+# depends on the axis (``psum(1.0, "i")`` is its size) although their operand may not.
+always_batched: set[Primitive] = set()
+
+
+# --8<-- [start:batch_tracer]
+class BatchTracer(Tracer):
+    """A batch of values: ``val`` has the batch axis at ``batch_dim`` (or none at all)."""
+
+    __slots__ = ("val", "batch_dim")
+
+    def __init__(self, trace: BatchTrace, val: Any, batch_dim: int | None) -> None:
+        self._trace = trace
+        self.val = val
+        self.batch_dim = batch_dim
+
+    @property
+    def aval(self) -> ShapedArray:
+        aval = get_aval(self.val)
+        if self.batch_dim is not_mapped:
+            return aval
+        shape = list(aval.shape)
+        del shape[self.batch_dim]
+        return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+
+
+class BatchTrace(Trace):
+    """Runs each primitive's batching rule. ``main.global_data`` is the axis (AxisData)."""
+
+    def pure(self, val: Any) -> BatchTracer:
+        return BatchTracer(self, val, not_mapped)
+
+    lift = pure
+
+    @property
+    def axis_data(self) -> AxisData:
+        return self.main.global_data
+
+    def process_primitive(self, prim: Primitive, tracers: list[BatchTracer],
+                          params: dict[str, Any]) -> list[BatchTracer]:
+        vals = [t.val for t in tracers]
+        dims = [t.batch_dim for t in tracers]
+        if all(d is not_mapped for d in dims) and prim not in always_batched:
+            # nothing batched: the primitive as it is
+            outs = prim.bind(*vals, **params)
+            return [self.pure(o) for o in (outs if prim.multiple_results else [outs])]
+        rule = batching_rules.get(prim)
+        if rule is None:
+            raise NotImplementedError(f"vmap has no batching rule for the primitive {prim}.")
+        outs, out_dims = rule(self.axis_data, vals, dims, **params)
+        return [BatchTracer(self, o, d) for o, d in zip(outs, out_dims)]
+# --8<-- [end:batch_tracer]
+
+    def process_custom_vjp_call(self, prim, fun, fwd, bwd, tracers, out_trees):
+        """The custom rule survives ``vmap``: the lower interpreter gets the function, its
+        forward pass and its backward pass, each batched (a ``vmap`` of its own, since the
+        backward pass may run after this one has finished). Results and residuals come out
+        with the batch at axis 0; an argument that was not batched gets its cotangent
+        summed over the examples."""
+        vals = [t.val for t in tracers]
+        dims = [t.batch_dim for t in tracers]
+        axis = self.axis_data
+        batched = dict(in_axes=tuple(dims), axis_size=axis.size, axis_name=axis.name)
+        fun_b = vmap(lambda *xs: list(fun(*xs)), **batched)
+        fwd_b = vmap(fwd, **batched)
+
+        def bwd_b(residuals, cts):
+            cts_in = vmap(bwd, axis_size=axis.size, axis_name=axis.name)(residuals, cts)
+            return [None if ct is None else
+                    jnp.sum(ct, axis=0) if d is not_mapped else moveaxis(ct, 0, d)
+                    for ct, d in zip(cts_in, dims)]
+
+        outs = prim.bind(*vals, fun=fun_b, fwd=fwd_b, bwd=bwd_b, out_trees=out_trees)
+        return [BatchTracer(self, o, 0) for o in outs]
+
+
+# ------------------------------------------------------------------------------------------
+# Helpers for rules
+# ------------------------------------------------------------------------------------------
+
+
+def moveaxis(x: Any, src: int, dst: int) -> Any:
+    """``x`` with axis ``src`` moved to ``dst`` (a transpose; nothing when they are equal)."""
+    ndim = get_aval(x).ndim
+    src, dst = src % ndim, dst % ndim
+    if src == dst:
+        return x
+    perm = [d for d in range(ndim) if d != src]
+    perm.insert(dst, src)
+    return lax.transpose(x, tuple(perm))
+
+
+def bdim_at(x: Any, bdim: int | None, dst: int, size: int) -> Any:
+    """``x`` with its batch axis at ``dst``: moved there, or, for an unbatched value,
+    broadcast to ``size`` examples there."""
+    if bdim is not_mapped:
+        aval = get_aval(x)
+        shape = list(aval.shape)
+        dst = dst % (aval.ndim + 1)
+        shape.insert(dst, size)
+        dims = tuple(d for d in range(aval.ndim + 1) if d != dst)
+        return lax.broadcast_in_dim(x, tuple(shape), dims)
+    return moveaxis(x, bdim, dst)
+
+
+# ------------------------------------------------------------------------------------------
+# vmap
+# ------------------------------------------------------------------------------------------
+
+
+def batch_fun(fun: Callable[..., Sequence[Any]], axis_data: AxisData, vals: Sequence[Any],
+              dims: Sequence[int | None]) -> tuple[list[Any], list[int | None]]:
+    """Runs ``fun`` (flat arguments in, a flat list out) on a batch: the results' values and
+    their batch dims, as the rules left them (``not_mapped`` for results that do not depend
+    on the batch)."""
+    with new_main(BatchTrace, axis_data) as main:
+        trace: BatchTrace = main.trace
+        # An unmapped argument is passed as it is (a Python int stays one, usable as a shape).
+        tracers_in = [v if d is not_mapped else BatchTracer(trace, v, d)
+                      for v, d in zip(vals, dims)]
+        outs = fun(*tracers_in)
+        out_tracers = [full_raise(trace, o) for o in outs]
+        vals_out = [t.val for t in out_tracers]
+        dims_out = [t.batch_dim for t in out_tracers]
+    return vals_out, dims_out
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
+         axis_size: int | None = None) -> Callable:
+    """Vectorizes ``fun`` over an axis of its arguments: ``vmap(f)(xs)`` equals stacking
+    ``f(x)`` for each ``x`` in ``xs``, computed in one batched call.
+
+    ``in_axes`` and ``out_axes`` are pytree prefixes of the arguments and results: an int
+    (negative counts from the end) or None (not mapped) per subtree. Keyword arguments are
+    mapped over axis 0. ``axis_name`` names the axis for collectives (``psum``...);
+    ``axis_size`` is needed when nothing is mapped.
+
+    Example:
+        >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
+        >>> jax.vmap(lambda x, y: jnp.dot(x, y), in_axes=(0, None))(jnp.ones((3, 2)),
+        ...                                                        jnp.ones(2))
+        Array([2., 2., 2.], dtype=float32)
+    """
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if not (in_axes is None or type(in_axes) is int or isinstance(in_axes, tuple)):
+        raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries "
+                        f"corresponding to the positional arguments passed to the function, "
+                        f"but got {in_axes!r}.")
+    _check_axes_spec(in_axes, "in_axes")
+    _check_axes_spec(out_axes, "out_axes")
+    name = getattr(fun, "__name__", "fun")
+
+    def batched(*args: Any, **kwargs: Any) -> Any:
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(
+                f"vmap in_axes must be an int, None, or a tuple of entries corresponding to "
+                f"the positional arguments passed to the function, but got len(in_axes)="
+                f"{len(in_axes)}, len(args)={len(args)} (vmap of {name}).")
+        leaves, in_tree = tree_flatten((args, kwargs))
+        dims = _flat_in_axes(in_axes, args, kwargs, name)
+        dims = [d if d is None else _canonical_axis(d, leaf, path, name)
+                for d, leaf, path in zip(dims, leaves, _paths((args, kwargs)))]
+        size = _axis_size(leaves, dims, axis_size, (args, kwargs), name)
+        out_tree_box = []
+
+        def flat_fun(*tracers):
+            a, k = tree_unflatten(in_tree, tracers)
+            out_flat, out_tree = tree_flatten(fun(*a, **k))
+            out_tree_box.append(out_tree)
+            return out_flat
+
+        vals_out, dims_out = batch_fun(flat_fun, AxisData(axis_name, size), leaves, dims)
+        out_tree = out_tree_box[0]
+        wanted = _flat_out_axes(out_axes, out_tree, name)
+        outs = [_place_output(v, d, w, size, name) for v, d, w in zip(vals_out, dims_out, wanted)]
+        return tree_unflatten(out_tree, outs)
+
+    batched.__name__ = f"vmap({name})"
+    batched.__wrapped__ = fun
+    return batched
+
+
+def _check_axes_spec(axes: Any, what: str) -> None:
+    for leaf in tree_flatten(axes)[0]:
+        if leaf is not None and type(leaf) is not int:
+            raise TypeError(f"vmap {what} must be an int, None, or a (nested) container with "
+                            f"those types as leaves, but got {leaf!r} of type "
+                            f"{type(leaf).__name__}.")
+
+
+def _flat_in_axes(in_axes: Any, args: tuple, kwargs: dict, name: str) -> list[int | None]:
+    """One axis per argument leaf: ``in_axes`` broadcast over the positional arguments (a
+    prefix of their structure), axis 0 for every keyword argument leaf."""
+    axes_for_args = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    flat: list[int | None] = []
+    for i, (arg, axes) in enumerate(zip(args, axes_for_args)):
+        flat += _broadcast_prefix(axes, arg, f"args[{i}]", "in_axes", name)
+    flat += [0] * len(tree_flatten(kwargs)[0])
+    return flat
+
+
+def _broadcast_prefix(prefix: Any, tree: Any, where: str, what: str, name: str) -> list:
+    """The leaves of ``prefix`` repeated over the subtrees of ``tree`` they stand for."""
+    if prefix is None or type(prefix) is int:
+        return [prefix] * len(tree_flatten(tree)[0])
+    prefix_def = tree_structure(prefix, is_leaf=lambda x: x is None)
+    try:
+        subtrees = prefix_def.flatten_up_to(tree)
+    except (ValueError, TypeError) as e:
+        raise ValueError(
+            f"vmap {what} specification must be a tree prefix of the corresponding value, "
+            f"got specification {prefix!r} for value tree {tree_structure(tree)} at {where} "
+            f"(vmap of {name}). {e}") from None
+    leaves = tree_flatten(prefix, is_leaf=lambda x: x is None)[0]
+    return [axis for axis, sub in zip(leaves, subtrees) for _ in tree_flatten(sub)[0]]
+
+
+def _paths(tree: Any) -> list[str]:
+    """``args[0]['w']``-style names of each leaf, for error messages."""
+    names = []
+    for path, _ in tree_flatten_with_path(tree)[0]:
+        if path[0].idx == 0:
+            names.append(f"args[{path[1].idx}]{keystr(path[2:])}")
+        else:
+            names.append(f"kwargs['{path[1].key}']{keystr(path[2:])}")
+    return names
+
+
+def _canonical_axis(axis: int, leaf: Any, path: str, name: str) -> int:
+    ndim = get_aval(leaf).ndim
+    if not -ndim <= axis < ndim:
+        raise ValueError(
+            f"vmap was requested to map its argument along axis {axis}, which implies that "
+            f"its rank should be at least {axis + 1 if axis >= 0 else -axis}, but is only "
+            f"{ndim} (its shape is {get_aval(leaf).shape}): argument {path} of vmap of {name}.")
+    return axis % ndim
+
+
+def _axis_size(leaves: list, dims: list, axis_size: int | None, tree: Any, name: str) -> int:
+    sizes = {get_aval(x).shape[d] for x, d in zip(leaves, dims) if d is not None}
+    if not sizes:
+        if axis_size is None:
+            raise ValueError(f"vmap must have at least one non-None value in in_axes, or be "
+                             f"given axis_size (vmap of {name}).")
+        return axis_size
+    if len(sizes) > 1 or (axis_size is not None and axis_size not in sizes):
+        lines = [f"  {path} of type {get_aval(x).str_short()} is mapped along axis {d}, "
+                 f"of size {get_aval(x).shape[d]}"
+                 for x, d, path in zip(leaves, dims, _paths(tree)) if d is not None]
+        given = [] if axis_size is None else [f"  axis_size was given as {axis_size}"]
+        raise ValueError(f"vmap got inconsistent sizes for the array axes to be mapped "
+                         f"(vmap of {name}):\n" + "\n".join(lines + given))
+    return sizes.pop()
+
+
+def _flat_out_axes(out_axes: Any, out_tree: Any, name: str) -> list[int | None]:
+    if out_axes is None or type(out_axes) is int:
+        return [out_axes] * out_tree.num_leaves
+    dummy = tree_unflatten(out_tree, [0] * out_tree.num_leaves)
+    return _broadcast_prefix(out_axes, dummy, "the result", "out_axes", name)
+
+
+def _place_output(val: Any, dim: int | None, wanted: int | None, size: int, name: str) -> Any:
+    """A result with its batch axis where ``out_axes`` asks: moved, or broadcast for a result
+    that does not depend on the batch; ``out_axes=None`` only for such results."""
+    if wanted is None:
+        if dim is not not_mapped:
+            raise ValueError(
+                f"vmap has mapped output but out_axes is None: a result of {name} depends on "
+                f"the mapped axis, so it cannot be returned unmapped. Give it an out_axes "
+                f"entry (0, for example), or return a value that does not depend on the "
+                f"mapped arguments.")
+        return val
+    ndim = get_aval(val).ndim + (dim is not_mapped)
+    if not -ndim <= wanted < ndim:
+        raise ValueError(f"vmap out_axes {wanted} is out of range for a result of rank "
+                         f"{ndim} (vmap of {name}).")
+    return bdim_at(val, dim, wanted % ndim, size)
+
+
+def axis_frame(axis_name: Any) -> MainTrace:
+    """The innermost ``vmap`` (its MainTrace) whose ``axis_name`` is ``axis_name``."""
+    for main in reversed(trace_state.trace_stack):
+        if main.trace_type is BatchTrace and main.global_data.name == axis_name:
+            return main
+    raise NameError(f"unbound axis name: {axis_name}. The name must be given to an "
+                    f"enclosing vmap (vmap(f, axis_name={axis_name!r})) around this call.")
+
+
+
+# ------------------------------------------------------------------------------------------
+# jit_p: batching a jitted function batches its program, once
+# ------------------------------------------------------------------------------------------
+
+_batched_programs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+# --8<-- [start:batch_jaxpr]
+def batch_jaxpr(closed: ClosedJaxpr, axis_data: AxisData,
+                dims: tuple[int | None, ...]) -> tuple[ClosedJaxpr, list[Any], list]:
+    """The program that computes ``closed`` for a whole batch (operands batched at ``dims``),
+    its constants, and its results' batch dims: traced once per (axis, dims) and kept."""
+    per_program = _batched_programs.setdefault(closed, {})
+    key = (axis_data, dims)
+    if key not in per_program:
+        avals = [aval if d is not_mapped else _with_batch(aval, d, axis_data.size)
+                 for aval, d in zip(closed.in_avals, dims)]
+        dims_box: list = []
+
+        def batched(*args):
+            outs, out_dims = batch_fun(jaxpr_as_fun(closed), axis_data, args, dims)
+            dims_box.append(out_dims)
+            return outs
+
+        jaxpr, consts = trace_to_jaxpr(batched, avals)
+        program, consts = _closed_with_consts_as_args(jaxpr, consts)
+        per_program[key] = (program, consts, dims_box[0])
+    return per_program[key]
+
+
+def jit_batching_rule(axis_data: AxisData, vals, dims, *, jaxpr, name, backend):
+    program, consts, out_dims = batch_jaxpr(jaxpr, axis_data, tuple(dims))
+    outs = jit_p.bind(*consts, *vals, jaxpr=program, name=name, backend=backend)
+    return outs, out_dims
+batching_rules[jit_p] = jit_batching_rule
+# --8<-- [end:batch_jaxpr]
+
+
+def _with_batch(aval: ShapedArray, dim: int, size: int) -> ShapedArray:
+    shape = list(aval.shape)
+    shape.insert(dim, size)
+    return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)

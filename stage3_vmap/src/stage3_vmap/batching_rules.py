@@ -1,0 +1,412 @@
+"""Batching rules for every primitive of stages 1 and 2, one block each, in the order of
+stage 1's ``primitives.py``.
+
+A rule gets the operands with their batch axes (``dims_in``: an axis, or ``not_mapped``) and
+returns the results with theirs. Most rules only renumber the dims a primitive's params name,
+so the batch axis stays where it is: a ``reduce_sum`` over dim 1 of each example is a
+``reduce_sum`` over dim 2 of examples batched at axis 0. A rule moves a batch axis
+(``moveaxis``) only where the primitive cannot take it where it is, and broadcasts an
+unbatched operand (``bdim_at``) only where the primitive needs every operand to carry the
+batch (binary ops take operands of equal shapes).
+
+``jit_p``, ``custom_vjp_call`` and the collectives have their rules in ``batching.py`` and
+``collectives.py``.
+
+NB: in JAX each rule lives beside its primitive (jax/_src/lax/lax.py, slicing.py, ...),
+registered in ``batching.primitive_batchers``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from stage1_autodiff.core import Primitive, get_aval
+from stage2_jit.debug import debug_print_p
+
+from stage1_autodiff import primitives as lax
+
+from .batching import AxisData, BatchingRule, batching_rules, bdim_at, moveaxis, not_mapped
+
+Dims = list[int | None]
+
+
+def _renumber(dims: Sequence[int], bdim: int) -> tuple[int, ...]:
+    """Dims of one example as dims of the batch, whose batch axis is ``bdim``."""
+    return tuple(d + (d >= bdim) for d in dims)
+
+
+def _aligned(axis_data: AxisData, vals: Sequence[Any], dims: Dims) -> tuple[list[Any], int]:
+    """Operands of one rank per example, given one common batch axis: the one the batched
+    operands already share (nothing moves), or 0 when they disagree. Unbatched operands are
+    broadcast there, since the primitive needs every operand to have the batch."""
+    batched = {d for d in dims if d is not not_mapped}
+    bdim = batched.pop() if len(batched) == 1 else 0
+    return [bdim_at(x, d, bdim, axis_data.size) for x, d in zip(vals, dims)], bdim
+
+
+# ------------------------------------------------------------------------------------------
+# Elementwise: unary and binary ops, threefry2x32, the type conversions
+# ------------------------------------------------------------------------------------------
+
+
+# --8<-- [start:elementwise_batching_rule]
+def _elementwise(prim: Primitive) -> BatchingRule:
+    """An elementwise primitive applies to the whole batch at once: ``sin`` of every example
+    is ``sin`` of the batch. Operands batched at the same axis go in as they are; the result
+    is batched at that axis."""
+    def rule(axis_data: AxisData, vals_in: list, dims_in: Dims, **params: Any):
+        vals, bdim = _aligned(axis_data, vals_in, dims_in)
+        outs = prim.bind(*vals, **params)
+        if prim.multiple_results:
+            return outs, [bdim] * len(outs)
+        return [outs], [bdim]
+    return rule
+# --8<-- [end:elementwise_batching_rule]
+
+
+batching_rules[lax.neg_p] = _elementwise(lax.neg_p)
+batching_rules[lax.exp_p] = _elementwise(lax.exp_p)
+batching_rules[lax.log_p] = _elementwise(lax.log_p)
+batching_rules[lax.log1p_p] = _elementwise(lax.log1p_p)
+batching_rules[lax.expm1_p] = _elementwise(lax.expm1_p)
+batching_rules[lax.sin_p] = _elementwise(lax.sin_p)
+batching_rules[lax.cos_p] = _elementwise(lax.cos_p)
+batching_rules[lax.tan_p] = _elementwise(lax.tan_p)
+batching_rules[lax.tanh_p] = _elementwise(lax.tanh_p)
+batching_rules[lax.logistic_p] = _elementwise(lax.logistic_p)
+batching_rules[lax.sqrt_p] = _elementwise(lax.sqrt_p)
+batching_rules[lax.abs_p] = _elementwise(lax.abs_p)
+batching_rules[lax.sign_p] = _elementwise(lax.sign_p)
+batching_rules[lax.floor_p] = _elementwise(lax.floor_p)
+batching_rules[lax.ceil_p] = _elementwise(lax.ceil_p)
+batching_rules[lax.integer_pow_p] = _elementwise(lax.integer_pow_p)
+batching_rules[lax.erf_inv_p] = _elementwise(lax.erf_inv_p)
+batching_rules[lax.not_p] = _elementwise(lax.not_p)
+
+batching_rules[lax.add_p] = _elementwise(lax.add_p)
+batching_rules[lax.sub_p] = _elementwise(lax.sub_p)
+batching_rules[lax.mul_p] = _elementwise(lax.mul_p)
+batching_rules[lax.div_p] = _elementwise(lax.div_p)
+batching_rules[lax.rem_p] = _elementwise(lax.rem_p)
+batching_rules[lax.pow_p] = _elementwise(lax.pow_p)
+batching_rules[lax.max_p] = _elementwise(lax.max_p)
+batching_rules[lax.min_p] = _elementwise(lax.min_p)
+batching_rules[lax.atan2_p] = _elementwise(lax.atan2_p)
+batching_rules[lax.eq_p] = _elementwise(lax.eq_p)
+batching_rules[lax.ne_p] = _elementwise(lax.ne_p)
+batching_rules[lax.lt_p] = _elementwise(lax.lt_p)
+batching_rules[lax.le_p] = _elementwise(lax.le_p)
+batching_rules[lax.gt_p] = _elementwise(lax.gt_p)
+batching_rules[lax.ge_p] = _elementwise(lax.ge_p)
+batching_rules[lax.and_p] = _elementwise(lax.and_p)
+batching_rules[lax.or_p] = _elementwise(lax.or_p)
+batching_rules[lax.xor_p] = _elementwise(lax.xor_p)
+batching_rules[lax.shift_left_p] = _elementwise(lax.shift_left_p)
+batching_rules[lax.shift_right_logical_p] = _elementwise(lax.shift_right_logical_p)
+batching_rules[lax.shift_right_arithmetic_p] = _elementwise(lax.shift_right_arithmetic_p)
+
+
+def select_n_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims):
+    """Elementwise, except that the predicate may be a scalar for cases of any shape. One
+    scalar predicate for all examples stays a scalar; a scalar per example is spread over its
+    example's elements."""
+    (which, *cases), (which_bdim, *case_bdims) = vals_in, dims_in
+    if which_bdim is not_mapped and get_aval(which).ndim == 0:
+        cases, bdim = _aligned(axis_data, cases, case_bdims)
+        return [lax.select_n(which, *cases)], [bdim]
+    case_ndim = get_aval(cases[0]).ndim - (case_bdims[0] is not not_mapped)
+    if which_bdim is not not_mapped and get_aval(which).ndim == 1 and case_ndim > 0:  # (B,)
+        cases, bdim = _aligned(axis_data, cases, case_bdims)
+        which = lax.broadcast_in_dim(which, get_aval(cases[0]).shape, (bdim,))
+        return [lax.select_n(which, *cases)], [bdim]
+    operands, bdim = _aligned(axis_data, vals_in, dims_in)
+    return [lax.select_n(*operands)], [bdim]
+batching_rules[lax.select_n_p] = select_n_batching_rule
+
+batching_rules[lax.convert_element_type_p] = _elementwise(lax.convert_element_type_p)
+batching_rules[lax.bitcast_convert_type_p] = _elementwise(lax.bitcast_convert_type_p)
+batching_rules[lax.stop_gradient_p] = _elementwise(lax.stop_gradient_p)
+
+# ------------------------------------------------------------------------------------------
+# Shapes
+# ------------------------------------------------------------------------------------------
+
+
+# --8<-- [start:broadcast_in_dim_batching_rule]
+def broadcast_in_dim_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
+                                   shape: tuple[int, ...],
+                                   broadcast_dimensions: tuple[int, ...]):
+    """The batch axis is one more operand dim to map to an output dim. It goes right after
+    the output dim of the operand dim before it, which keeps ``broadcast_dimensions``
+    increasing without moving anything."""
+    (x,), (x_bdim,) = vals_in, dims_in
+    out_bdim = broadcast_dimensions[x_bdim - 1] + 1 if x_bdim > 0 else 0
+    dims = [d + (d >= out_bdim) for d in broadcast_dimensions]
+    dims.insert(x_bdim, out_bdim)
+    shape = shape[:out_bdim] + (axis_data.size,) + shape[out_bdim:]
+    return [lax.broadcast_in_dim(x, shape, dims)], [out_bdim]
+batching_rules[lax.broadcast_in_dim_p] = broadcast_in_dim_batching_rule
+# --8<-- [end:broadcast_in_dim_batching_rule]
+
+
+def reshape_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
+                          new_sizes: tuple[int, ...], dimensions: None):
+    """A reshape reads elements in row-major order, so the batch must lead: then each
+    example is one contiguous block, reshaped on its own."""
+    (x,), (x_bdim,) = vals_in, dims_in
+    x = moveaxis(x, x_bdim, 0)
+    new_sizes = (axis_data.size,) + tuple(new_sizes)
+    return [lax.reshape_p.bind(x, new_sizes=new_sizes, dimensions=dimensions)], [0]
+batching_rules[lax.reshape_p] = reshape_batching_rule
+
+
+def transpose_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
+                            permutation: tuple[int, ...]):
+    """The batch axis stays in place; the permutation moves the other dims around it."""
+    (x,), (x_bdim,) = vals_in, dims_in
+    perm = list(_renumber(permutation, x_bdim))
+    perm.insert(x_bdim, x_bdim)
+    return [lax.transpose(x, perm)], [x_bdim]
+batching_rules[lax.transpose_p] = transpose_batching_rule
+
+
+def squeeze_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
+                          dimensions: tuple[int, ...]):
+    """The batch axis shifts left by the number of dims squeezed away before it."""
+    (x,), (x_bdim,) = vals_in, dims_in
+    out = lax.squeeze(x, _renumber(dimensions, x_bdim))
+    return [out], [x_bdim - sum(d < x_bdim for d in dimensions)]
+batching_rules[lax.squeeze_p] = squeeze_batching_rule
+
+
+def concatenate_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
+                              dimension: int):
+    """Every operand needs the batch at the same axis (an unbatched one is broadcast)."""
+    vals, bdim = _aligned(axis_data, vals_in, dims_in)
+    return [lax.concatenate(vals, dimension + (dimension >= bdim))], [bdim]
+batching_rules[lax.concatenate_p] = concatenate_batching_rule
+
+
+def pad_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
+                      padding_config: tuple[tuple[int, int, int], ...]):
+    """The batch axis gets no padding. A padding value that differs between examples is no
+    longer a scalar: pad with zeros, then select each example's value where padding went."""
+    (x, padding_value), (x_bdim, value_bdim) = vals_in, dims_in
+    bdim = 0 if x_bdim is not_mapped else x_bdim
+    x = bdim_at(x, x_bdim, bdim, axis_data.size)
+    config = list(padding_config)
+    config.insert(bdim, (0, 0, 0))
+    if value_bdim is not_mapped:
+        return [lax.pad(x, padding_value, config)], [bdim]
+    aval = get_aval(x)
+    padded = lax.pad(x, lax.full((), 0, aval.dtype, aval.weak_type), config)
+    is_x = lax.pad(lax.full(aval.shape, True, np.dtype(np.bool_)),
+                   lax.full((), False, np.dtype(np.bool_)), config)
+    value = lax.broadcast_in_dim(padding_value, get_aval(padded).shape, (bdim,))
+    return [lax.select_n(is_x, value, padded)], [bdim]
+batching_rules[lax.pad_p] = pad_batching_rule
+
+
+def slice_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
+                        start_indices: tuple[int, ...], limit_indices: tuple[int, ...],
+                        strides: tuple[int, ...] | None):
+    """The whole batch axis is kept: it runs from 0 to the batch size with stride 1."""
+    (x,), (x_bdim,) = vals_in, dims_in
+    starts, limits = list(start_indices), list(limit_indices)
+    starts.insert(x_bdim, 0)
+    limits.insert(x_bdim, axis_data.size)
+    if strides is not None:
+        strides = list(strides)
+        strides.insert(x_bdim, 1)
+    return [lax.slice(x, starts, limits, strides)], [x_bdim]
+batching_rules[lax.slice_p] = slice_batching_rule
+
+
+def rev_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
+                      dimensions: tuple[int, ...]):
+    (x,), (x_bdim,) = vals_in, dims_in
+    return [lax.rev(x, _renumber(dimensions, x_bdim))], [x_bdim]
+batching_rules[lax.rev_p] = rev_batching_rule
+
+
+def iota_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, **params: Any):
+    """For completeness only: iota has no operands, so ``vmap`` never calls this rule (it
+    runs rules for batched operands). Its result is the same for every example."""
+    return [lax.iota_p.bind(**params)], [not_mapped]
+batching_rules[lax.iota_p] = iota_batching_rule
+
+# ------------------------------------------------------------------------------------------
+# Reductions
+# ------------------------------------------------------------------------------------------
+
+
+# --8<-- [start:reduction_batching_rule]
+def _reduction(prim: Primitive) -> BatchingRule:
+    """Reducing some dims of each example is reducing the same dims of the batch, renumbered
+    past the batch axis, which shifts left by the dims reduced away before it."""
+    def rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *, axes: tuple[int, ...],
+             **params: Any):
+        (x,), (x_bdim,) = vals_in, dims_in
+        out = prim.bind(x, axes=_renumber(axes, x_bdim), **params)
+        return [out], [x_bdim - sum(a < x_bdim for a in axes)]
+    return rule
+# --8<-- [end:reduction_batching_rule]
+
+
+batching_rules[lax.reduce_sum_p] = _reduction(lax.reduce_sum_p)
+batching_rules[lax.reduce_max_p] = _reduction(lax.reduce_max_p)
+batching_rules[lax.reduce_min_p] = _reduction(lax.reduce_min_p)
+batching_rules[lax.reduce_prod_p] = _reduction(lax.reduce_prod_p)
+batching_rules[lax.reduce_and_p] = _reduction(lax.reduce_and_p)
+batching_rules[lax.reduce_or_p] = _reduction(lax.reduce_or_p)
+batching_rules[lax.argmax_p] = _reduction(lax.argmax_p)
+batching_rules[lax.argmin_p] = _reduction(lax.argmin_p)
+
+# ------------------------------------------------------------------------------------------
+# Contraction
+# ------------------------------------------------------------------------------------------
+
+
+# --8<-- [start:dot_general_batching_rule]
+def dot_general_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
+                              dimension_numbers, preferred_element_type):
+    """No operand moves. Both batched: the batch axis is one more batch dim of the
+    contraction, put first, so it leads the result. One batched: its batch axis is one more
+    free dim of that operand, so a batched matrix-vector product is a matrix-matrix product.
+    The result's dims are the batch dims, x's free dims, then y's free dims, each in order,
+    which says where the batch axis lands."""
+    (x, y), (x_bdim, y_bdim) = vals_in, dims_in
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    if x_bdim is not not_mapped:
+        x_contract, x_batch = _renumber(x_contract, x_bdim), _renumber(x_batch, x_bdim)
+    if y_bdim is not not_mapped:
+        y_contract, y_batch = _renumber(y_contract, y_bdim), _renumber(y_batch, y_bdim)
+    x_free = [d for d in range(get_aval(x).ndim) if d not in x_contract + x_batch]
+    y_free = [d for d in range(get_aval(y).ndim) if d not in y_contract + y_batch]
+    if x_bdim is not not_mapped and y_bdim is not not_mapped:
+        x_batch, y_batch = (x_bdim,) + x_batch, (y_bdim,) + y_batch
+        out_bdim = 0
+    elif x_bdim is not not_mapped:
+        out_bdim = len(x_batch) + x_free.index(x_bdim)
+    else:
+        out_bdim = len(x_batch) + len(x_free) + y_free.index(y_bdim)
+    dims = ((x_contract, y_contract), (x_batch, y_batch))
+    return [lax.dot_general(x, y, dims, preferred_element_type)], [out_bdim]
+batching_rules[lax.dot_general_p] = dot_general_batching_rule
+# --8<-- [end:dot_general_batching_rule]
+
+# ------------------------------------------------------------------------------------------
+# Gather and scatter: indices of shape batch + (k,) index the operand's first k dims.
+# ------------------------------------------------------------------------------------------
+
+
+def _indices_batch(indices: Any, bdim: int) -> tuple[Any, int]:
+    """Batched indices whose batch is among their batch dims, where it can stay. Only a
+    batch behind the last axis (the k positions of each index) is moved, just before it."""
+    last = get_aval(indices).ndim - 1
+    if bdim == last:
+        return moveaxis(indices, last, last - 1), last - 1
+    return indices, bdim
+
+
+# --8<-- [start:with_example_index]
+def _with_example_index(indices: Any, bdim: int) -> Any:
+    """Indices into an operand batched at axis 0: each index gets its example's number in
+    front (an iota along the indices' batch axis ``bdim``), so that every example reads and
+    writes its own slice of the operand."""
+    aval = get_aval(indices)
+    example = lax.iota(aval.dtype, aval.shape[:-1] + (1,), bdim)
+    if aval.weak_type:  # weak indices make the result of an int operand weak: keep them so
+        example = lax.convert_element_type(example, aval.dtype, weak_type=True)
+    return lax.concatenate([example, indices], aval.ndim - 1)
+# --8<-- [end:with_example_index]
+
+
+# --8<-- [start:gather_batching_rule]
+def gather_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims):
+    """Only the operand batched: the same positions for every example, so the batch axis is
+    carried along as an un-indexed dim of the operand, behind the k indexed ones (moved there
+    if it was among them). Batched indices: their batch axis is one of their batch dims, and
+    a batched operand, moved to axis 0, is indexed by example too."""
+    (operand, indices), (operand_bdim, indices_bdim) = vals_in, dims_in
+    num_batch, k = get_aval(indices).ndim - 1, get_aval(indices).shape[-1]
+    if indices_bdim is not_mapped:
+        bdim = max(operand_bdim, k)
+        operand = moveaxis(operand, operand_bdim, bdim)
+        return [lax.gather(operand, indices)], [num_batch + bdim - k]
+    indices, bdim = _indices_batch(indices, indices_bdim)
+    if operand_bdim is not not_mapped:
+        operand = moveaxis(operand, operand_bdim, 0)
+        indices = _with_example_index(indices, bdim)
+    return [lax.gather(operand, indices)], [bdim]
+batching_rules[lax.gather_p] = gather_batching_rule
+# --8<-- [end:gather_batching_rule]
+
+
+def _scatter(prim: Primitive) -> BatchingRule:
+    """As for gather. Unbatched indices: the batch axis is an un-indexed dim of the operand,
+    behind the k indexed ones, and the matching dim of the updates. Batched indices: the
+    operand has the batch at axis 0 and is indexed by example. Every example writes its own
+    result, so an unbatched operand or updates array is broadcast."""
+    def rule(axis_data: AxisData, vals_in: list, dims_in: Dims):
+        (operand, indices, updates), (operand_bdim, indices_bdim, updates_bdim) = vals_in, dims_in
+        num_batch, k = get_aval(indices).ndim - 1, get_aval(indices).shape[-1]
+        size = axis_data.size
+        if indices_bdim is not_mapped:
+            bdim = k if operand_bdim is not_mapped else max(operand_bdim, k)
+            operand = bdim_at(operand, operand_bdim, bdim, size)
+            updates = bdim_at(updates, updates_bdim, num_batch + bdim - k, size)
+            return [prim.bind(operand, indices, updates)], [bdim]
+        indices, bdim = _indices_batch(indices, indices_bdim)
+        operand = bdim_at(operand, operand_bdim, 0, size)
+        updates = bdim_at(updates, updates_bdim, bdim, size)
+        indices = _with_example_index(indices, bdim)
+        return [prim.bind(operand, indices, updates)], [0]
+    return rule
+
+
+batching_rules[lax.scatter_add_p] = _scatter(lax.scatter_add_p)
+batching_rules[lax.scatter_p] = _scatter(lax.scatter_p)
+batching_rules[lax.scatter_mul_p] = _scatter(lax.scatter_mul_p)
+batching_rules[lax.scatter_min_p] = _scatter(lax.scatter_min_p)
+batching_rules[lax.scatter_max_p] = _scatter(lax.scatter_max_p)
+
+# ------------------------------------------------------------------------------------------
+# Sorting, and the PRNG's hash
+# ------------------------------------------------------------------------------------------
+
+
+def sort_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *, dimension: int,
+                       num_keys: int):
+    """Each example sorts along its own ``dimension``: the same dim of the batch, renumbered
+    past the batch axis. The operands are sorted together, so all carry the batch."""
+    vals, bdim = _aligned(axis_data, vals_in, dims_in)
+    outs = lax.sort_p.bind(*vals, dimension=dimension + (dimension >= bdim), num_keys=num_keys)
+    return outs, [bdim] * len(outs)
+batching_rules[lax.sort_p] = sort_batching_rule
+
+batching_rules[lax.threefry2x32_p] = _elementwise(lax.threefry2x32_p)
+
+# ------------------------------------------------------------------------------------------
+# Stage 2's debug_print
+# ------------------------------------------------------------------------------------------
+
+
+def _example(x: Any, bdim: int | None, i: int) -> Any:
+    """Example ``i`` of a batch (the value itself when it is not batched)."""
+    if bdim is not_mapped:
+        return x
+    starts, limits = [0] * get_aval(x).ndim, list(get_aval(x).shape)
+    starts[bdim], limits[bdim] = i, i + 1
+    return lax.squeeze(lax.slice(x, starts, limits), (bdim,))
+
+
+def debug_print_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, **params: Any):
+    """Prints once per example, as a loop over the examples would, each line formatted with
+    that example's values (JAX unrolls its debug callbacks the same way)."""
+    for i in range(axis_data.size):
+        debug_print_p.bind(*[_example(x, d, i) for x, d in zip(vals_in, dims_in)], **params)
+    return [], []
+batching_rules[debug_print_p] = debug_print_batching_rule

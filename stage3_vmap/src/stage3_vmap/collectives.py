@@ -1,0 +1,271 @@
+"""Collectives over a named axis: ``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather`` and
+``axis_index``, usable inside ``vmap(f, axis_name="i")``.
+
+Inside ``vmap`` each example is computed as if on its own, and a collective lets the examples
+talk: ``psum(x, "i")`` is the sum of ``x`` over all examples, the same value for each. To the
+batching interpreter of axis ``"i"`` that is a reduction over the batch dim (and the result no
+longer depends on the example). Stage 4 gives the same primitives sharding rules, where the
+examples become devices and the reduction an all-reduce.
+
+A collective is bound with an axis name, not a trace: ``CollectivePrimitive.bind`` finds the
+``vmap`` of that name on the interpreter stack and raises the operands to it, so the rule runs
+even for a value that does not depend on the examples (``psum(1.0, "i")`` is the axis size).
+
+NB: in JAX these are jax/_src/lax/parallel.py (``psum_p``, ``all_gather_p``, ``axis_index_p``),
+found through the axis environment rather than the trace stack.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from stage1_autodiff.core import (
+    Primitive,
+    ShapedArray,
+    find_top_trace,
+    full_raise,
+    get_aval,
+    impl_rules,
+    jvp_rules,
+    vjp_rules,
+)
+from stage1_autodiff.tree_util import tree_map
+from stage2_jit.abstract_eval import abstract_eval_rules
+
+from stage1_autodiff import numpy as jnp
+from stage1_autodiff import primitives as lax
+
+from .batching import (
+    AxisData,
+    always_batched,
+    axis_frame,
+    batching_rules,
+    bdim_at,
+    not_mapped,
+)
+
+
+class CollectivePrimitive(Primitive):
+    """A primitive over a named axis: bound on the interpreter that maps that axis (or one
+    above it, such as a jit tracing inside the vmap, which stages it), whatever its operands
+    are (``axis_index`` has none)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        always_batched.add(self)  # the rule runs even when no operand is batched
+
+    def bind(self, *args: Any, axis_name: Any, **params: Any) -> Any:
+        frame = axis_frame(axis_name)  # NameError for an unbound name
+        trace = find_top_trace(args)
+        if trace.main.level < frame.level:
+            trace = frame.trace
+        tracers = [full_raise(trace, x) for x in args]
+        return trace.process_primitive(self, tracers, dict(params, axis_name=axis_name))[0]
+
+
+def _unbound(*args: Any, axis_name: Any, **params: Any) -> Any:
+    raise NameError(f"unbound axis name: {axis_name}. Collectives run inside a vmap (or, in "
+                    f"stage 4, shard_map) that names the axis.")
+
+
+def _same_aval(x: ShapedArray, **params: Any) -> ShapedArray:
+    return x
+
+
+def _names(axis_name: Any) -> tuple:
+    return axis_name if isinstance(axis_name, tuple) else (axis_name,)
+
+
+def _over_names(prim: CollectivePrimitive, x: Any, axis_name: Any, **params: Any) -> Any:
+    """``prim`` over each of several names in turn (``psum(x, ("i", "j"))``), on every leaf."""
+    def one(leaf):
+        for name in _names(axis_name):
+            leaf = prim.bind(leaf, axis_name=name, **params)
+        return leaf
+    return tree_map(one, x)
+
+
+def _other_axis(prim: Primitive, vals: list, dims: list, params: dict) -> tuple[list, list]:
+    """A collective over another vmap's axis: elementwise for this batch, which stays put."""
+    return [prim.bind(*vals, **params)], [dims[0]]
+
+
+# --8<-- [start:psum]
+psum_p = CollectivePrimitive("psum")
+impl_rules[psum_p] = _unbound
+abstract_eval_rules[psum_p] = _same_aval
+
+
+def psum(x: Any, axis_name: Any) -> Any:
+    """The sum of ``x`` over every example of the named axis (each leaf of a pytree).
+
+    Example:
+        >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
+        >>> jax.vmap(lambda v: v / jax.lax.psum(v, "i"), axis_name="i")(jnp.arange(4.0))
+        Array([0.        , 0.16666667, 0.33333334, 0.5       ], dtype=float32)
+    """
+    return _over_names(psum_p, x, axis_name)
+
+
+def psum_batching_rule(axis_data: AxisData, vals, dims, *, axis_name):
+    if axis_name != axis_data.name:
+        return _other_axis(psum_p, vals, dims, dict(axis_name=axis_name))
+    (x,), (bdim,) = vals, dims
+    if bdim is not_mapped:  # the same value for every example
+        return [lax.mul(x, lax.full_like(x, axis_data.size))], [not_mapped]
+    return [lax.reduce_sum(x, (bdim,))], [not_mapped]
+batching_rules[psum_p] = psum_batching_rule
+jvp_rules[psum_p] = lambda primals, tangents, *, axis_name: (
+    psum_p.bind(primals[0], axis_name=axis_name), psum_p.bind(tangents[0], axis_name=axis_name))
+vjp_rules[psum_p] = lambda ct, x, *, out, axis_name: [psum_p.bind(ct, axis_name=axis_name)]
+# --8<-- [end:psum]
+
+
+def pmean(x: Any, axis_name: Any) -> Any:
+    """The mean of ``x`` over the examples of the named axis: ``psum`` divided by the size."""
+    def one(leaf):
+        total = psum(leaf, axis_name)
+        size = psum(jnp.ones((), get_aval(leaf).dtype), axis_name)
+        return total / size
+    return tree_map(one, x)
+
+
+def _extremum_collective(name: str, reduce: Any) -> CollectivePrimitive:
+    prim = CollectivePrimitive(name)
+    impl_rules[prim] = _unbound
+    abstract_eval_rules[prim] = _same_aval
+
+    def batching_rule(axis_data: AxisData, vals, dims, *, axis_name):
+        if axis_name != axis_data.name:
+            return _other_axis(prim, vals, dims, dict(axis_name=axis_name))
+        (x,), (bdim,) = vals, dims
+        if bdim is not_mapped:
+            return [x], [not_mapped]
+        return [reduce(x, (bdim,))], [not_mapped]
+    batching_rules[prim] = batching_rule
+
+    def jvp_rule(primals, tangents, *, axis_name):
+        # The tangent of the winning example(s), averaged over ties.
+        (x,), (x_dot,) = primals, tangents
+        out = prim.bind(x, axis_name=axis_name)
+        wins = lax.convert_element_type(lax.eq(x, out), x_dot.dtype)
+        picked = psum_p.bind(lax.mul(x_dot, wins), axis_name=axis_name)
+        return out, lax.div(picked, psum_p.bind(wins, axis_name=axis_name))
+    jvp_rules[prim] = jvp_rule
+
+    def vjp_rule(ct, x, *, out, axis_name):
+        wins = lax.convert_element_type(lax.eq(x, out), ct.dtype)
+        share = lax.div(wins, psum_p.bind(wins, axis_name=axis_name))
+        return [lax.mul(psum_p.bind(ct, axis_name=axis_name), share)]
+    vjp_rules[prim] = vjp_rule
+    return prim
+
+
+pmax_p = _extremum_collective("pmax", lax.reduce_max)
+pmin_p = _extremum_collective("pmin", lax.reduce_min)
+
+
+def pmax(x: Any, axis_name: Any) -> Any:
+    """The largest ``x`` over the examples of the named axis."""
+    return _over_names(pmax_p, x, axis_name)
+
+
+def pmin(x: Any, axis_name: Any) -> Any:
+    """The smallest ``x`` over the examples of the named axis."""
+    return _over_names(pmin_p, x, axis_name)
+
+
+# --8<-- [start:all_gather]
+all_gather_p = CollectivePrimitive("all_gather")
+impl_rules[all_gather_p] = _unbound
+
+
+def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False) -> Any:
+    """Every example's ``x``, stacked along a new ``axis`` (or, ``tiled``, concatenated along
+    an existing one): the same array for each example.
+
+    Example:
+        >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
+        >>> jax.vmap(lambda v: jax.lax.all_gather(v, "i"), axis_name="i")(jnp.arange(2.0))
+        Array([[0., 1.],
+               [0., 1.]], dtype=float32)
+    """
+    names = _names(axis_name)
+    if len(names) != 1:
+        raise NotImplementedError("all_gather over several axis names at once")
+    return tree_map(lambda leaf: all_gather_p.bind(leaf, axis_name=names[0], axis=axis,
+                                                   tiled=tiled), x)
+
+
+def all_gather_abstract_eval(x: ShapedArray, *, axis_name, axis, tiled) -> ShapedArray:
+    # NB: the gathered size is the axis's, which only the vmap knows; inside jit tracing it
+    # is read from the innermost vmap of that name.
+    size = axis_frame(axis_name).global_data.size
+    shape = list(x.shape)
+    if tiled:
+        shape[axis] *= size
+    else:
+        shape.insert(axis, size)
+    return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+abstract_eval_rules[all_gather_p] = all_gather_abstract_eval
+
+
+def all_gather_batching_rule(axis_data: AxisData, vals, dims, *, axis_name, axis, tiled):
+    params = dict(axis_name=axis_name, axis=axis, tiled=tiled)
+    (x,), (bdim,) = vals, dims
+    if axis_name != axis_data.name:
+        if bdim is not_mapped:
+            return [all_gather_p.bind(x, **params)], [not_mapped]
+        x = bdim_at(x, bdim, 0, axis_data.size)  # the gathered axis counts without it
+        return [all_gather_p.bind(x, **dict(params, axis=axis + 1))], [0]
+    stacked = bdim_at(x, bdim, axis, axis_data.size)  # the examples along ``axis``
+    if tiled:  # merge the examples' axis into the next one
+        shape = list(get_aval(stacked).shape)
+        merged = shape[:axis] + [shape[axis] * shape[axis + 1]] + shape[axis + 2:]
+        stacked = lax.reshape(stacked, tuple(merged))
+    return [stacked], [not_mapped]
+batching_rules[all_gather_p] = all_gather_batching_rule
+jvp_rules[all_gather_p] = lambda primals, tangents, **params: (
+    all_gather_p.bind(primals[0], **params), all_gather_p.bind(tangents[0], **params))
+
+
+def all_gather_vjp(ct, x, *, out, axis_name, axis, tiled):
+    """Each example's share of the summed cotangent: its own slice along ``axis``."""
+    total = psum_p.bind(ct, axis_name=axis_name)
+    index = axis_index(axis_name)
+    if not tiled:
+        return [jnp.take(total, index, axis=axis)]
+    size = get_aval(x).shape[axis]
+    positions = lax.add(lax.mul(index, np.int32(size)), jnp.arange(size, dtype=np.int32))
+    return [jnp.take(total, positions, axis=axis)]
+vjp_rules[all_gather_p] = all_gather_vjp
+# --8<-- [end:all_gather]
+
+
+# --8<-- [start:axis_index]
+axis_index_p = CollectivePrimitive("axis_index")  # no operands: found by its axis's name
+impl_rules[axis_index_p] = _unbound
+abstract_eval_rules[axis_index_p] = lambda *, axis_name: ShapedArray((), np.dtype(np.int32))
+
+
+def axis_index(axis_name: Any) -> Any:
+    """Which example this is along the named axis: 0, 1, ..., size - 1.
+
+    Example:
+        >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
+        >>> jax.vmap(lambda v: v * jax.lax.axis_index("i"), axis_name="i")(jnp.ones(3))
+        Array([0., 1., 2.], dtype=float32)
+    """
+    return axis_index_p.bind(axis_name=axis_name)
+
+
+def axis_index_batching_rule(axis_data: AxisData, vals, dims, *, axis_name):
+    if axis_name != axis_data.name:  # another vmap's index: the same for all of this batch
+        return [axis_index_p.bind(axis_name=axis_name)], [not_mapped]
+    return [lax.iota(np.dtype(np.int32), (axis_data.size,))], [0]
+batching_rules[axis_index_p] = axis_index_batching_rule
+jvp_rules[axis_index_p] = lambda primals, tangents, *, axis_name: (
+    axis_index(axis_name), None)
+vjp_rules[axis_index_p] = lambda ct, *, out, axis_name: []
+# --8<-- [end:axis_index]

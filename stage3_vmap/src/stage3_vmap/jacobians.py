@@ -1,0 +1,178 @@
+"""Jacobians from ``vmap``: ``jacfwd`` pushes every input direction through ``jvp`` at once,
+``jacrev`` pulls every output direction back through ``vjp`` at once, ``hessian`` is
+``jacfwd(jacrev(f))``.
+
+A Jacobian is the derivative applied to each vector of a basis. Each application is one
+``jvp`` (a column) or one ``vjp`` (a row); ``vmap`` over the basis computes them all in one
+batched pass instead of a Python loop. ``jacfwd`` costs one batched forward pass over the
+inputs' size, ``jacrev`` one batched backward pass over the outputs' size: use ``jacfwd``
+for tall Jacobians (few inputs), ``jacrev`` for wide ones (few outputs, as a loss's gradient).
+
+The Jacobian of a result leaf of shape ``out`` with respect to an input leaf of shape ``in``
+has shape ``out + in``, arranged as the results' pytree of the inputs' pytrees, as JAX's.
+
+NB: in JAX these are jax/_src/api.py:jacfwd, jacrev and hessian.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from stage1_autodiff.autodiff import jvp, vjp
+from stage1_autodiff.core import get_aval
+from stage1_autodiff.tree_util import tree_flatten, tree_structure, tree_unflatten
+
+from stage1_autodiff import dtypes
+from stage1_autodiff import numpy as jnp
+
+from .batching import vmap
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Jacobian of ``fun`` with respect to the arguments ``argnums``, in forward mode.
+
+    Example:
+        >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
+        >>> jax.jacfwd(lambda x: x ** 2)(jnp.array([1.0, 2.0]))
+        Array([[2., 0.],
+               [0., 4.]], dtype=float32)
+    """
+    def jacobian(*args: Any) -> Any:
+        f, dyn = _split_args(fun, args, argnums, "jacfwd")
+        in_leaves, in_tree = tree_flatten(dyn)
+        _check_float_inputs(in_leaves, "jacfwd")
+
+        def pushforward(*tangent_leaves):
+            tangents = tree_unflatten(in_tree, tangent_leaves)
+            return jvp(f, (dyn,), (tangents,), has_aux=has_aux)
+
+        # The basis index last (out + (n,)); the primal output and aux do not depend on it.
+        out_axes = (None, -1, None) if has_aux else (None, -1)
+        outs = vmap(pushforward, out_axes=out_axes)(*_basis(in_leaves))
+        out_tree = tree_structure(outs[0])
+        jac = [_split_last(t, in_leaves, in_tree) for t in tree_flatten(outs[1])[0]]
+        result = tree_unflatten(out_tree, jac)
+        return (result, outs[2]) if has_aux else result
+
+    return _named(jacobian, "jacfwd", fun)
+
+
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Jacobian of ``fun`` with respect to the arguments ``argnums``, in reverse mode.
+
+    Example:
+        >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
+        >>> jax.jacrev(lambda x: jnp.sum(x ** 2))(jnp.array([1.0, 2.0]))
+        Array([2., 4.], dtype=float32)
+    """
+    def jacobian(*args: Any) -> Any:
+        f, dyn = _split_args(fun, args, argnums, "jacrev")
+        in_leaves, in_tree = tree_flatten(dyn)
+        _check_float_inputs(in_leaves, "jacrev")
+        if has_aux:
+            out, pullback, aux = vjp(f, dyn, has_aux=True)
+        else:
+            out, pullback = vjp(f, dyn)
+        out_leaves, out_tree = tree_flatten(out)
+        for leaf in out_leaves:
+            if not dtypes.is_float(get_aval(leaf).dtype):
+                raise TypeError(f"jacrev requires real-valued outputs (a floating dtype), but "
+                                f"{getattr(fun, '__name__', 'fun')} returned an output of "
+                                f"dtype {get_aval(leaf).dtype.name}. For integer outputs, use "
+                                f"jax.vjp directly, or jacfwd.")
+        rows = []
+        for k, leaf in enumerate(out_leaves):  # one batched pullback per result leaf
+            basis = _basis([leaf])[0]
+            others = [jnp.zeros(get_aval(o).shape, get_aval(o).dtype) for o in out_leaves]
+
+            def pull(ct_leaf, k=k, others=others):
+                cts = list(others)
+                cts[k] = ct_leaf
+                return pullback(tree_unflatten(out_tree, cts))[0]
+
+            cts_in = vmap(pull)(basis)  # leading: this result's elements
+            shape = get_aval(leaf).shape
+            rows.append(tree_unflatten(in_tree, [
+                jnp.reshape(c, shape + get_aval(x).shape)
+                for c, x in zip(tree_flatten(cts_in)[0], in_leaves)]))
+        result = tree_unflatten(out_tree, rows)
+        return (result, aux) if has_aux else result
+
+    return _named(jacobian, "jacrev", fun)
+
+
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))``.
+
+    Example:
+        >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
+        >>> jax.hessian(lambda x: jnp.sum(x ** 3))(jnp.array([1.0, 2.0]))
+        Array([[ 6.,  0.],
+               [ 0., 12.]], dtype=float32)
+    """
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+
+
+def _split_args(fun: Callable, args: tuple, argnums: int | Sequence[int],
+                name: str) -> tuple[Callable, Any]:
+    """``fun`` as a function of the differentiated arguments alone (one, or a tuple), and
+    those arguments."""
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    for n in nums:
+        if not -len(args) <= n < len(args):
+            raise ValueError(f"{name}: argnums={argnums} is out of range for a function called "
+                             f"with {len(args)} positional arguments.")
+    nums = tuple(n % len(args) for n in nums)
+
+    def f(dyn):
+        full = list(args)
+        for n, value in zip(nums, (dyn,) if single else dyn):
+            full[n] = value
+        return fun(*full)
+
+    dyn = args[nums[0]] if single else tuple(args[n] for n in nums)
+    return f, dyn
+
+
+def _check_float_inputs(leaves: list, name: str) -> None:
+    for x in leaves:
+        dtype = get_aval(x).dtype
+        if not dtypes.is_float(dtype):
+            raise TypeError(f"{name} requires real-valued inputs (input dtype that is a "
+                            f"sub-dtype of np.floating), but got {dtype.name}. If you want to "
+                            f"use integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def _basis(leaves: list) -> list:
+    """The standard basis of the flattened inputs, split back into leaves: for ``n``
+    elements in all, leaf ``k`` gets an ``(n,) + shape_k`` array of 0s and 1s."""
+    avals = [get_aval(x) for x in leaves]
+    sizes = [a.size for a in avals]
+    n = sum(sizes)
+    dtype = np.result_type(*[a.dtype for a in avals]) if avals else np.float32
+    eye = np.eye(n, dtype=dtype)
+    parts = np.split(eye, np.cumsum(sizes)[:-1], axis=1)
+    return [jnp.asarray(part.reshape((n,) + a.shape).astype(a.dtype))
+            for part, a in zip(parts, avals)]
+
+
+def _split_last(t: Any, in_leaves: list, in_tree: Any) -> Any:
+    """A result's tangents with the basis index last (``out + (n,)``), as the inputs'
+    pytree of ``out + in_k`` blocks."""
+    shape = get_aval(t).shape[:-1]
+    blocks, start = [], 0
+    for x in in_leaves:
+        aval = get_aval(x)
+        block = t[..., start:start + aval.size]
+        blocks.append(jnp.reshape(block, shape + aval.shape))
+        start += aval.size
+    return tree_unflatten(in_tree, blocks)
+
+
+def _named(jacobian: Callable, kind: str, fun: Callable) -> Callable:
+    jacobian.__name__ = f"{kind}({getattr(fun, '__name__', 'fun')})"
+    jacobian.__wrapped__ = fun
+    return jacobian

@@ -1,0 +1,516 @@
+"""vmap's law for every primitive: ``vmap(f)(xs)`` equals stacking ``f(x)`` over the examples.
+
+For each primitive hypothesis draws one example's operands (shapes, dtypes, values) and the
+primitive's params, then the batch size, which operands are mapped and along which axis
+(``None``, or any axis, negative ones included; all ``None`` with ``axis_size``), and
+``out_axes``. The batched call must equal ``f`` applied to each example in a loop, stacked
+along ``out_axes``: same shapes, dtypes and weak types, the same values (exactly, except for
+float rounding in contractions and reductions).
+
+Also: every primitive has a batching rule; the rules move batch dims only when they must (a
+batched matrix-vector product is one matrix-matrix product); ``debug.print`` under ``vmap``
+prints what a loop prints.
+"""
+
+import contextlib
+import io
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from stage1_autodiff.core import all_primitives
+from stage2_jit.debug import debug_print_p
+from stage2_jit.tracing import typecheck_jaxpr
+from stage3_vmap.batching import batching_rules
+
+import stage3_vmap as jax
+from stage1_autodiff import primitives as p
+from stage3_vmap import numpy as jnp
+
+f32, i32, u32, b1 = (np.dtype(d) for d in (np.float32, np.int32, np.uint32, np.bool_))
+
+law = settings(max_examples=15, deadline=None)
+seeds = st.integers(0, 2**32 - 1)
+sides = st.integers(1, 4)
+
+
+def shapes(min_dims: int = 0, max_dims: int = 3) -> st.SearchStrategy[tuple[int, ...]]:
+    return st.lists(sides, min_size=min_dims, max_size=max_dims).map(tuple)
+
+
+class Operand(NamedTuple):
+    """One example's operand: its shape, dtype and the range of its values ([low, high);
+    integral floats are whole numbers, so that comparisons and sorts see ties)."""
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    low: float = -2.0
+    high: float = 2.0
+    integral: bool = False
+
+
+POSITIVE, UNIT = (0.1, 2.0), (-0.9, 0.9)
+SMALL_INT = (-4, 5)
+
+
+def values(rng: np.random.Generator, x: Operand, shape: tuple[int, ...]) -> np.ndarray:
+    if x.dtype == b1:
+        return rng.random(shape) < 0.5
+    if x.dtype == u32:
+        return rng.integers(0, 2**32, shape, dtype=np.uint64).astype(u32)
+    if x.dtype.kind == "f" and not x.integral:
+        return rng.uniform(x.low, x.high, shape).astype(x.dtype)
+    return rng.integers(x.low, x.high, shape).astype(x.dtype)
+
+
+# A case draws one call of a primitive: (fn, operands). ``fn`` binds the primitive with
+# params drawn here (closed over), on arrays of the operands' shapes and dtypes.
+Case = Callable[[Callable], tuple[Callable, list[Operand]]]
+
+
+def number(dtype: np.dtype, domain: tuple[float, float] | None = None, **kw) -> Callable:
+    """An operand of ``dtype`` with a drawn shape; ints default to small values."""
+    if domain is None:
+        domain = SMALL_INT if dtype.kind in "iu" else (-2.0, 2.0)
+    return lambda shape: Operand(shape, dtype, *domain, **kw)
+
+
+def elementwise(prim: p.Primitive, *makers: Callable, **params: Any) -> Case:
+    """Operands of one drawn shape, each made by its maker (a dtype and a domain); params
+    may be strategies, drawn per example."""
+    def build(draw):
+        shape = draw(shapes())
+        drawn = {k: draw(v) if isinstance(v, st.SearchStrategy) else v
+                 for k, v in params.items()}
+        return (lambda *xs: prim.bind(*xs, **drawn)), [m(shape) for m in makers]
+    return build
+
+
+def one_of(*cases: Case) -> Case:
+    return lambda draw: cases[draw(st.integers(0, len(cases) - 1))](draw)
+
+
+def unary(prim, dtypes=(f32,), domain=None, **params) -> Case:
+    return one_of(*[elementwise(prim, number(d, domain), **params) for d in dtypes])
+
+
+def binary(prim, dtypes=(f32, i32), lhs=None, rhs=None, integral=False) -> Case:
+    return one_of(*[elementwise(prim, number(d, lhs, integral=integral),
+                                number(d, rhs, integral=integral)) for d in dtypes])
+
+
+CASES: dict[p.Primitive, Case] = {}
+
+# --- unary elementwise
+for _prim, _domain in [(p.exp_p, None), (p.log_p, POSITIVE), (p.log1p_p, POSITIVE),
+                       (p.expm1_p, None), (p.sin_p, None), (p.cos_p, None), (p.tan_p, UNIT),
+                       (p.tanh_p, None), (p.logistic_p, None), (p.sqrt_p, POSITIVE),
+                       (p.floor_p, None), (p.ceil_p, None), (p.erf_inv_p, UNIT)]:
+    CASES[_prim] = unary(_prim, domain=_domain)
+for _prim in (p.neg_p, p.abs_p, p.sign_p):
+    CASES[_prim] = unary(_prim, (f32, i32))
+CASES[p.integer_pow_p] = one_of(
+    unary(p.integer_pow_p, (f32,), POSITIVE, y=st.integers(-2, 3)),
+    unary(p.integer_pow_p, (i32,), y=st.integers(0, 3)))
+CASES[p.not_p] = unary(p.not_p, (i32, b1))
+
+# --- binary elementwise
+for _prim in (p.add_p, p.mul_p, p.max_p, p.min_p):
+    CASES[_prim] = binary(_prim, (f32, i32, b1))
+CASES[p.sub_p] = binary(p.sub_p)
+CASES[p.div_p] = binary(p.div_p)  # int division by zero is defined (-1), as in XLA
+CASES[p.rem_p] = binary(p.rem_p)
+CASES[p.pow_p] = binary(p.pow_p, (f32,), lhs=POSITIVE)
+CASES[p.atan2_p] = binary(p.atan2_p, (f32,))
+for _prim in (p.eq_p, p.ne_p, p.lt_p, p.le_p, p.gt_p, p.ge_p):
+    CASES[_prim] = binary(_prim, (f32, i32, b1), lhs=SMALL_INT, rhs=SMALL_INT, integral=True)
+for _prim in (p.and_p, p.or_p, p.xor_p):
+    CASES[_prim] = binary(_prim, (i32, b1))
+for _prim in (p.shift_left_p, p.shift_right_logical_p, p.shift_right_arithmetic_p):
+    CASES[_prim] = binary(_prim, (i32, u32), rhs=(-1, 34))  # amounts out of range too
+
+
+def select_n_case(draw):
+    shape = draw(shapes())
+    which_shape = draw(st.sampled_from([(), shape]))
+    if draw(st.booleans()):
+        which, num_cases = Operand(which_shape, b1), 2
+    else:
+        num_cases = draw(st.integers(1, 3))
+        which = Operand(which_shape, i32, 0, num_cases)
+    dtype = draw(st.sampled_from([f32, i32]))
+    return p.select_n, [which] + [Operand(shape, dtype)] * num_cases
+
+
+CASES[p.select_n_p] = select_n_case
+
+
+def convert_element_type_case(draw):
+    old, new = draw(st.sampled_from([(f32, i32), (i32, f32), (b1, f32), (f32, b1), (i32, b1),
+                                     (f32, f32)]))
+    weak_type = draw(st.booleans())
+    fn = lambda x: p.convert_element_type_p.bind(x, new_dtype=new, weak_type=weak_type)
+    return fn, [Operand(draw(shapes()), old, -4.0, 4.0)]
+
+
+CASES[p.convert_element_type_p] = convert_element_type_case
+
+
+def bitcast_convert_type_case(draw):
+    old, new = draw(st.sampled_from([(f32, i32), (i32, u32), (u32, i32), (f32, u32)]))
+    fn = lambda x: p.bitcast_convert_type_p.bind(x, new_dtype=new)
+    return fn, [Operand(draw(shapes()), old)]
+
+
+CASES[p.bitcast_convert_type_p] = bitcast_convert_type_case
+CASES[p.stop_gradient_p] = unary(p.stop_gradient_p, (f32, i32))
+
+# --- shapes
+
+
+def broadcast_in_dim_case(draw):
+    shape = draw(shapes())
+    dims = sorted(draw(st.sets(st.integers(0, len(shape) - 1), max_size=len(shape)))
+                  if shape else [])
+    operand_shape = tuple(draw(st.sampled_from([1, shape[d]])) for d in dims)
+    fn = lambda x: p.broadcast_in_dim(x, shape, dims)
+    return fn, [Operand(operand_shape, draw(st.sampled_from([f32, i32])))]
+
+
+def reshape_case(draw):
+    shape = draw(shapes())
+    size = int(np.prod(shape))
+    new_sizes = draw(st.sampled_from([(size,), shape[::-1], shape + (1,), (1,) + shape,
+                                      (size, 1)]))
+    return (lambda x: p.reshape(x, new_sizes)), [Operand(shape, f32)]
+
+
+def transpose_case(draw):
+    shape = draw(shapes())
+    perm = draw(st.permutations(range(len(shape))))
+    return (lambda x: p.transpose(x, perm)), [Operand(shape, f32)]
+
+
+def squeeze_case(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 2), max_size=3)))
+    ones = [d for d, n in enumerate(shape) if n == 1]
+    dims = draw(st.lists(st.sampled_from(ones), unique=True) if ones else st.just([]))
+    return (lambda x: p.squeeze(x, dims)), [Operand(shape, f32)]
+
+
+def concatenate_case(draw):
+    shape = draw(shapes(min_dims=1))
+    dimension = draw(st.integers(0, len(shape) - 1))
+    num = draw(st.integers(1, 3))
+    operands = []
+    for _ in range(num):
+        this = list(shape)
+        this[dimension] = draw(st.integers(1, 3))
+        operands.append(Operand(tuple(this), f32))
+    return (lambda *xs: p.concatenate(xs, dimension)), operands
+
+
+def pad_case(draw):
+    shape = draw(shapes())
+    config = [tuple(draw(st.integers(0, 2)) for _ in range(3)) for _ in shape]
+    dtype = draw(st.sampled_from([f32, i32]))
+    return (lambda x, v: p.pad(x, v, config)), [Operand(shape, dtype), Operand((), dtype)]
+
+
+def slice_case(draw):
+    shape = draw(shapes())
+    starts = [draw(st.integers(0, n)) for n in shape]
+    limits = [draw(st.integers(s, n)) for s, n in zip(starts, shape)]
+    strides = draw(st.none() | st.tuples(*[st.integers(1, 2) for _ in shape]))
+    return (lambda x: p.slice(x, starts, limits, strides)), [Operand(shape, f32)]
+
+
+def rev_case(draw):
+    shape = draw(shapes())
+    dims = draw(st.lists(st.integers(0, len(shape) - 1), unique=True) if shape
+                else st.just([]))
+    return (lambda x: p.rev(x, dims)), [Operand(shape, f32)]
+
+
+def iota_case(draw):
+    shape = draw(shapes(min_dims=1))
+    dimension = draw(st.integers(0, len(shape) - 1))
+    dtype = draw(st.sampled_from([f32, i32]))
+    return (lambda: p.iota(dtype, shape, dimension)), []
+
+
+CASES[p.broadcast_in_dim_p] = broadcast_in_dim_case
+CASES[p.reshape_p] = reshape_case
+CASES[p.transpose_p] = transpose_case
+CASES[p.squeeze_p] = squeeze_case
+CASES[p.concatenate_p] = concatenate_case
+CASES[p.pad_p] = pad_case
+CASES[p.slice_p] = slice_case
+CASES[p.rev_p] = rev_case
+CASES[p.iota_p] = iota_case
+
+# --- reductions
+
+
+def reduction(prim, dtypes) -> Case:
+    def build(draw):
+        shape = draw(shapes())
+        axes = draw(st.lists(st.integers(0, len(shape) - 1), unique=True) if shape
+                    else st.just([]))
+        dtype = draw(st.sampled_from(dtypes))
+        return (lambda x: prim.bind(x, axes=tuple(axes))), [Operand(shape, dtype, -2, 3)]
+    return build
+
+
+def arg_reduction(prim) -> Case:
+    def build(draw):
+        shape = draw(shapes(min_dims=1))
+        axis = draw(st.integers(0, len(shape) - 1))
+        index_dtype = draw(st.sampled_from([i32, np.dtype(np.uint8)]))
+        fn = lambda x: prim.bind(x, axes=(axis,), index_dtype=index_dtype)
+        return fn, [Operand(shape, draw(st.sampled_from([f32, i32])), -2, 3, integral=True)]
+    return build
+
+
+CASES[p.reduce_sum_p] = reduction(p.reduce_sum_p, [f32, i32])
+CASES[p.reduce_max_p] = reduction(p.reduce_max_p, [f32, i32, b1])
+CASES[p.reduce_min_p] = reduction(p.reduce_min_p, [f32, i32, b1])
+CASES[p.reduce_prod_p] = reduction(p.reduce_prod_p, [f32, i32])
+CASES[p.reduce_and_p] = reduction(p.reduce_and_p, [b1])
+CASES[p.reduce_or_p] = reduction(p.reduce_or_p, [b1])
+CASES[p.argmax_p] = arg_reduction(p.argmax_p)
+CASES[p.argmin_p] = arg_reduction(p.argmin_p)
+
+# --- contraction
+
+
+def dot_general_case(draw):
+    """Batch, contracting and free dims of drawn sizes, at drawn positions in each operand
+    (at most 3 dims each)."""
+    num_batch = draw(st.integers(0, 1))
+    num_contract = draw(st.integers(0, 2 - num_batch))
+    batch = [draw(sides) for _ in range(num_batch)]
+    contract = [draw(sides) for _ in range(num_contract)]
+
+    def operand():
+        free = [draw(sides) for _ in range(draw(st.integers(0, 3 - num_batch - num_contract)))]
+        roles = ([("batch", i) for i in range(num_batch)]
+                 + [("contract", i) for i in range(num_contract)]
+                 + [("free", i) for i in range(len(free))])
+        layout = draw(st.permutations(roles))
+        sizes = {"batch": batch, "contract": contract, "free": free}
+        shape = tuple(sizes[role][i] for role, i in layout)
+        where = {"batch": [layout.index(("batch", i)) for i in range(num_batch)],
+                 "contract": [layout.index(("contract", i)) for i in range(num_contract)]}
+        return shape, where
+
+    (x_shape, x_dims), (y_shape, y_dims) = operand(), operand()
+    dims = ((x_dims["contract"], y_dims["contract"]), (x_dims["batch"], y_dims["batch"]))
+    dtype = draw(st.sampled_from([f32, i32]))
+    preferred = draw(st.sampled_from([None, f32]))
+    fn = lambda x, y: p.dot_general(x, y, dims, preferred)
+    return fn, [Operand(x_shape, dtype), Operand(y_shape, dtype)]
+
+
+CASES[p.dot_general_p] = dot_general_case
+
+# --- gather and scatter
+
+
+def indexing(draw) -> tuple[Operand, Operand, tuple[int, ...]]:
+    """An operand, indices into its first k dims (out of bounds by one on either side, to
+    check clamping and dropping), and the shape a gather gives (the scatters' updates)."""
+    operand_shape = draw(shapes(min_dims=1))
+    k = draw(st.integers(1, len(operand_shape)))
+    index_batch = draw(shapes(max_dims=2))
+    indices = Operand(index_batch + (k,), i32, -1, max(operand_shape[:k]) + 1)
+    dtype = draw(st.sampled_from([f32, i32]))
+    return Operand(operand_shape, dtype), indices, index_batch + operand_shape[k:]
+
+
+def gather_case(draw):
+    operand, indices, _ = indexing(draw)
+    return p.gather, [operand, indices]
+
+
+def scatter(prim) -> Case:
+    def build(draw):
+        operand, indices, updates_shape = indexing(draw)
+        return prim.bind, [operand, indices, operand._replace(shape=updates_shape)]
+    return build
+
+
+CASES[p.gather_p] = gather_case
+for _prim in (p.scatter_add_p, p.scatter_p, p.scatter_mul_p, p.scatter_min_p, p.scatter_max_p):
+    CASES[_prim] = scatter(_prim)
+
+# --- sort and threefry
+
+
+def sort_case(draw):
+    shape = draw(shapes(min_dims=1))
+    dimension = draw(st.integers(0, len(shape) - 1))
+    num = draw(st.integers(1, 3))
+    num_keys = draw(st.integers(1, num))
+    operands = [Operand(shape, draw(st.sampled_from([f32, i32])), -2, 3, integral=True)
+                for _ in range(num)]
+    fn = lambda *xs: p.sort_p.bind(*xs, dimension=dimension, num_keys=num_keys)
+    return fn, operands
+
+
+CASES[p.sort_p] = sort_case
+CASES[p.threefry2x32_p] = elementwise(p.threefry2x32_p, *[number(u32)] * 4)
+
+# ------------------------------------------------------------------------------------------
+# The law
+# ------------------------------------------------------------------------------------------
+
+
+def as_list(outs: Any) -> list:
+    return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+
+
+def check_vmap_law(fn: Callable, operands: list[Operand], data) -> None:
+    """Draws the batch size, in_axes, which operands are weakly typed, and out_axes;
+    vmap(fn) must equal the stacked loop."""
+    size = data.draw(st.integers(1, 3), label="batch size")
+    in_axes = tuple(
+        data.draw(st.sampled_from([None, *range(-len(x.shape) - 1, len(x.shape) + 1)]),
+                  label=f"in_axes[{i}]")
+        for i, x in enumerate(operands))
+    weak = [x.dtype.kind in "fi" and data.draw(st.booleans(), label=f"weak[{i}]")
+            for i, x in enumerate(operands)]
+    rng = np.random.default_rng(data.draw(seeds, label="seed"))
+    args = []
+    for x, axis in zip(operands, in_axes):
+        if axis is None:
+            args.append(values(rng, x, x.shape))
+        else:
+            batched = values(rng, x, (size,) + x.shape)
+            args.append(np.moveaxis(batched, 0, axis))
+
+    def array(x: np.ndarray, weak_type: bool) -> jax.Array:
+        return p.convert_element_type(jnp.asarray(x), x.dtype, weak_type)
+
+    def example(i: int) -> list:
+        xs = [a if axis is None else np.take(a, i, axis) for a, axis in zip(args, in_axes)]
+        return as_list(fn(*[array(x, w) for x, w in zip(xs, weak)]))
+
+    wants = [example(i) for i in range(size)]
+    out_ndim = wants[0][0].ndim
+    out_axes = data.draw(st.integers(-out_ndim - 1, out_ndim), label="out_axes")
+    nothing_mapped = all(axis is None for axis in in_axes)
+    batched_fn = jax.vmap(fn, in_axes=in_axes, out_axes=out_axes,
+                          axis_size=size if nothing_mapped else None)
+    batched_args = [array(a, w) for a, w in zip(args, weak)]
+    gots = as_list(batched_fn(*batched_args))
+    assert len(gots) == len(wants[0])
+    # The rules bind primitives that eager NumPy would run even when mistyped: traced, every
+    # equation must pass stage 2's typing rules and give the eager results' types.
+    closed = jax.make_jaxpr(batched_fn)(*batched_args)
+    typecheck_jaxpr(closed.jaxpr)
+    assert closed.out_avals == [got.aval for got in gots]
+    for j, got in enumerate(gots):
+        want = np.stack([np.asarray(w[j]) for w in wants], axis=out_axes)
+        assert got.shape == want.shape, f"result {j}: shape {got.shape} != {want.shape}"
+        assert got.dtype == want.dtype, f"result {j}: dtype {got.dtype} != {want.dtype}"
+        assert got.weak_type == wants[0][j].weak_type, f"result {j}: weak type"
+        if want.dtype.kind == "f":
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6,
+                                       equal_nan=True, err_msg=f"result {j}")
+        else:
+            np.testing.assert_array_equal(np.asarray(got), want, err_msg=f"result {j}")
+
+
+@law
+@given(data=st.data())
+@pytest.mark.parametrize("prim", list(CASES), ids=str)
+def test_vmap_equals_loop(prim, data):
+    fn, operands = CASES[prim](data.draw)
+    check_vmap_law(fn, operands, data)
+
+
+# ------------------------------------------------------------------------------------------
+# Completeness
+# ------------------------------------------------------------------------------------------
+
+# Primitives whose rules and laws are tested elsewhere (test_vmap_api.py, test_collectives.py).
+ELSEWHERE = {"jit", "custom_vjp_call", "psum", "pmax", "pmin", "all_gather", "axis_index"}
+
+
+def test_every_primitive_has_a_batching_rule():
+    # custom_vjp_call has no rule in the table: binding it hands the interpreter the function
+    # and its forward and backward passes (BatchTrace.process_custom_vjp_call batches all three).
+    missing = [prim.name for prim in all_primitives
+               if prim not in batching_rules and prim.name != "custom_vjp_call"]
+    assert not missing, f"no batching rule for {missing}"
+
+
+def test_every_primitive_of_stages_1_and_2_has_a_law_case():
+    covered = set(CASES) | {debug_print_p}
+    missing = [prim.name for prim in all_primitives
+               if prim not in covered and prim.name not in ELSEWHERE]
+    assert not missing, f"no vmap law case for {missing}"
+
+
+# ------------------------------------------------------------------------------------------
+# Rules move batch dims only when they must
+# ------------------------------------------------------------------------------------------
+
+
+def primitives_in(fn: Callable, *args: Any) -> list[str]:
+    return [eqn.primitive.name for eqn in jax.make_jaxpr(fn)(*args).jaxpr.eqns]
+
+
+def test_batched_matvec_is_one_matmul():
+    # A @ x for each x in xs is A @ xs.T: the examples come out along axis 1, so asking for
+    # them there (out_axes=1) leaves one dot_general and nothing else.
+    A, xs = jnp.ones((3, 4)), jnp.ones((5, 4))
+    matvec = jax.vmap(lambda x: p.dot_general(A, x, (((1,), (0,)), ((), ()))), out_axes=1)
+    assert primitives_in(matvec, xs) == ["dot_general"]
+    np.testing.assert_array_equal(np.asarray(matvec(xs)), np.full((3, 5), 4.0, np.float32))
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_elementwise_and_reductions_keep_the_batch_axis_where_it_is(axis):
+    def f(x, y):
+        return p.reduce_sum(p.sin(p.mul(x, y)), (1,))
+    batched = jax.vmap(f, in_axes=axis, out_axes=axis if axis < 2 else 1)
+    xs = jnp.ones(tuple(3 if d == axis else 2 for d in range(3)))
+    assert primitives_in(batched, xs, xs) == ["mul", "sin", "reduce_sum"]
+
+
+def test_gather_with_unbatched_indices_moves_nothing():
+    indices = jnp.asarray(np.array([[1], [0]], np.int32))
+    batched = jax.vmap(lambda x: p.gather(x, indices), in_axes=1, out_axes=1)
+    assert primitives_in(batched, jnp.ones((2, 3))) == ["gather"]
+
+
+# ------------------------------------------------------------------------------------------
+# debug.print: once per example, as a loop prints
+# ------------------------------------------------------------------------------------------
+
+
+def printed(fn: Callable, *args: Any) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        fn(*args)
+    return out.getvalue()
+
+
+@settings(max_examples=10, deadline=None)
+@given(shape=shapes(max_dims=2), size=st.integers(1, 3), data=st.data(), seed=seeds)
+def test_debug_print_prints_each_example(shape, size, data, seed):
+    axis = data.draw(st.integers(-len(shape) - 1, len(shape)), label="in_axes[0]")
+    xs = np.moveaxis(np.random.default_rng(seed).uniform(size=(size,) + shape)
+                     .astype(np.float32), 0, axis)
+    y = jnp.asarray(np.float32(2.0))
+
+    def f(x, y):
+        jax.debug.print("x={} y={y}", x, y=y)
+        return x
+
+    loop = "".join(printed(f, jnp.asarray(np.take(xs, i, axis)), y) for i in range(size))
+    assert printed(jax.vmap(f, in_axes=(axis, None)), jnp.asarray(xs), y) == loop
