@@ -358,6 +358,17 @@ def test_vmap_over_split_keys_equals_a_loop():
     np.testing.assert_array_equal(np.asarray(folded), np.asarray(want, np.float32))
 
 
+def test_negative_in_axes_count_the_keys_of_a_key_array():
+    """A typed key array of shape (5,) holds uint32 data of shape (5, 2): in_axes=-1 is its
+    last axis of keys, not the words of each key."""
+    keys = random.split(random.key(3), 5)
+    last = jax.vmap(lambda k: random.normal(k), in_axes=-1)(keys)
+    np.testing.assert_array_equal(np.asarray(last),
+                                  np.asarray(jax.vmap(lambda k: random.normal(k))(keys)))
+    with pytest.raises(ValueError, match="rank should be at least 2"):
+        jax.vmap(lambda k: random.normal(k), in_axes=1)(keys)
+
+
 def mlp_loss(params, x, y):
     hidden = jnp.tanh(x @ params["w1"] + params["b1"])
     return jnp.mean((hidden @ params["w2"] - y) ** 2)

@@ -31,6 +31,7 @@ from stage1_autodiff.core import (
     new_main,
     trace_state,
 )
+from stage1_autodiff.random import PRNGKeyArray
 from stage1_autodiff.tree_util import (
     keystr,
     tree_flatten,
@@ -218,8 +219,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                 f"{len(in_axes)}, len(args)={len(args)} (vmap of {name}).")
         leaves, in_tree = tree_flatten((args, kwargs))
         dims = _flat_in_axes(in_axes, args, kwargs, name)
-        dims = [d if d is None else _canonical_axis(d, leaf, path, name)
-                for d, leaf, path in zip(dims, leaves, _paths((args, kwargs)))]
+        dims = [d if d is None else _canonical_axis(d, rank, leaf, path, name)
+                for d, rank, leaf, path in zip(dims, _ranks((args, kwargs)), leaves,
+                                               _paths((args, kwargs)))]
         size = _axis_size(leaves, dims, axis_size, (args, kwargs), name)
         out_tree_box = []
 
@@ -286,8 +288,14 @@ def _paths(tree: Any) -> list[str]:
     return names
 
 
-def _canonical_axis(axis: int, leaf: Any, path: str, name: str) -> int:
-    ndim = get_aval(leaf).ndim
+def _ranks(tree: Any) -> list[int]:
+    """The rank each leaf has to the user: a typed key array is one leaf (its uint32 data,
+    shape ``s + (2,)``) of rank ``len(s)``, so ``in_axes=-1`` maps over keys, not words."""
+    logical = tree_flatten(tree, is_leaf=lambda x: isinstance(x, PRNGKeyArray))[0]
+    return [x.ndim if isinstance(x, PRNGKeyArray) else get_aval(x).ndim for x in logical]
+
+
+def _canonical_axis(axis: int, ndim: int, leaf: Any, path: str, name: str) -> int:
     if not -ndim <= axis < ndim:
         raise ValueError(
             f"vmap was requested to map its argument along axis {axis}, which implies that "
