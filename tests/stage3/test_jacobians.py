@@ -266,3 +266,13 @@ def test_jacrev_refuses_integer_outputs():
     """JAX's jacrev needs real-valued outputs (a cotangent of an int is float0): use vjp."""
     with pytest.raises(TypeError, match="real-valued outputs.*int32"):
         jax.jacrev(lambda x: (x > 0).astype(jnp.int32))(jnp.ones(3))
+
+
+def test_jacfwd_of_an_integer_output_is_integer_zeros():
+    """As JAX's: an integer result has no tangent (float0), so its Jacobian block is zeros of
+    its own dtype, beside the float result's."""
+    out_float, out_int = jax.jacfwd(lambda x: (jnp.sin(x), (x > 0).astype(jnp.int32)))(
+        jnp.asarray(np.array([0.5, -1.0], np.float32)))
+    np.testing.assert_allclose(np.asarray(out_float), np.diag(np.cos([0.5, -1.0])), rtol=1e-6)
+    assert out_int.dtype == np.int32 and out_int.shape == (2, 2)
+    np.testing.assert_array_equal(np.asarray(out_int), np.zeros((2, 2), np.int32))

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from stage1_autodiff.autodiff import jvp, vjp
 from stage1_autodiff.core import get_aval
-from stage1_autodiff.tree_util import tree_flatten, tree_structure, tree_unflatten
+from stage1_autodiff.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
 from stage1_autodiff import dtypes
 from stage1_autodiff import numpy as jnp
@@ -46,7 +46,8 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
         def pushforward(*tangent_leaves):
             tangents = tree_unflatten(in_tree, tangent_leaves)
-            return jvp(f, (dyn,), (tangents,), has_aux=has_aux)
+            out, out_dot, *aux = jvp(f, (dyn,), (tangents,), has_aux=has_aux)
+            return (out, tree_map(_int_zeros, out_dot, out), *aux)
 
         # The basis index last (out + (n,)); the primal output and aux do not depend on it.
         out_axes = (None, -1, None) if has_aux else (None, -1)
@@ -113,6 +114,14 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
                [ 0., 12.]], dtype=float32)
     """
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+
+
+def _int_zeros(tangent: Any, primal: Any) -> Any:
+    """An integer result's tangent (float0: no values) as zeros of its own dtype, as JAX's
+    Jacobian of an integer result."""
+    if isinstance(tangent, np.ndarray) and tangent.dtype == dtypes.float0:
+        return jnp.zeros(tangent.shape, get_aval(primal).dtype)
+    return tangent
 
 
 def _split_args(fun: Callable, args: tuple, argnums: int | Sequence[int],
