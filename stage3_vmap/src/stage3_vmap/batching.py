@@ -111,6 +111,7 @@ class BatchTrace(Trace):
         return [BatchTracer(self, o, d) for o, d in zip(outs, out_dims)]
 # --8<-- [end:batch_tracer]
 
+    # --8<-- [start:custom_vjp_batching]
     def process_custom_vjp_call(self, prim, fun, fwd, bwd, tracers, out_trees):
         """The custom rule survives ``vmap``: the lower interpreter gets the function, its
         forward pass and its backward pass, each batched (a ``vmap`` of its own, since the
@@ -132,6 +133,7 @@ class BatchTrace(Trace):
 
         outs = prim.bind(*vals, fun=fun_b, fwd=fwd_b, bwd=bwd_b, out_trees=out_trees)
         return [BatchTracer(self, o, 0) for o in outs]
+    # --8<-- [end:custom_vjp_batching]
 
 
 # ------------------------------------------------------------------------------------------
@@ -168,6 +170,7 @@ def bdim_at(x: Any, bdim: int | None, dst: int, size: int) -> Any:
 # ------------------------------------------------------------------------------------------
 
 
+# --8<-- [start:batch_fun]
 def batch_fun(fun: Callable[..., Sequence[Any]], axis_data: AxisData, vals: Sequence[Any],
               dims: Sequence[int | None]) -> tuple[list[Any], list[int | None]]:
     """Runs ``fun`` (flat arguments in, a flat list out) on a batch: the results' values and
@@ -183,8 +186,10 @@ def batch_fun(fun: Callable[..., Sequence[Any]], axis_data: AxisData, vals: Sequ
         vals_out = [t.val for t in out_tracers]
         dims_out = [t.batch_dim for t in out_tracers]
     return vals_out, dims_out
+# --8<-- [end:batch_fun]
 
 
+# --8<-- [start:vmap]
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
          axis_size: int | None = None) -> Callable:
     """Vectorizes ``fun`` over an axis of its arguments: ``vmap(f)(xs)`` equals stacking
@@ -240,6 +245,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
     batched.__name__ = f"vmap({name})"
     batched.__wrapped__ = fun
     return batched
+# --8<-- [end:vmap]
 
 
 def _check_axes_spec(axes: Any, what: str) -> None:
@@ -328,6 +334,7 @@ def _flat_out_axes(out_axes: Any, out_tree: Any, name: str) -> list[int | None]:
     return _broadcast_prefix(out_axes, dummy, "the result", "out_axes", name)
 
 
+# --8<-- [start:place_output]
 def _place_output(val: Any, dim: int | None, wanted: int | None, size: int, name: str) -> Any:
     """A result with its batch axis where ``out_axes`` asks: moved, or broadcast for a result
     that does not depend on the batch; ``out_axes=None`` only for such results."""
@@ -344,8 +351,10 @@ def _place_output(val: Any, dim: int | None, wanted: int | None, size: int, name
         raise ValueError(f"vmap out_axes {wanted} is out of range for a result of rank "
                          f"{ndim} (vmap of {name}).")
     return bdim_at(val, dim, wanted % ndim, size)
+# --8<-- [end:place_output]
 
 
+# --8<-- [start:axis_frame]
 def axis_frame(axis_name: Any) -> MainTrace:
     """The innermost ``vmap`` (its MainTrace) whose ``axis_name`` is ``axis_name``."""
     for main in reversed(trace_state.trace_stack):
@@ -353,6 +362,7 @@ def axis_frame(axis_name: Any) -> MainTrace:
             return main
     raise NameError(f"unbound axis name: {axis_name}. The name must be given to an "
                     f"enclosing vmap (vmap(f, axis_name={axis_name!r})) around this call.")
+# --8<-- [end:axis_frame]
 
 
 

@@ -151,6 +151,7 @@ batching_rules[lax.broadcast_in_dim_p] = broadcast_in_dim_batching_rule
 # --8<-- [end:broadcast_in_dim_batching_rule]
 
 
+# --8<-- [start:reshape_batching_rule]
 def reshape_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
                           new_sizes: tuple[int, ...], dimensions: None):
     """A reshape reads elements in row-major order, so the batch must lead: then each
@@ -160,6 +161,7 @@ def reshape_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
     new_sizes = (axis_data.size,) + tuple(new_sizes)
     return [lax.reshape_p.bind(x, new_sizes=new_sizes, dimensions=dimensions)], [0]
 batching_rules[lax.reshape_p] = reshape_batching_rule
+# --8<-- [end:reshape_batching_rule]
 
 
 def transpose_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
@@ -378,6 +380,7 @@ batching_rules[lax.scatter_max_p] = _scatter(lax.scatter_max_p)
 # ------------------------------------------------------------------------------------------
 
 
+# --8<-- [start:sort_batching_rule]
 def sort_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *, dimension: int,
                        num_keys: int):
     """Each example sorts along its own ``dimension``: the same dim of the batch, renumbered
@@ -386,6 +389,7 @@ def sort_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *, dim
     outs = lax.sort_p.bind(*vals, dimension=dimension + (dimension >= bdim), num_keys=num_keys)
     return outs, [bdim] * len(outs)
 batching_rules[lax.sort_p] = sort_batching_rule
+# --8<-- [end:sort_batching_rule]
 
 batching_rules[lax.threefry2x32_p] = _elementwise(lax.threefry2x32_p)
 

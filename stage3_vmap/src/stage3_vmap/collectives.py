@@ -46,6 +46,7 @@ from .batching import (
 )
 
 
+# --8<-- [start:collective_primitive]
 class CollectivePrimitive(Primitive):
     """A primitive over a named axis: bound on the interpreter that maps that axis (or one
     above it, such as a jit tracing inside the vmap, which stages it), whatever its operands
@@ -62,6 +63,7 @@ class CollectivePrimitive(Primitive):
             trace = frame.trace
         tracers = [full_raise(trace, x) for x in args]
         return trace.process_primitive(self, tracers, dict(params, axis_name=axis_name))[0]
+# --8<-- [end:collective_primitive]
 
 
 def _unbound(*args: Any, axis_name: Any, **params: Any) -> Any:
@@ -122,6 +124,7 @@ vjp_rules[psum_p] = lambda ct, x, *, out, axis_name: [psum_p.bind(ct, axis_name=
 # --8<-- [end:psum]
 
 
+# --8<-- [start:pmean]
 def pmean(x: Any, axis_name: Any) -> Any:
     """The mean of ``x`` over the examples of the named axis: ``psum`` divided by the size."""
     def one(leaf):
@@ -129,8 +132,10 @@ def pmean(x: Any, axis_name: Any) -> Any:
         size = psum(jnp.ones((), get_aval(leaf).dtype), axis_name)
         return total / size
     return tree_map(one, x)
+# --8<-- [end:pmean]
 
 
+# --8<-- [start:extremum_collective]
 def _extremum_collective(name: str, reduce: Any) -> CollectivePrimitive:
     prim = CollectivePrimitive(name)
     impl_rules[prim] = _unbound
@@ -160,6 +165,7 @@ def _extremum_collective(name: str, reduce: Any) -> CollectivePrimitive:
         return [lax.mul(psum_p.bind(ct, axis_name=axis_name), share)]
     vjp_rules[prim] = vjp_rule
     return prim
+# --8<-- [end:extremum_collective]
 
 
 pmax_p = _extremum_collective("pmax", lax.reduce_max)

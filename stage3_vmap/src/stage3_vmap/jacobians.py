@@ -30,6 +30,7 @@ from stage1_autodiff import numpy as jnp
 from .batching import vmap
 
 
+# --8<-- [start:jacfwd]
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """The Jacobian of ``fun`` with respect to the arguments ``argnums``, in forward mode.
 
@@ -58,8 +59,10 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         return (result, outs[2]) if has_aux else result
 
     return _named(jacobian, "jacfwd", fun)
+# --8<-- [end:jacfwd]
 
 
+# --8<-- [start:jacrev]
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """The Jacobian of ``fun`` with respect to the arguments ``argnums``, in reverse mode.
 
@@ -102,8 +105,10 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         return (result, aux) if has_aux else result
 
     return _named(jacobian, "jacrev", fun)
+# --8<-- [end:jacrev]
 
 
+# --8<-- [start:hessian]
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))``.
 
@@ -114,6 +119,7 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
                [ 0., 12.]], dtype=float32)
     """
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+# --8<-- [end:hessian]
 
 
 def _int_zeros(tangent: Any, primal: Any) -> Any:
@@ -155,6 +161,7 @@ def _check_float_inputs(leaves: list, name: str) -> None:
                             f"use integer-valued inputs, use vjp or set allow_int to True.")
 
 
+# --8<-- [start:basis]
 def _basis(leaves: list) -> list:
     """The standard basis of the flattened inputs, split back into leaves: for ``n``
     elements in all, leaf ``k`` gets an ``(n,) + shape_k`` array of 0s and 1s."""
@@ -166,6 +173,7 @@ def _basis(leaves: list) -> list:
     parts = np.split(eye, np.cumsum(sizes)[:-1], axis=1)
     return [jnp.asarray(part.reshape((n,) + a.shape).astype(a.dtype))
             for part, a in zip(parts, avals)]
+# --8<-- [end:basis]
 
 
 def _split_last(t: Any, in_leaves: list, in_tree: Any) -> Any:
