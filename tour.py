@@ -223,9 +223,84 @@ def tour_stage2_cuda(jax, jnp, f) -> None:
               f"from the host's clock, launch included.")
 
 
+# ------------------------------------------------------------------------------------------
+# Stage 3: vmap
+# ------------------------------------------------------------------------------------------
+
+
+def tour_stage3() -> None:
+    import numpy as np
+    import stage3_vmap.numpy as jnp
+
+    import stage3_vmap as jax
+
+    banner("Stage 3: vmap, batching rules, and per-example gradients")
+
+    def l1_distance(x, y):
+        return jnp.sum(jnp.abs(x - y))
+
+    pairwise = jax.vmap(jax.vmap(l1_distance, in_axes=(0, None)), in_axes=(None, 0))
+    points = jax.random.normal(jax.random.key(0), (100, 3))
+    print("l1_distance(x, y) = sum(abs(x - y)) on two points; for every pair of 100 points:\n"
+          "  pairwise = vmap(vmap(l1_distance, in_axes=(0, None)), in_axes=(None, 0))\n"
+          "traced: no loop left, the batching rules broadcast the points against each other\n")
+    print(jax.make_jaxpr(pairwise)(points, points))
+
+    rows = [points[i] for i in range(points.shape[0])]  # split once, outside the timing
+
+    def loop():
+        return jnp.stack([jnp.stack([l1_distance(x, y) for x in rows]) for y in rows])
+
+    distances, looped = pairwise(points, points), loop()
+    np.testing.assert_allclose(np.asarray(distances), np.asarray(looped), rtol=1e-6)
+    pairwise_jit = jax.jit(pairwise)
+    pairwise_jit(points, points)  # compiles
+    t_loop = timed(loop, repeat=1)
+    t_vmap = timed(lambda: pairwise(points, points), repeat=20)
+    t_jit = timed(lambda: pairwise_jit(points, points), repeat=20)
+    print(f"\n  a {distances.shape} matrix, equal to a Python loop over the "
+          f"{len(rows) ** 2} pairs")
+    print(f"  the loop {t_loop * 1e3:.0f} ms; vmap {t_vmap * 1e3:.2f} ms "
+          f"({t_loop / t_vmap:.0f}x faster); jit(vmap) {t_jit * 1e6:.0f} µs "
+          f"({t_loop / t_jit:.0f}x faster)")
+    tour_per_example_grads(jax, jnp)
+
+
+def tour_per_example_grads(jax, jnp) -> None:
+    """Per-example gradient norms of the tour's MLP: vmap of grad against a loop of grad."""
+    import numpy as np
+
+    print("\nPer-example gradients of the MLP, vmap(grad(loss), in_axes=(None, 0, 0)):")
+    inputs, labels = make_blobs(jax, jnp, jax.random.key(0), num_classes=4, per_class=64)
+    params = init_mlp(jax, jnp, jax.random.key(1), [2, 64, 64, 4])
+
+    def loss(params, x, label):  # the loss of one example
+        log_probs = jax.nn.log_softmax(mlp(jnp, jax, params, x))
+        return -jnp.sum(log_probs * jax.nn.one_hot(label, 4))
+
+    def norm(tree):
+        return jnp.sqrt(sum(jnp.sum(leaf * leaf) for leaf in jax.tree_util.tree_leaves(tree)))
+
+    per_example = jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))
+    examples = [(inputs[i], labels[i]) for i in range(inputs.shape[0])]
+
+    def loop():
+        return jnp.stack([norm(jax.grad(loss)(params, x, y)) for x, y in examples])
+
+    norms, looped = jax.vmap(norm)(per_example(params, inputs, labels)), loop()
+    np.testing.assert_allclose(np.asarray(norms), np.asarray(looped), rtol=1e-5, atol=1e-6)
+    t_loop = timed(loop, repeat=1)
+    t_vmap = timed(lambda: per_example(params, inputs, labels), repeat=10)
+    shown = ", ".join(f"{float(n):.3f}" for n in np.asarray(norms)[:6])
+    print(f"  {len(examples)} examples; gradient norms of the first six: {shown}, ...")
+    print(f"  equal to a Python loop of grad; the loop {t_loop * 1e3:.0f} ms, vmap "
+          f"{t_vmap * 1e3:.2f} ms ({t_loop / t_vmap:.0f}x faster)")
+
+
 SECTIONS = [
     ("stage1_autodiff", tour_stage1),
     ("stage2_jit", tour_stage2),
+    ("stage3_vmap", tour_stage3),
 ]
 
 

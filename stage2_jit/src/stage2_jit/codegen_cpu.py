@@ -262,10 +262,15 @@ SCATTERS = {
 
 
 def _is_blas_dot(eqn: JaxprEqn) -> bool:
+    """A float product BLAS does as one matrix product: no batch dims, one contracted dim,
+    x's last (its other dims flattened into rows) or, for a matrix, its first (a transposed
+    view); y a vector or a matrix. vmap of ``x @ W`` gives x of shape (batch, 1, k): rows."""
     (lc, rc), (lb, _) = eqn.params["dimension_numbers"]
     x, y = (a.aval for a in eqn.invars)
-    return (not lb and x.ndim == y.ndim == 2 and len(lc) == 1 and x.dtype == y.dtype
-            and x.dtype.kind == "f")
+    if lb or len(lc) != 1 or x.dtype != y.dtype or x.dtype.kind != "f":
+        return False
+    x_ok = lc[0] == x.ndim - 1 or (x.ndim == 2 and lc == (0,))
+    return x.ndim >= 1 and y.ndim in (1, 2) and x_ok
 
 
 # ------------------------------------------------------------------------------------------
@@ -756,11 +761,21 @@ class ProgramWriter:
 
     def _emit_dot(self, eqn: JaxprEqn, comment: str) -> None:
         (lc, rc), _ = eqn.params["dimension_numbers"]
+        x_var, y_var = eqn.invars
+        out = eqn.outvars[0]
         x, y = (self._array(a) for a in eqn.invars)
-        x = x if lc == (1,) else f"{x}.T"
-        y = y if rc == (0,) else f"{y}.T"
-        self._statements([comment,
-                          f"{self._name_of(eqn.outvars[0])} = np.dot({x}, {y})  # BLAS"])
+        if x_var.aval.ndim == 2 and lc == (1,) or x_var.aval.ndim == 1:
+            x = x if x_var.aval.ndim == 2 else f"{x}.reshape((1, {self.dim(x_var, 0)}))"
+        elif lc == (0,) and x_var.aval.ndim == 2:
+            x = f"{x}.T"
+        else:  # rows: every dim of x but the contracted last one
+            rows = " * ".join(self.dim(x_var, k) for k in range(x_var.aval.ndim - 1))
+            x = f"{x}.reshape(({rows}, {self.dim(x_var, x_var.aval.ndim - 1)}))"
+        if y_var.aval.ndim == 2 and rc == (1,):
+            y = f"{y}.T"
+        shape = [self.dim(out, k) for k in range(out.aval.ndim)] or ["1"]
+        self._statements([comment, f"{self._name_of(out)} = np.dot({x}, {y}).reshape("
+                                   f"({', '.join(shape)},))  # BLAS"])
 
     # ---------------------------------------------------------------------------------------
     # Rules that write loops of their own (LOOP_RULES, after the class). Each allocates its
