@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, NamedTuple, TypeVar
 
@@ -262,7 +263,7 @@ class PyTreeDef:
     node_data: Hashable
     children_defs: tuple[PyTreeDef, ...]
 
-    @property
+    @functools.cached_property  # a treedef is immutable: count once (vmap asks on every call)
     def num_leaves(self) -> int:
         if self.node_type is None:
             return 1

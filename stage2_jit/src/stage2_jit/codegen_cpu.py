@@ -799,7 +799,10 @@ class ProgramWriter:
         out = eqn.outvars[0]
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
         index = _loop_index(out.aval.ndim)
-        sums = tuple(f"k{n}" for n in range(len(lc)))
+        # A contracted dim of size 1 needs no loop (per-example outer products, as vmap of
+        # a weight's gradient makes): the innermost loop is then over y's free dim, which
+        # vectorizes.
+        sums = tuple("0" if x.aval.shape[d] == 1 else f"k{n}" for n, d in enumerate(lc))
         # The result's dims: batch, then x's free dims, then y's free dims.
         x_index = _contraction_index(x.aval.ndim, lb, lc, index, sums, first_free=len(lb))
         y_index = _contraction_index(y.aval.ndim, rb, rc, index, sums,
@@ -809,7 +812,8 @@ class ProgramWriter:
         a, b = self.expr(x, x_index, inner, {}), self.expr(y, y_index, inner, {})
         nest = [*inner, f"{acc} = {self._multiply_add(acc, a, b, dtype)}"]
         for n in reversed(range(len(lc))):
-            nest = [f"for {sums[n]} in range({self.dim(x, lc[n])}):", *_indent(nest)]
+            if sums[n] != "0":
+                nest = [f"for {sums[n]} in range({self.dim(x, lc[n])}):", *_indent(nest)]
         result = acc if dtype.kind not in "iu" else f"{np_type(dtype)}({acc})"  # wrap
         if out.aval.dtype != dtype:
             result = _cast(result, out.aval.dtype)

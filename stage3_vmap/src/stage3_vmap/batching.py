@@ -223,10 +223,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                 f"the positional arguments passed to the function, but got len(in_axes)="
                 f"{len(in_axes)}, len(args)={len(args)} (vmap of {name}).")
         leaves, in_tree = tree_flatten((args, kwargs))
-        dims = _flat_in_axes(in_axes, args, kwargs, name)
-        dims = [d if d is None else _canonical_axis(d, rank, leaf, path, name)
-                for d, rank, leaf, path in zip(dims, _ranks((args, kwargs)), leaves,
-                                               _paths((args, kwargs)))]
+        dims = _flat_in_axes(in_axes, args, kwargs, in_tree, name)
+        dims = _canonical_axes(dims, leaves, in_tree, (args, kwargs), name)
         size = _axis_size(leaves, dims, axis_size, (args, kwargs), name)
         out_tree_box = []
 
@@ -256,15 +254,18 @@ def _check_axes_spec(axes: Any, what: str) -> None:
                             f"{type(leaf).__name__}.")
 
 
-def _flat_in_axes(in_axes: Any, args: tuple, kwargs: dict, name: str) -> list[int | None]:
+def _flat_in_axes(in_axes: Any, args: tuple, kwargs: dict, in_tree: Any,
+                  name: str) -> list[int | None]:
     """One axis per argument leaf: ``in_axes`` broadcast over the positional arguments (a
     prefix of their structure), axis 0 for every keyword argument leaf."""
-    axes_for_args = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    args_def, kwargs_def = in_tree.children_defs
+    if not isinstance(in_axes, tuple):  # the common case: counting the leaves is enough
+        return [in_axes] * args_def.num_leaves + [0] * kwargs_def.num_leaves
+    axes_for_args = in_axes
     flat: list[int | None] = []
     for i, (arg, axes) in enumerate(zip(args, axes_for_args)):
         flat += _broadcast_prefix(axes, arg, f"args[{i}]", "in_axes", name)
-    flat += [0] * len(tree_flatten(kwargs)[0])
-    return flat
+    return flat + [0] * kwargs_def.num_leaves
 
 
 def _broadcast_prefix(prefix: Any, tree: Any, where: str, what: str, name: str) -> list:
@@ -294,11 +295,30 @@ def _paths(tree: Any) -> list[str]:
     return names
 
 
-def _ranks(tree: Any) -> list[int]:
-    """The rank each leaf has to the user: a typed key array is one leaf (its uint32 data,
-    shape ``s + (2,)``) of rank ``len(s)``, so ``in_axes=-1`` maps over keys, not words."""
-    logical = tree_flatten(tree, is_leaf=lambda x: isinstance(x, PRNGKeyArray))[0]
-    return [x.ndim if isinstance(x, PRNGKeyArray) else get_aval(x).ndim for x in logical]
+def _canonical_axes(dims: list, leaves: list, in_tree: Any, tree: Any,
+                    name: str) -> list[int | None]:
+    """Each mapped axis in [0, rank): checked, negative ones counted from the end. The
+    argument names an error needs are found only then."""
+    keys = _key_leaves(in_tree)
+    out: list[int | None] = []
+    for i, d in enumerate(dims):
+        if d is not None:
+            ndim = get_aval(leaves[i]).ndim - keys[i]
+            if not -ndim <= d < ndim:
+                _canonical_axis(d, ndim, leaves[i], _paths(tree)[i], name)  # raises
+            d %= ndim
+        out.append(d)
+    return out
+
+
+def _key_leaves(treedef: Any) -> tuple[bool, ...]:
+    """For each leaf, whether it is a typed key array's uint32 data (shape ``s + (2,)``),
+    whose rank to the user is ``len(s)``: ``in_axes=-1`` maps over keys, not their words."""
+    if treedef.node_type is None:
+        return (False,)
+    if treedef.node_type is PRNGKeyArray:
+        return (True,)
+    return tuple(k for child in treedef.children_defs for k in _key_leaves(child))
 
 
 def _canonical_axis(axis: int, ndim: int, leaf: Any, path: str, name: str) -> int:
