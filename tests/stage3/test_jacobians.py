@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_jit_laws import draw_program, f32
+from stage2_programs import draw_program, f32
 from test_vmap_api import assert_trees_close, loop
 
 import stage3_vmap as jax

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_jit_laws import draw_program, f32, i32
+from stage2_programs import draw_program, f32, i32
 from test_vmap_api import assert_trees_close, insert_axis, loop
 
 import stage3_vmap as jax
