@@ -773,9 +773,11 @@ class ProgramWriter:
             x = f"{x}.reshape(({rows}, {self.dim(x_var, x_var.aval.ndim - 1)}))"
         if y_var.aval.ndim == 2 and rc == (1,):
             y = f"{y}.T"
-        shape = [self.dim(out, k) for k in range(out.aval.ndim)] or ["1"]
-        self._statements([comment, f"{self._name_of(out)} = np.dot({x}, {y}).reshape("
-                                   f"({', '.join(shape)},))  # BLAS"])
+        product = f"np.dot({x}, {y})"
+        if x_var.aval.ndim != 2:  # back from rows to the result's dims
+            shape = [self.dim(out, k) for k in range(out.aval.ndim)] or ["1"]
+            product += f".reshape(({', '.join(shape)},))"
+        self._statements([comment, f"{self._name_of(out)} = {product}  # BLAS"])
 
     # ---------------------------------------------------------------------------------------
     # Rules that write loops of their own (LOOP_RULES, after the class). Each allocates its
