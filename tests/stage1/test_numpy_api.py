@@ -1424,3 +1424,14 @@ def test_erf_inv_is_accurate_in_float64(x64):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # infinities at +-1 come without a warning
         check(jax.lax.erf_inv(jnp.array([1.0, -1.0, 0.0])), [np.inf, -np.inf, 0.0], F64)
+
+
+def test_lax_sort_of_one_array_returns_an_array_and_of_several_a_tuple():
+    """JAX's signature: ``lax.sort(x)`` sorts x (a regression: its rows were once taken as
+    separate operands); ``lax.sort([keys, values])`` sorts both by the keys, as a tuple."""
+    x = np.array([[3.0, 1.0, 2.0], [0.0, -1.0, 5.0]], np.float32)
+    out = jax.lax.sort(jnp.asarray(x), dimension=1)
+    np.testing.assert_array_equal(np.asarray(out), np.sort(x, axis=1))
+    keys, values = jax.lax.sort([jnp.asarray(x[0]), jnp.arange(3)], num_keys=1)
+    np.testing.assert_array_equal(np.asarray(values), [1, 2, 0])
+    assert isinstance(jax.lax.sort((jnp.asarray(x[0]),)), tuple)

@@ -265,3 +265,14 @@ def test_cuda_without_a_gpu_or_the_simulator_says_how_to_enable_it():
         pytest.skip("this machine has a GPU")
     assert "NUMBA_ENABLE_CUDASIM=1" in done.stdout
     assert "Use backend='cpu' instead" in done.stdout
+
+
+def test_regressions_found_by_the_laws_on_the_cuda_backend():
+    # A full reduction over axes given out of order once unravelled the wrong dims.
+    _assert_equals_eager(lambda x: jnp.min(x, axis=(1, 0)), x5x7)
+    # The same operand twice (x @ x.T, x @ x) once made a kernel with a repeated parameter.
+    _assert_equals_eager(lambda x: x @ x.T, x5x7)
+    square = rng.standard_normal((4, 4)).astype(np.float32)
+    _assert_equals_eager(lambda x: x @ x, square)
+    # Integer scatter min/max, whose CPU form calls a kernel_math helper.
+    _assert_equals_eager(lambda i: i.at[jnp.array([0, 0, 2])].max(jnp.int32(3)), i5x7)
