@@ -1,0 +1,49 @@
+"""Stage 4 of JAX from NumPy: simulated devices, meshes, ``PartitionSpec``, sharded arrays
+(more of issue 6 to come: sharding in types, the SPMD partitioner, ``shard_map``, the cost
+model). Everything of stage 3 is re-exported.
+
+Use it as JAX:
+
+    >>> import stage4_sharding as jax
+    >>> len(jax.devices())
+    8
+"""
+
+from stage3_vmap import (  # noqa: F401
+    Array,
+    ClosedJaxpr,
+    ConcretizationTypeError,
+    Jaxpr,
+    JaxprEqn,
+    Literal,
+    TracerArrayConversionError,
+    Var,
+    check_grads,
+    config,
+    custom_vjp,
+    default_backend,
+    disable_jit,
+    dtypes,
+    float0,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jit,
+    jvp,
+    make_jaxpr,
+    tree_flatten,
+    tree_leaves,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+    value_and_grad,
+    vjp,
+    vmap,
+)
+
+from . import debug, lax, nn, numpy, random, sharding, tree, tree_util  # noqa: F401
+from .arrays import device_put, typeof, visualize_array_sharding  # noqa: F401
+from .mesh import AxisType, Mesh, device_count, devices, make_mesh, set_mesh  # noqa: F401
+
+__version__ = "0.1.0"

@@ -1,0 +1,181 @@
+"""Simulated devices and meshes: ``jax.devices()``, ``make_mesh``, ``Mesh``, ``AxisType`` and
+``set_mesh``.
+
+Stage 4 runs SPMD programs on N devices that all live in this process: each is a
+``Device("cpu", i)`` that owns its own buffers (one NumPy array per shard). N is
+``jax_num_cpu_devices`` (8 unless the environment variable ``JAX_NUM_CPU_DEVICES`` or
+``jax.config.update`` says otherwise), fixed once devices are first asked for, as JAX fixes
+its CPU device count when the backend starts.
+
+A mesh arranges devices in a named grid, ``make_mesh((4, 2), ("data", "model"))``: a
+partition spec then says which array dims are split over which mesh axes.
+
+NB: in JAX these are jax/_src/mesh.py (``Mesh``, ``AxisType``, ``AbstractMesh``) and
+jax/_src/sharding_impls.py; ``set_mesh`` is in jax/_src/mesh.py too.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from stage1_autodiff.config import config
+from stage1_autodiff.core import Device
+
+config.define("jax_num_cpu_devices", 8,
+              "How many simulated CPU devices stage 4 has; set it before the first use.")
+
+_started: list[Device] = []  # the devices, once first asked for
+
+
+def devices(backend: str | None = None) -> list[Device]:
+    """The simulated CPU devices: ``jax_num_cpu_devices`` of them, ids 0 to N - 1.
+
+    Example:
+        >>> import stage4_sharding as jax
+        >>> jax.devices()[:2]
+        [CpuDevice(id=0), CpuDevice(id=1)]
+    """
+    if backend not in (None, "cpu"):
+        from stage2_jit.devices import devices as stage2_devices
+        return stage2_devices(backend)
+    if not _started:
+        count = int(config.jax_num_cpu_devices)
+        if count < 1:
+            raise ValueError(f"jax_num_cpu_devices must be at least 1, got {count}.")
+        _started.extend(Device("cpu", i) for i in range(count))  # device 0 is the host's
+    elif len(_started) != config.jax_num_cpu_devices:
+        raise RuntimeError(
+            f"jax_num_cpu_devices was changed to {config.jax_num_cpu_devices} after the "
+            f"{len(_started)} devices were created. Set it before the first use of devices "
+            f"(jax.config.update at the top of the program, or JAX_NUM_CPU_DEVICES).")
+    return list(_started)
+
+
+def device_count() -> int:
+    return len(devices())
+
+
+class AxisType(enum.Enum):
+    """How the type system treats a mesh axis. ``Explicit``: shardings are part of an
+    array's type and every op says what its result's is (errors when ambiguous).
+    ``Auto``: the compiler chooses. ``Manual``: inside ``shard_map``, the program sees one
+    device's shard."""
+    Explicit = "explicit"
+    Auto = "auto"
+    Manual = "manual"
+
+
+class Mesh:
+    """Devices arranged in a grid with named axes.
+
+    Example:
+        >>> import stage4_sharding as jax
+        >>> mesh = jax.make_mesh((4, 2), ("data", "model"))
+        >>> mesh.shape
+        {'data': 4, 'model': 2}
+    """
+
+    def __init__(self, devices: Any, axis_names: Sequence[str],
+                 axis_types: Sequence[AxisType] | None = None) -> None:
+        grid = np.asarray(devices, dtype=object)
+        names = tuple(axis_names)
+        if grid.ndim != len(names):
+            raise ValueError(f"A mesh of shape {grid.shape} needs {grid.ndim} axis names, got "
+                             f"{len(names)}: {names}.")
+        if len(set(names)) != len(names):
+            raise ValueError(f"Mesh axis names must be distinct, got {names}.")
+        types = tuple(axis_types) if axis_types is not None else (AxisType.Explicit,) * len(names)
+        if len(types) != len(names):
+            raise ValueError(f"Mesh axis_types {types} do not match the axis names {names}.")
+        self.devices = grid
+        self.axis_names = names
+        self.axis_types = types
+
+    @property
+    def shape(self) -> dict[str, int]:
+        return dict(zip(self.axis_names, self.devices.shape))
+
+    @property
+    def size(self) -> int:
+        return int(self.devices.size)
+
+    def __repr__(self) -> str:
+        axes = ", ".join(f"'{n}': {s}" for n, s in self.shape.items())
+        types = ", ".join(t.name for t in self.axis_types)
+        return f"Mesh({axes}, axis_types=({types}))"
+
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, Mesh) and self.axis_names == other.axis_names
+                and self.axis_types == other.axis_types
+                and self.devices.shape == other.devices.shape
+                and all(a == b for a, b in zip(self.devices.flat, other.devices.flat)))
+
+    def __hash__(self) -> int:
+        return hash((self.axis_names, self.axis_types, self.devices.shape,
+                     tuple(self.devices.flat)))
+
+
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
+              axis_types: Sequence[AxisType] | None = None,
+              devices: Sequence[Device] | None = None) -> Mesh:
+    """A mesh of ``axis_shapes`` over the first ``prod(axis_shapes)`` devices (all of them
+    unless ``devices`` is given), every axis Explicit unless ``axis_types`` says otherwise.
+
+    Example:
+        >>> import stage4_sharding as jax
+        >>> jax.make_mesh((8,), ("data",))
+        Mesh('data': 8, axis_types=(Explicit))
+    """
+    shape = tuple(int(s) for s in axis_shapes)
+    pool = list(devices) if devices is not None else globals()["devices"]()
+    if math.prod(shape) != len(pool):
+        raise ValueError(f"make_mesh: a mesh of shape {shape} needs {math.prod(shape)} devices, "
+                         f"but {len(pool)} are available. Use axis shapes whose product is "
+                         f"{len(pool)}, or pass devices=... (jax.devices()[:n]).")
+    grid = np.empty(len(pool), dtype=object)
+    grid[:] = pool
+    return Mesh(grid.reshape(shape), axis_names, axis_types)
+
+
+class _MeshContext(threading.local):
+    def __init__(self) -> None:
+        self.mesh: Mesh | None = None
+
+
+_context = _MeshContext()
+
+
+def get_mesh() -> Mesh | None:
+    """The mesh ``set_mesh`` installed, or None."""
+    return _context.mesh
+
+
+class set_mesh:  # noqa: N801 -- a function in JAX's API, usable as a context manager too
+    """Installs ``mesh`` as the current mesh: as a plain call it stays until the next
+    ``set_mesh``; as ``with set_mesh(mesh):`` the previous mesh comes back at the end."""
+
+    def __init__(self, mesh: Mesh | None) -> None:
+        if mesh is not None and not isinstance(mesh, Mesh):
+            raise TypeError(f"set_mesh expects a Mesh (jax.make_mesh(...)), got "
+                            f"{type(mesh).__name__}.")
+        self.previous = _context.mesh
+        _context.mesh = mesh
+
+    def __enter__(self) -> Mesh | None:
+        return _context.mesh
+
+    def __exit__(self, *exc: Any) -> None:
+        _context.mesh = self.previous
+
+
+@contextmanager
+def use_mesh(mesh: Mesh) -> Iterator[Mesh]:
+    """``with use_mesh(mesh):``, the older spelling of ``with set_mesh(mesh):``."""
+    with set_mesh(mesh):
+        yield mesh
