@@ -79,25 +79,27 @@ def _put(leaf: Any, device: Device) -> Array:
     return GpuArray(cuda.to_device(host), array.aval)
 
 
-# --8<-- [start:gpu_array]
-class GpuArray(Array):
-    """An Array whose buffer is in GPU memory: a Numba device array of the array's shape
-    (shape ``(1,)`` for a 0-d array, as the generated kernels store scalars). The host copy
-    is made on first need and kept: arrays are immutable, so it never goes stale."""
+class PlacedArray(Array):
+    """An Array whose data is not one host NumPy buffer (a GPU buffer here; per-device blocks
+    in stage 4). It keeps its type, and makes the host copy that NumPy code and printing see
+    on first need (``_fetch``), then keeps it: arrays are immutable, so it never goes stale.
+    Eager primitives on it run where its data lives (``apply_primitive``)."""
 
-    __slots__ = ("_buffer", "_aval", "_host")
+    __slots__ = ("_aval", "_host")
 
-    def __init__(self, buffer: Any, aval: ShapedArray) -> None:
-        self._buffer = buffer
+    def __init__(self, aval: ShapedArray) -> None:
         self._aval = ShapedArray(aval.shape, aval.dtype, aval.weak_type)
         self.weak_type = aval.weak_type
         self._host: np.ndarray | None = None
 
     @property
-    def _value(self) -> np.ndarray:  # what NumPy code (and printing) sees: a host copy
+    def _value(self) -> np.ndarray:
         if self._host is None:
-            self._host = self._buffer.copy_to_host().reshape(self._aval.shape)
+            self._host = self._fetch()
         return self._host
+
+    def _fetch(self) -> np.ndarray:
+        raise NotImplementedError
 
     @property
     def shape(self) -> tuple[int, ...]: return self._aval.shape
@@ -107,6 +109,21 @@ class GpuArray(Array):
 
     @property
     def aval(self) -> ShapedArray: return self._aval
+
+
+# --8<-- [start:gpu_array]
+class GpuArray(PlacedArray):
+    """An Array whose buffer is in GPU memory: a Numba device array of the array's shape
+    (shape ``(1,)`` for a 0-d array, as the generated kernels store scalars)."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self, buffer: Any, aval: ShapedArray) -> None:
+        super().__init__(aval)
+        self._buffer = buffer
+
+    def _fetch(self) -> np.ndarray:
+        return self._buffer.copy_to_host().reshape(self._aval.shape)
 
     @property
     def device(self) -> Device: return gpu_device()

@@ -17,41 +17,28 @@ from typing import Any
 import numpy as np
 from stage1_autodiff.core import Array, Device, Primitive, ShapedArray, asarray
 from stage1_autodiff.tree_util import tree_map
+from stage2_jit.devices import PlacedArray
 
 from .mesh import devices
 from .sharding import NamedSharding, PartitionSpec, as_sharding, type_string
 
 
-class ShardedArray(Array):
+class ShardedArray(PlacedArray):
     """An Array split over the devices of a mesh, one block per device."""
 
-    __slots__ = ("_shards", "_aval", "_sharding", "_host")
+    __slots__ = ("_shards", "_sharding")
 
     def __init__(self, shards: dict[Device, np.ndarray], aval: ShapedArray,
                  sharding: NamedSharding) -> None:
+        super().__init__(aval)
         self._shards = shards
-        self._aval = aval
         self._sharding = sharding
-        self.weak_type = aval.weak_type
-        self._host: np.ndarray | None = None
 
-    @property
-    def _value(self) -> np.ndarray:  # the global array, assembled from the blocks
-        if self._host is None:
-            out = np.empty(self._aval.shape, self._aval.dtype)
-            for device, index in self._sharding.devices_indices_map(self._aval.shape).items():
-                out[index] = self._shards[device]
-            self._host = out
-        return self._host
-
-    @property
-    def shape(self) -> tuple[int, ...]: return self._aval.shape
-
-    @property
-    def dtype(self) -> np.dtype: return self._aval.dtype
-
-    @property
-    def aval(self) -> ShapedArray: return self._aval
+    def _fetch(self) -> np.ndarray:  # the global array, assembled from the blocks
+        out = np.empty(self._aval.shape, self._aval.dtype)
+        for device, index in self._sharding.devices_indices_map(self._aval.shape).items():
+            out[index] = self._shards[device]
+        return out
 
     @property
     def sharding(self) -> NamedSharding: return self._sharding
