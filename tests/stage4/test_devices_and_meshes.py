@@ -125,3 +125,26 @@ def test_eager_ops_on_sharded_arrays_equal_numpy():
     x = jax.device_put(x8x4, NamedSharding(mesh, P("data")))
     np.testing.assert_allclose(np.asarray(jnp.tanh(x) * 2.0 + x.sum(0)),
                                np.tanh(x8x4) * 2.0 + x8x4.sum(0), rtol=1e-6)
+
+
+def test_each_device_counts_the_bytes_of_its_blocks():
+    import gc
+    device = jax.devices()[5]
+    before = device.memory_stats()["bytes_in_use"]
+    mesh = jax.make_mesh((8,), ("data",))
+    x = jax.device_put(np.zeros((8, 1024), np.float32), NamedSharding(mesh, P("data")))
+    stats = device.memory_stats()
+    assert stats["bytes_in_use"] == before + 1024 * 4  # its one row of the eight
+    assert stats["peak_bytes_in_use"] >= stats["bytes_in_use"]
+    del x
+    gc.collect()
+    assert device.memory_stats()["bytes_in_use"] == before
+
+
+def test_reshard_moves_blocks_to_a_new_sharding():
+    mesh = jax.make_mesh((4, 2), ("x", "y"))
+    x = jax.device_put(x8x4, NamedSharding(mesh, P("x")))
+    y = jax.sharding.reshard(x, NamedSharding(mesh, P(None, "y")))
+    assert str(jax.typeof(y)) == "float32[8,4@y]"
+    np.testing.assert_array_equal(np.asarray(y), x8x4)
+    assert dict(y.addressable_shards)[mesh.devices[0, 1]].shape == (8, 2)

@@ -511,8 +511,22 @@ class Device:
     def __repr__(self) -> str:
         return f"{'Cpu' if self.platform == 'cpu' else 'Cuda'}Device(id={self.id})"
 
+    def memory_stats(self) -> dict[str, int]:
+        """The bytes of the buffers this device holds now and at most so far, as counted by
+        the arrays that own per-device buffers (stage 4's sharded arrays)."""
+        live, peak = _device_memory.get(self, (0, 0))
+        return {"bytes_in_use": live, "peak_bytes_in_use": peak}
+
 
 CPU_DEVICE = Device("cpu")
+_device_memory: dict[Device, tuple[int, int]] = {}  # device -> (live bytes, peak bytes)
+
+
+def track_device_memory(device: Device, nbytes: int) -> None:
+    """Counts a buffer of ``nbytes`` allocated on ``device`` (negative: freed)."""
+    live, peak = _device_memory.get(device, (0, 0))
+    live += nbytes
+    _device_memory[device] = (live, max(peak, live))
 
 
 # --8<-- [start:array]

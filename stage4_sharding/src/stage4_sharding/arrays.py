@@ -12,10 +12,18 @@ program per device with collectives, is the next step of issue 6.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
-from stage1_autodiff.core import Array, Device, Primitive, ShapedArray, asarray
+from stage1_autodiff.core import (
+    Array,
+    Device,
+    Primitive,
+    ShapedArray,
+    asarray,
+    track_device_memory,
+)
 from stage1_autodiff.tree_util import tree_map
 from stage2_jit.devices import PlacedArray
 
@@ -33,6 +41,11 @@ class ShardedArray(PlacedArray):
         super().__init__(aval)
         self._shards = shards
         self._sharding = sharding
+        # Each device owns its block: counted while the array lives.
+        sizes = [(device, block.nbytes) for device, block in shards.items()]
+        for device, nbytes in sizes:
+            track_device_memory(device, nbytes)
+        weakref.finalize(self, _release, sizes)
 
     def _fetch(self) -> np.ndarray:  # the global array, assembled from the blocks
         out = np.empty(self._aval.shape, self._aval.dtype)
@@ -61,6 +74,20 @@ class ShardedArray(PlacedArray):
         plain = [Array(a._value, a.weak_type) for a in arrays]  # NB: see the module's note
         outs = prim.bind(*plain, **params)
         return list(outs) if prim.multiple_results else [outs]
+
+
+def _release(sizes: list[tuple[Device, int]]) -> None:
+    for device, nbytes in sizes:
+        track_device_memory(device, -nbytes)
+
+
+def reshard(x: Any, sharding: Any) -> ShardedArray:
+    """``x`` with another sharding (a ``NamedSharding`` or a spec on the current mesh): the
+    blocks each device needs, moved to it.
+
+    NB: eager only for now; under ``jit`` it will be a primitive whose partition rule
+    inserts the collectives (all-gather, all-to-all) the move needs."""
+    return shard(x, as_sharding(sharding, "reshard"))
 
 
 def shard(x: Any, sharding: NamedSharding) -> ShardedArray:

@@ -169,3 +169,9 @@ def type_string(shape: tuple[int, ...], dtype_name: str, spec: PartitionSpec) ->
         else:
             dims.append(f"{size}@({','.join(axes)})")
     return f"{dtype_name}[{','.join(dims)}]"
+
+
+def reshard(x: Any, sharding: Any) -> Any:
+    """``x`` with another sharding: see ``arrays.reshard``."""
+    from .arrays import reshard as reshard_array
+    return reshard_array(x, sharding)
