@@ -5,9 +5,11 @@ A ``ShardedArray`` holds one NumPy block per device of its sharding's mesh (repl
 repeat a block on several devices): the simulated devices' memories. Its global value is only
 assembled when asked for (``np.asarray``, printing).
 
-NB: eager operations on sharded arrays assemble the global value and compute unsharded, so
-their results are right but plain (unsharded) arrays: the partitioner, which runs one
-program per device with collectives, is the next step of issue 6.
+An eager operation on sharded arrays gets its result's sharding from the primitive's sharding
+rule (``sharding_rules.py``), which raises for an ambiguous or impossible layout. NB: the
+values themselves are still computed on the assembled global arrays and then split; the
+partitioner, which runs one program per device with the collectives the rules imply, is the
+next step of issue 6.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from stage1_autodiff.tree_util import tree_map
 from stage2_jit.devices import PlacedArray
 
 from .mesh import devices
-from .sharding import NamedSharding, PartitionSpec, as_sharding, type_string
+from .sharding import NamedSharding, P, PartitionSpec, as_sharding, type_string
+from .sharding_rules import sharding_rules, spec_of
 
 
 class ShardedArray(PlacedArray):
@@ -71,9 +74,31 @@ class ShardedArray(PlacedArray):
     @classmethod
     def apply_primitive(cls, prim: Primitive, arrays: list[Array],
                         params: dict[str, Any]) -> list[Array]:
-        plain = [Array(a._value, a.weak_type) for a in arrays]  # NB: see the module's note
+        """The result's sharding from the primitive's sharding rule (an error names the op,
+        its operands' types and the fix); the values computed whole (NB: see the module's
+        note), then split as the rule says."""
+        mesh = _common_mesh(prim, arrays)
+        avals = [a.aval for a in arrays]
+        specs = [spec_of(a.sharding.spec if isinstance(a, ShardedArray) else P(), a.ndim)
+                 for a in arrays]
+        rule = sharding_rules.get(prim)
+        if rule is None:
+            raise NotImplementedError(f"{prim.name} has no sharding rule yet: reshard its "
+                                      f"operands to plain arrays (np.asarray) to run it.")
+        out_specs = rule(avals, specs, **params)
+        plain = [Array(a._value, a.weak_type) for a in arrays]
         outs = prim.bind(*plain, **params)
-        return list(outs) if prim.multiple_results else [outs]
+        outs = list(outs) if prim.multiple_results else [outs]
+        return [shard(out, NamedSharding(mesh, P(*(axes or None for axes in spec))))
+                for out, spec in zip(outs, out_specs)]
+
+
+def _common_mesh(prim: Primitive, arrays: list[Array]) -> Any:
+    meshes = {a.sharding.mesh for a in arrays if isinstance(a, ShardedArray)}
+    if len(meshes) > 1:
+        raise ValueError(f"{prim.name} got arrays sharded over different meshes {meshes}: "
+                         f"device_put them onto one mesh first.")
+    return meshes.pop()
 
 
 def _release(sizes: list[tuple[Device, int]]) -> None:
