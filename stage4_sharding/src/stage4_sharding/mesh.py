@@ -19,8 +19,7 @@ from __future__ import annotations
 import enum
 import math
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -172,10 +171,3 @@ class set_mesh:  # noqa: N801 -- a function in JAX's API, usable as a context ma
 
     def __exit__(self, *exc: Any) -> None:
         _context.mesh = self.previous
-
-
-@contextmanager
-def use_mesh(mesh: Mesh) -> Iterator[Mesh]:
-    """``with use_mesh(mesh):``, the older spelling of ``with set_mesh(mesh):``."""
-    with set_mesh(mesh):
-        yield mesh
