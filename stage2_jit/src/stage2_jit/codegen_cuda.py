@@ -489,6 +489,8 @@ class CudaProgramWriter(ProgramWriter):
         self.host.append(f"{kernel}[{launch}]({', '.join(['dims', *params])})")
 
     def _nest_params(self, produces: set[Var]) -> tuple[list[str], list[tuple]]:
+        """The arrays a kernel reads (first-read order), then those it writes, each once;
+        and each one's (dtype, ndim), a signature for ``compile_ptx``."""
         params: list[str] = []
         arrays: list[tuple[np.dtype, int]] = []
         for var in [*(v for v, _ in self.reads), *sorted(produces, key=str)]:
@@ -869,12 +871,7 @@ class CudaProgramWriter(ProgramWriter):
     def _reduction_params(self, target: str, dtype: np.dtype,
                           ndim: int) -> tuple[list[str], list]:
         """The arrays a reduction kernel reads, in first-read order, then its ``target``."""
-        params: list[str] = []
-        arrays: list[tuple[np.dtype, int]] = []
-        for var, _ in self.reads:
-            if self.names[var] not in params:
-                params.append(self.names[var])
-                arrays.append((var.aval.dtype, max(var.aval.ndim, 1)))
+        params, arrays = self._nest_params(set())
         return [*params, target], [*arrays, (dtype, ndim)]
 
     def _reduction_kernel(self, name: str, params: list[str], arrays: list, comment: str,
