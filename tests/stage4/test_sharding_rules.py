@@ -88,9 +88,9 @@ def test_different_meshes_are_an_error(mesh):
         put(x8x4, mesh, "x") + put(x8x4, other, "x")
 
 
-def test_every_primitive_of_stages_1_to_3_has_a_sharding_rule_but_these():
-    """Programs (jit, custom_vjp_call), effects (debug_print) and the collectives get their
-    partition rules with the partitioner (the rest of issue 6)."""
+def test_every_primitive_has_a_sharding_rule_but_the_per_device_ones():
+    """Collectives (and the partitioner's shard_slice) exist only in per-device programs,
+    where types are blocks and shard_map's replication check types them instead."""
     missing = {prim.name for prim in all_primitives if prim not in sharding_rules}
-    assert missing <= {"jit", "custom_vjp_call", "debug_print", "psum", "pmax", "pmin",
-                       "all_gather", "axis_index"}
+    assert missing == {"psum", "pmax", "pmin", "all_gather", "axis_index", "psum_scatter",
+                       "ppermute", "all_to_all", "shard_slice"}

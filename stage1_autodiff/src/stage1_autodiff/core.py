@@ -43,6 +43,7 @@ class ShapedArray(NamedTuple):
     shape: tuple[int, ...]
     dtype: np.dtype
     weak_type: bool = False
+    sharding: Any = None  # how the array is split over devices: stage 4 fills it in
 
     @property
     def ndim(self) -> int:
@@ -55,6 +56,8 @@ class ShapedArray(NamedTuple):
     def str_short(self) -> str:
         """JAX's short form, ``f32[3,4]``, as printed in jaxprs and error messages."""
         name = _SHORT_DTYPE_NAMES.get(self.dtype.name, self.dtype.name)
+        if self.sharding is not None:  # stage 4: ``f32[8@data,4]``, the split in the type
+            return f"{name}[{','.join(self.sharding.dim_strings(self.shape))}]"
         return f"{name}[{','.join(str(d) for d in self.shape)}]"
 
     def __repr__(self) -> str:

@@ -779,12 +779,14 @@ jvp_rules[argmin_p] = _zero_jvp(argmin_p)
 
 # --8<-- [start:dot_general]
 dot_general_p = Primitive("dot_general")
-def dot_general(x, y, dimension_numbers, preferred_element_type=None):
+def dot_general(x, y, dimension_numbers, preferred_element_type=None, out_sharding=None):
     """Contracts ``x`` and ``y``. ``dimension_numbers = ((x_contract, y_contract),
-    (x_batch, y_batch))``; the result's dims are batch, then x's free, then y's free."""
+    (x_batch, y_batch))``; the result's dims are batch, then x's free, then y's free.
+    ``out_sharding`` is the result's sharding, where stage 4 cannot tell it from the
+    operands' (None until then)."""
     (lc, rc), (lb, rb) = dimension_numbers
     dims = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
-    return dot_general_p.bind(x, y, dimension_numbers=dims,
+    return dot_general_p.bind(x, y, dimension_numbers=dims, out_sharding=out_sharding,
                               preferred_element_type=preferred_element_type)
 
 
@@ -792,7 +794,7 @@ def _free_dims(ndim: int, contract: Sequence[int], batch: Sequence[int]) -> list
     return [d for d in range(ndim) if d not in contract and d not in batch]
 
 
-def dot_general_impl(x, y, *, dimension_numbers, preferred_element_type):
+def dot_general_impl(x, y, *, dimension_numbers, preferred_element_type, out_sharding=None):
     (lc, rc), (lb, rb) = dimension_numbers
     if not lb and x.ndim == y.ndim == 2 and len(lc) == 1:
         # A matrix product: BLAS reads a transposed view through its own flag, no copy.
@@ -815,9 +817,11 @@ impl_rules[dot_general_p] = dot_general_impl
 
 
 def _dot_general_ct(ct, other, ct_free, other_free, ct_batch, other_batch,
-                    own_batch, own_free, own_contract, other_contract):
+                    own_batch, own_free, own_contract, other_contract, own_sharding):
     """The cotangent of one operand: contract ``ct`` with the other operand over the other's
-    free dims, then put the dims back in the operand's order."""
+    free dims, then put the dims back in the operand's order. It gets the operand's sharding
+    (``own_sharding``, from stage 4 on): when both sides of the contraction are split, only
+    the primal says how the gradient is laid out."""
     # Dims of the result, named by the operand dim each stands for: the batch dims, our free
     # dims (they come from ct), and our contracting dims (they come from the other operand,
     # in the order of its own dims).
@@ -827,14 +831,17 @@ def _dot_general_ct(ct, other, ct_free, other_free, ct_batch, other_batch,
     if other_first == sorted(other_first) != ct_first:
         # Contracting in the other order lands in our layout directly, so the cotangent is
         # contiguous (a weight's gradient x.T @ ct rather than a transposed (ct.T @ x)).
-        return dot_general(other, ct, ((other_free, ct_free), (other_batch, ct_batch)))
-    result = dot_general(ct, other, ((ct_free, other_free), (ct_batch, other_batch)))
+        return dot_general(other, ct, ((other_free, ct_free), (other_batch, ct_batch)),
+                           out_sharding=own_sharding)
     perm = tuple(np.argsort(ct_first))
+    result = dot_general(ct, other, ((ct_free, other_free), (ct_batch, other_batch)),
+                         out_sharding=None if own_sharding is None else
+                         own_sharding.transposed(tuple(np.argsort(perm))))
     return result if perm == tuple(range(len(perm))) else transpose(result, perm)
 
 
 def dot_general_vjp(ct, x, y, *, out, dimension_numbers, preferred_element_type,
-                    needs=(True, True)):
+                    out_sharding=None, needs=(True, True)):
     (lc, rc), (lb, rb) = dimension_numbers
     lf = _free_dims(get_aval(x).ndim, lc, lb)
     rf = _free_dims(get_aval(y).ndim, rc, rb)
@@ -844,9 +851,11 @@ def dot_general_vjp(ct, x, y, *, out, dimension_numbers, preferred_element_type,
     ct_y_free = tuple(range(nb + len(lf), nb + len(lf) + len(rf)))
     ct_x = ct_y = None
     if needs[0]:
-        ct_x = _dot_general_ct(ct, y, ct_y_free, tuple(rf), ct_batch, rb, lb, lf, lc, rc)
+        ct_x = _dot_general_ct(ct, y, ct_y_free, tuple(rf), ct_batch, rb, lb, lf, lc, rc,
+                               get_aval(x).sharding)
     if needs[1]:
-        ct_y = _dot_general_ct(ct, x, ct_x_free, tuple(lf), ct_batch, lb, rb, rf, rc, lc)
+        ct_y = _dot_general_ct(ct, x, ct_x_free, tuple(lf), ct_batch, lb, rb, rf, rc, lc,
+                               get_aval(y).sharding)
     return [ct_x, ct_y]
 vjp_rules[dot_general_p] = dot_general_vjp
 vjp_rules_take_needs.add(dot_general_p)

@@ -24,6 +24,7 @@ NB: in JAX each primitive has a shape rule, a dtype rule and a weak-type rule, c
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from stage1_autodiff.autodiff import custom_vjp_call_p
@@ -351,7 +352,8 @@ abstract_eval_rules[p.argmin_p] = _arg_reduction(p.argmin_p)
 
 # --8<-- [start:abstract_eval_dot_general]
 def dot_general_abstract_eval(x: ShapedArray, y: ShapedArray, *, dimension_numbers,
-                              preferred_element_type: np.dtype | None) -> ShapedArray:
+                              preferred_element_type: np.dtype | None,
+                              out_sharding: Any = None) -> ShapedArray:
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     _check_kinds(p.dot_general_p, _NUMERIC, x, y)
     if x.dtype != y.dtype:

@@ -18,6 +18,7 @@ from stage1_autodiff.core import (
     Array,
     ConcretizationTypeError,
     MainTrace,
+    Primitive,
     ShapedArray,
     Trace,
     Tracer,
@@ -125,6 +126,24 @@ def _inline_literals(jaxpr: Jaxpr, consts: list[Any]) -> tuple[Jaxpr, list[Any]]
 # --8<-- [end:jaxpr_builder]
 
 
+# --8<-- [start:type_extensions]
+class TypeExtension:
+    """What a later stage adds to the types tracing infers. Stage 4 puts each value's sharding
+    into its aval (``f32[8@data,4]``): arguments get theirs from the arrays, results from
+    the primitive's sharding rule. Stages 2 and 3 have none."""
+
+    def argument_avals(self, avals: list[ShapedArray]) -> list[ShapedArray]:
+        return avals
+
+    def result_avals(self, prim: Primitive, avals_in: list[ShapedArray],
+                     avals_out: list[ShapedArray], params: dict[str, Any]) -> list[ShapedArray]:
+        return avals_out
+
+
+type_extensions: list[TypeExtension] = []
+# --8<-- [end:type_extensions]
+
+
 # --8<-- [start:jaxpr_trace]
 class JaxprTrace(Trace):
     """The tracing interpreter: records each primitive as an equation of the jaxpr."""
@@ -144,6 +163,8 @@ class JaxprTrace(Trace):
         avals_out = abstract_eval_rules[prim](*avals_in, **params)
         if not prim.multiple_results:
             avals_out = [avals_out]
+        for extension in type_extensions:
+            avals_out = extension.result_avals(prim, avals_in, avals_out, params)
         outs = [self.builder.new_tracer(self, aval) for aval in avals_out]
         invars = [self.builder.var(t) for t in tracers]
         outvars = [self.builder.var(t) for t in outs]
@@ -189,6 +210,8 @@ def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedA
                    debug_names: Sequence[str] | None = None) -> tuple[Jaxpr, list[Any]]:
     """Runs ``fun`` (flat arguments in, a flat list out) on tracers of ``in_avals``."""
     names = debug_names or [None] * len(in_avals)
+    for extension in type_extensions:
+        in_avals = extension.argument_avals(list(in_avals))
     with new_main(JaxprTrace, JaxprBuilder()) as main, _dynamic(main):
         trace: JaxprTrace = main.trace
         tracers_in = [trace.builder.new_tracer(trace, aval, name)

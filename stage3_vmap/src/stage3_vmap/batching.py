@@ -375,11 +375,34 @@ def _place_output(val: Any, dim: int | None, wanted: int | None, size: int, name
 
 
 # --8<-- [start:axis_frame]
-def axis_frame(axis_name: Any) -> MainTrace:
-    """The innermost ``vmap`` (its MainTrace) whose ``axis_name`` is ``axis_name``."""
+class BoundAxis(NamedTuple):
+    """A named axis bound by something other than ``vmap``: stage 4's ``shard_map`` binds
+    its mesh axes while it traces its body, so a collective over one is staged into the body
+    (at the level of the interpreter that traces it), where devices will run it."""
+    main: MainTrace
+    global_data: AxisData
+
+    @property
+    def level(self) -> int:
+        return self.main.level
+
+    @property
+    def trace(self) -> Any:
+        return self.main.trace
+
+
+bound_axes: list[BoundAxis] = []  # innermost last
+
+
+def axis_frame(axis_name: Any) -> MainTrace | BoundAxis:
+    """The innermost ``vmap`` (its MainTrace) whose ``axis_name`` is ``axis_name``, else
+    the innermost axis of that name that stage 4 bound."""
     for main in reversed(trace_state.trace_stack):
         if main.trace_type is BatchTrace and main.global_data.name == axis_name:
             return main
+    for axis in reversed(bound_axes):
+        if axis.global_data.name == axis_name:
+            return axis
     raise NameError(f"unbound axis name: {axis_name}. The name must be given to an "
                     f"enclosing vmap (vmap(f, axis_name={axis_name!r})) around this call.")
 # --8<-- [end:axis_frame]

@@ -273,7 +273,7 @@ batching_rules[lax.argmin_p] = _reduction(lax.argmin_p)
 
 # --8<-- [start:dot_general_batching_rule]
 def dot_general_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
-                              dimension_numbers, preferred_element_type):
+                              dimension_numbers, preferred_element_type, out_sharding=None):
     """No operand moves. Both batched: the batch axis is one more batch dim of the
     contraction, put first, so it leads the result. One batched: its batch axis is one more
     free dim of that operand, so a batched matrix-vector product is a matrix-matrix product.
@@ -295,7 +295,9 @@ def dot_general_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims,
     else:
         out_bdim = len(x_batch) + len(x_free) + y_free.index(y_bdim)
     dims = ((x_contract, y_contract), (x_batch, y_batch))
-    return [lax.dot_general(x, y, dims, preferred_element_type)], [out_bdim]
+    if out_sharding is not None:  # stage 4: the batch dim is not split
+        out_sharding = out_sharding.inserted(out_bdim)
+    return [lax.dot_general(x, y, dims, preferred_element_type, out_sharding)], [out_bdim]
 batching_rules[lax.dot_general_p] = dot_general_batching_rule
 # --8<-- [end:dot_general_batching_rule]
 

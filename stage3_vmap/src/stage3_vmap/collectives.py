@@ -1,5 +1,6 @@
-"""Collectives over a named axis: ``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather`` and
-``axis_index``, usable inside ``vmap(f, axis_name="i")``.
+"""Collectives over a named axis: ``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather``,
+``psum_scatter``, ``ppermute``, ``all_to_all`` and ``axis_index``, usable inside
+``vmap(f, axis_name="i")``.
 
 Inside ``vmap`` each example is computed as if on its own, and a collective lets the examples
 talk: ``psum(x, "i")`` is the sum of ``x`` over all examples, the same value for each. To the
@@ -237,14 +238,9 @@ jvp_rules[all_gather_p] = lambda primals, tangents, **params: (
 
 
 def all_gather_vjp(ct, x, *, out, axis_name, axis, tiled):
-    """Each example's share of the summed cotangent: its own slice along ``axis``."""
-    total = psum_p.bind(ct, axis_name=axis_name)
-    index = axis_index(axis_name)
-    if not tiled:
-        return [jnp.take(total, index, axis=axis)]
-    size = get_aval(x).shape[axis]
-    positions = lax.add(lax.mul(index, np.int32(size)), jnp.arange(size, dtype=np.int32))
-    return [jnp.take(total, positions, axis=axis)]
+    """The transpose of an all-gather is a reduce-scatter: each example gets its own slice
+    of the summed cotangent."""
+    return [psum_scatter_p.bind(ct, axis_name=axis_name, scatter_dimension=axis, tiled=tiled)]
 vjp_rules[all_gather_p] = all_gather_vjp
 # --8<-- [end:all_gather]
 
@@ -275,3 +271,206 @@ jvp_rules[axis_index_p] = lambda primals, tangents, *, axis_name: (
     axis_index(axis_name), None)
 vjp_rules[axis_index_p] = lambda ct, *, out, axis_name: []
 # --8<-- [end:axis_index]
+
+
+def _size(axis_name: Any) -> int:
+    return axis_frame(axis_name).global_data.size
+
+
+def _examples_first(x: Any, bdim: Any, size: int) -> Any:
+    """The examples along dim 0 (broadcast there when ``x`` is the same for all of them)."""
+    return bdim_at(x, bdim, 0, size)
+
+
+# --8<-- [start:psum_scatter]
+psum_scatter_p = CollectivePrimitive("psum_scatter")
+impl_rules[psum_scatter_p] = _unbound
+
+
+def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
+                 tiled: bool = False) -> Any:
+    """The sum over the examples of the named axis, each example keeping only its slice
+    along ``scatter_dimension``: a reduce-scatter. Untiled, that dim's size is the axis size
+    and it goes; ``tiled``, it is split into as many equal pieces.
+
+    Example:
+        >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
+        >>> jax.vmap(lambda v: jax.lax.psum_scatter(v, "i"), axis_name="i")(jnp.ones((2, 2)))
+        Array([2., 2.], dtype=float32)
+    """
+    names = _names(axis_name)
+    if len(names) != 1:
+        raise NotImplementedError("psum_scatter over several axis names at once: call it once "
+                                  "per name.")
+    return tree_map(lambda leaf: psum_scatter_p.bind(
+        leaf, axis_name=names[0], scatter_dimension=scatter_dimension, tiled=tiled), x)
+
+
+def psum_scatter_abstract_eval(x: ShapedArray, *, axis_name, scatter_dimension, tiled):
+    size, shape = _size(axis_name), list(x.shape)
+    if not 0 <= scatter_dimension < x.ndim:
+        raise ValueError(f"psum_scatter: scatter_dimension {scatter_dimension} is not a dim "
+                         f"of an operand of shape {x.shape}.")
+    if tiled and shape[scatter_dimension] % size or not tiled and shape[scatter_dimension] != size:
+        raise ValueError(
+            f"psum_scatter: dim {scatter_dimension} of shape {x.shape} must "
+            f"{'be divisible by' if tiled else 'equal'} the size {size} of axis {axis_name!r}"
+            f"{'' if tiled else ' (or pass tiled=True to split it into pieces)'}.")
+    if tiled:
+        shape[scatter_dimension] //= size
+    else:
+        del shape[scatter_dimension]
+    return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+abstract_eval_rules[psum_scatter_p] = psum_scatter_abstract_eval
+
+
+def psum_scatter_batching_rule(axis_data: AxisData, vals, dims, *, axis_name,
+                               scatter_dimension, tiled):
+    (x,), (bdim,) = vals, dims
+    if axis_name != axis_data.name:
+        if bdim is not_mapped:
+            return [psum_scatter_p.bind(x, axis_name=axis_name, tiled=tiled,
+                                        scatter_dimension=scatter_dimension)], [not_mapped]
+        x = bdim_at(x, bdim, 0, axis_data.size)
+        return [psum_scatter_p.bind(x, axis_name=axis_name, tiled=tiled,
+                                    scatter_dimension=scatter_dimension + 1)], [0]
+    if bdim is not_mapped:
+        total = lax.mul(x, lax.full_like(x, axis_data.size))
+    else:
+        total = lax.reduce_sum(x, (bdim,))
+    if tiled:  # the scattered dim as (examples, piece): example i keeps piece i
+        shape = list(get_aval(total).shape)
+        shape[scatter_dimension:scatter_dimension + 1] = [axis_data.size,
+                                                          shape[scatter_dimension] // axis_data.size]
+        total = lax.reshape(total, tuple(shape))
+    return [total], [scatter_dimension]
+batching_rules[psum_scatter_p] = psum_scatter_batching_rule
+jvp_rules[psum_scatter_p] = lambda primals, tangents, **params: (
+    psum_scatter_p.bind(primals[0], **params), psum_scatter_p.bind(tangents[0], **params))
+vjp_rules[psum_scatter_p] = lambda ct, x, *, out, axis_name, scatter_dimension, tiled: [
+    all_gather_p.bind(ct, axis_name=axis_name, axis=scatter_dimension, tiled=tiled)]
+# --8<-- [end:psum_scatter]
+
+
+# --8<-- [start:ppermute]
+ppermute_p = CollectivePrimitive("ppermute")
+impl_rules[ppermute_p] = _unbound
+abstract_eval_rules[ppermute_p] = lambda x, *, axis_name, perm: x
+
+
+def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
+    """Each example sends ``x`` as ``perm`` says: ``(source, destination)`` pairs of
+    positions along the named axis. An example no pair sends to gets zeros.
+
+    Example:
+        >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
+        >>> shift = [(i, (i + 1) % 3) for i in range(3)]
+        >>> jax.vmap(lambda v: jax.lax.ppermute(v, "i", shift), axis_name="i")(jnp.arange(3.0))
+        Array([2., 0., 1.], dtype=float32)
+    """
+    pairs = tuple((int(src), int(dst)) for src, dst in perm)
+    sources, destinations = [s for s, _ in pairs], [d for _, d in pairs]
+    if len(set(sources)) != len(sources) or len(set(destinations)) != len(destinations):
+        raise ValueError(f"ppermute: perm {list(pairs)} sends from or to a position more than "
+                         f"once; each source and each destination may appear once.")
+    return tree_map(lambda leaf: ppermute_p.bind(leaf, axis_name=axis_name, perm=pairs), x)
+
+
+def ppermute_batching_rule(axis_data: AxisData, vals, dims, *, axis_name, perm):
+    if axis_name != axis_data.name:
+        return _other_axis(ppermute_p, vals, dims, dict(axis_name=axis_name, perm=perm))
+    (x,), (bdim,) = vals, dims
+    size = axis_data.size
+    if any(not 0 <= i < size for pair in perm for i in pair):
+        raise ValueError(f"ppermute: perm {list(perm)} names a position outside axis "
+                         f"{axis_name!r} of size {size}.")
+    stacked = _examples_first(x, bdim, size)
+    source = dict((dst, src) for src, dst in perm)
+    picked = jnp.take(stacked, np.array([source.get(i, 0) for i in range(size)]), axis=0)
+    received = np.array([i in source for i in range(size)])
+    mask = received.reshape((size,) + (1,) * (get_aval(picked).ndim - 1))
+    return [jnp.where(mask, picked, jnp.zeros_like(picked))], [0]
+batching_rules[ppermute_p] = ppermute_batching_rule
+jvp_rules[ppermute_p] = lambda primals, tangents, **params: (
+    ppermute_p.bind(primals[0], **params), ppermute_p.bind(tangents[0], **params))
+vjp_rules[ppermute_p] = lambda ct, x, *, out, axis_name, perm: [
+    ppermute_p.bind(ct, axis_name=axis_name, perm=tuple((d, s) for s, d in perm))]
+# --8<-- [end:ppermute]
+
+
+# --8<-- [start:all_to_all]
+all_to_all_p = CollectivePrimitive("all_to_all")
+impl_rules[all_to_all_p] = _unbound
+
+
+def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
+               tiled: bool = False) -> Any:
+    """Each example cuts ``x`` into as many pieces along ``split_axis`` as the axis has
+    examples, sends piece j to example j, and joins what it receives along ``concat_axis``.
+    Untiled, ``split_axis``'s size is the axis size; that dim goes and a new one of that
+    size appears at ``concat_axis``. ``tiled``, no dim comes or goes.
+
+    Example:
+        >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
+        >>> x = jnp.arange(4.0).reshape(2, 2)
+        >>> jax.vmap(lambda v: jax.lax.all_to_all(v, "i", 0, 0), axis_name="i")(x)
+        Array([[0., 2.],
+               [1., 3.]], dtype=float32)
+    """
+    return tree_map(lambda leaf: all_to_all_p.bind(
+        leaf, axis_name=axis_name, split_axis=split_axis, concat_axis=concat_axis,
+        tiled=tiled), x)
+
+
+def all_to_all_abstract_eval(x: ShapedArray, *, axis_name, split_axis, concat_axis, tiled):
+    size, shape = _size(axis_name), list(x.shape)
+    if not (0 <= split_axis < x.ndim and 0 <= concat_axis < x.ndim):
+        raise ValueError(f"all_to_all: split_axis {split_axis} or concat_axis {concat_axis} "
+                         f"is not a dim of an operand of shape {x.shape}.")
+    if tiled and shape[split_axis] % size or not tiled and shape[split_axis] != size:
+        raise ValueError(
+            f"all_to_all: dim {split_axis} of shape {x.shape} must "
+            f"{'be divisible by' if tiled else 'equal'} the size {size} of axis {axis_name!r}.")
+    if tiled:
+        shape[split_axis] //= size
+        shape[concat_axis] *= size
+    else:
+        del shape[split_axis]
+        shape.insert(concat_axis, size)
+    return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+abstract_eval_rules[all_to_all_p] = all_to_all_abstract_eval
+
+
+def all_to_all_batching_rule(axis_data: AxisData, vals, dims, *, axis_name, split_axis,
+                             concat_axis, tiled):
+    params = dict(axis_name=axis_name, split_axis=split_axis, concat_axis=concat_axis,
+                  tiled=tiled)
+    (x,), (bdim,) = vals, dims
+    size = axis_data.size
+    if axis_name != axis_data.name:
+        if bdim is not_mapped:
+            return [all_to_all_p.bind(x, **params)], [not_mapped]
+        x = bdim_at(x, bdim, 0, size)
+        return [all_to_all_p.bind(x, **dict(params, split_axis=split_axis + 1,
+                                             concat_axis=concat_axis + 1))], [0]
+    # Dims of ``stacked``: the sender j, then the example's dims, where ``split_axis`` holds
+    # (receiver i[, piece]).
+    stacked = _examples_first(x, bdim, size)
+    shape = list(get_aval(stacked).shape)
+    if tiled:
+        shape[split_axis + 1:split_axis + 2] = [size, shape[split_axis + 1] // size]
+        stacked = lax.reshape(stacked, tuple(shape))
+    by_receiver = jnp.moveaxis(stacked, split_axis + 1, 0)  # (i, j, the rest)
+    out = jnp.moveaxis(by_receiver, 1, concat_axis + 1)  # (i, the rest with j at concat)
+    if tiled:  # j joins the piece's dim at concat_axis
+        shape = list(get_aval(out).shape)
+        shape[concat_axis + 1:concat_axis + 3] = [shape[concat_axis + 1] * shape[concat_axis + 2]]
+        out = lax.reshape(out, tuple(shape))
+    return [out], [0]
+batching_rules[all_to_all_p] = all_to_all_batching_rule
+jvp_rules[all_to_all_p] = lambda primals, tangents, **params: (
+    all_to_all_p.bind(primals[0], **params), all_to_all_p.bind(tangents[0], **params))
+vjp_rules[all_to_all_p] = lambda ct, x, *, out, axis_name, split_axis, concat_axis, tiled: [
+    all_to_all_p.bind(ct, axis_name=axis_name, split_axis=concat_axis,
+                      concat_axis=split_axis, tiled=tiled)]
+# --8<-- [end:all_to_all]

@@ -2,4 +2,14 @@
 
 from stage2_jit.lax import *  # noqa: F403
 
-from .collectives import all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: F401
+from .collectives import (  # noqa: F401
+    all_gather,
+    all_to_all,
+    axis_index,
+    pmax,
+    pmean,
+    pmin,
+    ppermute,
+    psum,
+    psum_scatter,
+)

@@ -29,7 +29,6 @@ from stage3_vmap import (  # noqa: F401
     hessian,
     jacfwd,
     jacrev,
-    jit,
     jvp,
     make_jaxpr,
     tree_flatten,
@@ -42,8 +41,22 @@ from stage3_vmap import (  # noqa: F401
     vmap,
 )
 
-from . import debug, lax, nn, numpy, random, sharding, tree, tree_util  # noqa: F401
+from . import (  # noqa: F401
+    debug,
+    lax,
+    nn,
+    numpy,
+    random,
+    sharded_types,  # noqa: F401,E402 -- puts shardings into traced types
+    sharding,
+    tree,
+    tree_util,
+)
 from .arrays import device_put, typeof, visualize_array_sharding  # noqa: F401
+from .cost_model import record_collectives  # noqa: F401
+from .jit import jit  # noqa: F401
 from .mesh import AxisType, Mesh, device_count, devices, make_mesh, set_mesh  # noqa: F401
+from .reshard import reshard  # noqa: F401
+from .shard_map import shard_map  # noqa: F401
 
 __version__ = "0.1.0"

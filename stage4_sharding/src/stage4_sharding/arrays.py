@@ -5,11 +5,9 @@ A ``ShardedArray`` holds one NumPy block per device of its sharding's mesh (repl
 repeat a block on several devices): the simulated devices' memories. Its global value is only
 assembled when asked for (``np.asarray``, printing).
 
-An eager operation on sharded arrays gets its result's sharding from the primitive's sharding
-rule (``sharding_rules.py``), which raises for an ambiguous or impossible layout. NB: the
-values themselves are still computed on the assembled global arrays and then split; the
-partitioner, which runs one program per device with the collectives the rules imply, is the
-next step of issue 6.
+Operations on sharded arrays, eager or jitted, run through the partitioner
+(``partitioner.py``) and the SPMD runtime (``runtime.py``): each device computes its blocks,
+and the devices exchange blocks in collectives where the layouts require.
 """
 
 from __future__ import annotations
@@ -23,15 +21,22 @@ from stage1_autodiff.core import (
     Device,
     Primitive,
     ShapedArray,
+    Tracer,
     asarray,
     track_device_memory,
 )
 from stage1_autodiff.tree_util import tree_map
 from stage2_jit.devices import PlacedArray
+from stage2_jit.jaxpr import ClosedJaxpr
+from stage2_jit.jit import _BACKEND_COMPILERS, jit_p
+from stage2_jit.tracing import trace_to_jaxpr
 
-from .mesh import devices
+from .mesh import Mesh, devices
+from .partitioner import is_sharded, partition
+from .runtime import spmd_executable
+from .sharded_types import mesh_of
 from .sharding import NamedSharding, P, PartitionSpec, as_sharding, type_string
-from .sharding_rules import sharding_rules, spec_of
+from .sharding_rules import Spec, spec_of
 
 
 class ShardedArray(PlacedArray):
@@ -42,6 +47,7 @@ class ShardedArray(PlacedArray):
     def __init__(self, shards: dict[Device, np.ndarray], aval: ShapedArray,
                  sharding: NamedSharding) -> None:
         super().__init__(aval)
+        self._aval = self._aval._replace(sharding=sharding)
         self._shards = shards
         self._sharding = sharding
         # Each device owns its block: counted while the array lives.
@@ -74,31 +80,12 @@ class ShardedArray(PlacedArray):
     @classmethod
     def apply_primitive(cls, prim: Primitive, arrays: list[Array],
                         params: dict[str, Any]) -> list[Array]:
-        """The result's sharding from the primitive's sharding rule (an error names the op,
-        its operands' types and the fix); the values computed whole (NB: see the module's
-        note), then split as the rule says."""
-        mesh = _common_mesh(prim, arrays)
-        avals = [a.aval for a in arrays]
-        specs = [spec_of(a.sharding.spec if isinstance(a, ShardedArray) else P(), a.ndim)
-                 for a in arrays]
-        rule = sharding_rules.get(prim)
-        if rule is None:
-            raise NotImplementedError(f"{prim.name} has no sharding rule yet: reshard its "
-                                      f"operands to plain arrays (np.asarray) to run it.")
-        out_specs = rule(avals, specs, **params)
-        plain = [Array(a._value, a.weak_type) for a in arrays]
-        outs = prim.bind(*plain, **params)
-        outs = list(outs) if prim.multiple_results else [outs]
-        return [shard(out, NamedSharding(mesh, P(*(axes or None for axes in spec))))
-                for out, spec in zip(outs, out_specs)]
-
-
-def _common_mesh(prim: Primitive, arrays: list[Array]) -> Any:
-    meshes = {a.sharding.mesh for a in arrays if isinstance(a, ShardedArray)}
-    if len(meshes) > 1:
-        raise ValueError(f"{prim.name} got arrays sharded over different meshes {meshes}: "
-                         f"device_put them onto one mesh first.")
-    return meshes.pop()
+        """An eager operation on sharded arrays runs as a program of one equation, through
+        the partitioner and on every device, as a jitted program does (a jitted call binds
+        ``jit_p``, whose program runs as it is)."""
+        if prim is jit_p:
+            return run_program(params["jaxpr"], arrays, params["backend"])
+        return run_primitive(prim, arrays, params)
 
 
 def _release(sizes: list[tuple[Device, int]]) -> None:
@@ -106,13 +93,76 @@ def _release(sizes: list[tuple[Device, int]]) -> None:
         track_device_memory(device, -nbytes)
 
 
-def reshard(x: Any, sharding: Any) -> ShardedArray:
-    """``x`` with another sharding (a ``NamedSharding`` or a spec on the current mesh): the
-    blocks each device needs, moved to it.
+# --8<-- [start:run_program]
+def run_program(program: ClosedJaxpr, arrays: list[Any], backend: str) -> list[ShardedArray]:
+    """Runs a program over sharded values: partitioned for its mesh, then run on every device
+    with ``backend`` compiling the local segments. Arguments are used block by block; a
+    plain array is on every device."""
+    mesh = mesh_of([*program.in_avals, *program.out_avals], "a program")
+    assert mesh is not None, "run_program is for programs over sharded arrays"
+    lowered = partition(program, mesh)
+    executable = spmd_executable(lowered.local, mesh, backend)
+    device_list = executable.groups.devices
+    args = [blocks_of(a, spec, mesh, device_list) for a, spec in zip(arrays, lowered.in_specs)]
+    outs = executable(args)
+    results = []
+    for blocks, aval in zip(outs, program.out_avals):
+        sharding = aval.sharding or NamedSharding(mesh, P())
+        results.append(ShardedArray(dict(zip(device_list, blocks)), aval, sharding))
+    return results
+# --8<-- [end:run_program]
 
-    NB: eager only for now; under ``jit`` it will be a primitive whose partition rule
-    inserts the collectives (all-gather, all-to-all) the move needs."""
-    return shard(x, as_sharding(sharding, "reshard"))
+
+def blocks_of(x: Any, spec: Spec, mesh: Mesh, device_list: list[Device]) -> list[np.ndarray]:
+    """Each device's block of ``x`` under ``spec``: the blocks a sharded array already holds,
+    or slices of a plain one (the same array on every device when not split)."""
+    if isinstance(x, ShardedArray) and x.sharding.mesh == mesh and \
+            spec_of(x.sharding.spec, x.ndim) == tuple(spec):
+        return [x._shards[d] for d in device_list]
+    value = np.asarray(x._value if isinstance(x, Array) else x)
+    if not any(spec):
+        return [value] * len(device_list)
+    sharding = NamedSharding(mesh, P(*(axes or None for axes in spec)))
+    index = sharding.devices_indices_map(value.shape)
+    return [np.array(value[index[d]], order="C") for d in device_list]
+
+
+_one_equation: dict[Any, ClosedJaxpr] = {}
+
+
+def run_primitive(prim: Primitive, arrays: list[Array], params: dict[str, Any]) -> list[Array]:
+    """An eager operation on sharded arrays: its one-equation program (traced once per
+    primitive, parameters and operand types), run through the partitioner."""
+    avals = [a.aval for a in arrays]
+    try:
+        key: Any = (prim, tuple(sorted(params.items())), tuple(avals))
+        hash(key)
+    except TypeError:
+        key = None
+    program = _one_equation.get(key) if key is not None else None
+    if program is None:
+        def one(*xs):
+            outs = prim.bind(*xs, **params)
+            return list(outs) if prim.multiple_results else [outs]
+        jaxpr, consts = trace_to_jaxpr(one, avals)
+        program = ClosedJaxpr(jaxpr, consts)
+        if key is not None:
+            _one_equation[key] = program
+    return run_program(program, arrays, "interpreter")
+
+
+def _sharding_aware(compile_for_backend: Any, backend: str) -> Any:
+    """Stage 2's compiler for ``backend``, sending programs over sharded types to the
+    partitioner (a jitted function whose arguments are plain but which reshards inside)."""
+    def compile_program(program: ClosedJaxpr) -> Any:
+        if not is_sharded(program):
+            return compile_for_backend(program)
+        return lambda *values: run_program(program, list(values), backend)
+    return compile_program
+
+
+for _name, _compiler in list(_BACKEND_COMPILERS.items()):
+    _BACKEND_COMPILERS[_name] = _sharding_aware(_compiler, _name)
 
 
 def shard(x: Any, sharding: NamedSharding) -> ShardedArray:
@@ -120,7 +170,7 @@ def shard(x: Any, sharding: NamedSharding) -> ShardedArray:
     array = asarray(x)
     sharding.check(array.shape)
     value = np.asarray(array._value)
-    blocks = {device: np.ascontiguousarray(value[index])
+    blocks = {device: np.array(value[index], order="C")
               for device, index in sharding.devices_indices_map(array.shape).items()}
     return ShardedArray(blocks, array.aval, sharding)
 
@@ -138,8 +188,8 @@ def device_put(x: Any, device: Any = None) -> Any:
         float32[8@data,4]
     """
     if isinstance(device, (NamedSharding, PartitionSpec)):
-        sharding = as_sharding(device)
-        return tree_map(lambda leaf: shard(leaf, sharding), x)
+        from .reshard import reshard  # traced values and sharded arrays: a reshard
+        return reshard(x, as_sharding(device))
     from stage2_jit.devices import device_put as stage2_device_put
     if device is not None and isinstance(device, Device) and device.platform == "cpu":
         if device not in devices():
@@ -170,11 +220,12 @@ class TypeOf:
 
 
 def typeof(x: Any) -> TypeOf:
-    """The type of ``x`` with its sharding: ``float32[8@data,4]``, ``f32`` dims split over
-    mesh axes marked ``@axis`` (``@(x,y)`` for several)."""
-    array = x if isinstance(x, Array) else asarray(x)
-    spec = x.sharding.spec if isinstance(x, ShardedArray) else PartitionSpec()
-    return TypeOf(array.aval, spec)
+    """The type of ``x`` with its sharding: ``float32[8@data,4]``, dims split over mesh axes
+    marked ``@axis`` (``@(x,y)`` for several). Inside ``jit`` too: a traced value's type
+    carries its sharding."""
+    aval = x.aval if isinstance(x, (Array, Tracer)) else asarray(x).aval
+    spec = aval.sharding.spec if aval.sharding is not None else PartitionSpec()
+    return TypeOf(aval, spec)
 
 
 def visualize_array_sharding(x: ShardedArray) -> str:

@@ -87,6 +87,22 @@ class NamedSharding:
     def __hash__(self) -> int:
         return hash((self.mesh, _normalized(self.spec)))
 
+    def dim_strings(self, shape: tuple[int, ...]) -> list[str]:
+        """Each dim as a type shows it: ``8@data``, ``128@(x,y)`` or just ``4``."""
+        return type_string(shape, "", self.spec)[1:-1].split(",") if shape else []
+
+    def transposed(self, perm: tuple[int, ...]) -> NamedSharding:
+        """The sharding of ``transpose(x, perm)`` for an ``x`` laid out by this one."""
+        ndim = max(len(perm), len(self.spec))
+        return NamedSharding(self.mesh, PartitionSpec(*(
+            self.spec[d] if d < len(self.spec) else None for d in perm[:ndim])))
+
+    def inserted(self, dim: int) -> NamedSharding:
+        """The sharding with a new, unsplit dim at ``dim`` (a batch dim ``vmap`` adds)."""
+        entries = list(self.spec) + [None] * max(0, dim - len(self.spec))
+        entries.insert(dim, None)
+        return NamedSharding(self.mesh, PartitionSpec(*entries))
+
     def num_shards(self, dim: int) -> int:
         return math.prod(self.mesh.shape[name] for name in self.spec.axes_of(dim))
 
@@ -171,7 +187,7 @@ def type_string(shape: tuple[int, ...], dtype_name: str, spec: PartitionSpec) ->
     return f"{dtype_name}[{','.join(dims)}]"
 
 
-def reshard(x: Any, sharding: Any) -> Any:
-    """``x`` with another sharding: see ``arrays.reshard``."""
-    from .arrays import reshard as reshard_array
-    return reshard_array(x, sharding)
+def reshard(x: Any, out_sharding: Any) -> Any:
+    """``x`` with another sharding: see ``stage4_sharding.reshard``."""
+    from .reshard import reshard as reshard_values
+    return reshard_values(x, out_sharding)

@@ -204,9 +204,18 @@ for _prim in [p.reduce_sum_p, p.reduce_max_p, p.reduce_min_p, p.reduce_prod_p,
     sharding_rules[_prim] = reduction_sharding_rule
 
 
-def dot_general_sharding_rule(avals, specs, *, dimension_numbers, preferred_element_type):
+def dot_general_sharding_rule(avals, specs, *, dimension_numbers, preferred_element_type,
+                              out_sharding=None):
     (lc, rc), (lb, rb) = dimension_numbers
     (x, y), (xs, ys) = avals, specs
+    if out_sharding is not None:  # the caller said (a gradient says its primal's layout)
+        ndim = x.ndim + y.ndim - len(lc) - len(rc) - len(lb)
+        spec = out_sharding.spec if hasattr(out_sharding, "spec") else out_sharding
+        if len(spec) > ndim:
+            raise _error(p.dot_general_p, avals, specs, f"out_sharding {spec} has more "
+                         f"entries than the result has dims ({ndim})",
+                         "Give one entry per result dim (or fewer: the rest are not split).")
+        return [spec_of(spec, ndim)]
     for dx, dy in zip(lc, rc):
         if xs[dx] and ys[dy]:
             raise _error(p.dot_general_p, avals, specs,
@@ -268,3 +277,28 @@ def spec_of(sharding_spec: Any, ndim: int) -> Spec:
         entry = sharding_spec[d] if d < len(sharding_spec) else None
         out.append(() if entry is None else entry if isinstance(entry, tuple) else (entry,))
     return tuple(out)
+
+
+# ------------------------------------------------------------------------------------------
+# Programs: their results are laid out as their traced bodies say
+# ------------------------------------------------------------------------------------------
+
+
+def _program_outputs(avals_of: Callable[..., Sequence[ShapedArray]]) -> ShardingRule:
+    def rule(avals, specs, **params):
+        return [spec_of(a.sharding.spec, a.ndim) if a.sharding is not None else unsplit(a.ndim)
+                for a in avals_of(**params)]
+    return rule
+
+
+def _register_program_rules() -> None:
+    from stage1_autodiff.autodiff import custom_vjp_call_p
+    from stage2_jit.debug import debug_print_p
+    from stage2_jit.jit import jit_p
+    sharding_rules[jit_p] = _program_outputs(lambda jaxpr, **_: jaxpr.out_avals)
+    sharding_rules[custom_vjp_call_p] = _program_outputs(
+        lambda call_jaxpr, **_: call_jaxpr.out_avals)
+    sharding_rules[debug_print_p] = lambda avals, specs, **params: []
+
+
+_register_program_rules()

@@ -39,7 +39,7 @@ def convert(x: Any, dtype: np.dtype, weak_type: bool = False) -> Any:
     aval = get_aval(x)
     if aval.dtype == dtype and aval.weak_type == weak_type:
         return x
-    if isinstance(x, Array):  # a constant: convert now, without a primitive
+    if type(x) is Array:  # a host constant: convert now, without a primitive
         with np.errstate(all="ignore"):
             return Array(x._value.astype(dtype), weak_type)
     return lax.convert_element_type(x, dtype, weak_type)

@@ -21,9 +21,10 @@ def _check_contracted(name: str, x_shape, y_shape, x_dims, y_dims) -> None:
                             f"{y_shape[b]}).")
 
 
-def dot(a, b):
+def dot(a, b, *, out_sharding=None):
     """NumPy's ``dot``: the inner product for vectors, ``matmul`` for matrices, and a
-    contraction of ``a``'s last dim with ``b``'s second-to-last in general.
+    contraction of ``a``'s last dim with ``b``'s second-to-last in general. ``out_sharding``:
+    the result's sharding (stage 4), where the operands' leave it ambiguous.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -38,14 +39,14 @@ def dot(a, b):
     a_dim = len(a_shape) - 1
     b_dim = 0 if len(b_shape) == 1 else len(b_shape) - 2
     _check_contracted("dot", a_shape, b_shape, (a_dim,), (b_dim,))
-    out = lax.dot_general(a, b, (((a_dim,), (b_dim,)), ((), ())))
-    return out
+    return lax.dot_general(a, b, (((a_dim,), (b_dim,)), ((), ())), out_sharding=out_sharding)
 
 
 # --8<-- [start:matmul]
-def matmul(a, b):
+def matmul(a, b, *, out_sharding=None):
     """Matrix product with NumPy's rules: leading dims are batch dims and broadcast, a 1-d
-    operand is a vector.
+    operand is a vector. ``out_sharding``: the result's sharding (stage 4), where the
+    operands' leave it ambiguous.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -58,11 +59,14 @@ def matmul(a, b):
         raise ValueError(f"matmul: operands must have at least one dimension, got shapes "
                          f"{a_shape} and {b_shape}. Use * for scalars.")
     a_vector, b_vector = len(a_shape) == 1, len(b_shape) == 1
+    if out_sharding is not None and (a_vector or b_vector):
+        raise ValueError("matmul: out_sharding needs operands of at least two dims; reshape "
+                         "a vector operand to a matrix first.")
     if a_vector:
         a = reshape(a, (1, a_shape[0]))
     if b_vector:
         b = reshape(b, (b_shape[0], 1))
-    out = _batched_matmul(a, b)
+    out = _batched_matmul(a, b, out_sharding)
     out_shape = get_aval(out).shape
     drop = (len(out_shape) - 2 if a_vector else None, len(out_shape) - 1 if b_vector else None)
     if a_vector or b_vector:
@@ -70,11 +74,12 @@ def matmul(a, b):
     return out
 
 
-def _batched_matmul(a, b):
+def _batched_matmul(a, b, out_sharding=None):
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     _check_contracted("matmul", a_shape, b_shape, (len(a_shape) - 1,), (len(b_shape) - 2,))
     if len(b_shape) == 2:  # a's batch dims act as extra rows: one plain contraction
-        return lax.dot_general(a, b, (((len(a_shape) - 1,), (0,)), ((), ())))
+        return lax.dot_general(a, b, (((len(a_shape) - 1,), (0,)), ((), ())),
+                               out_sharding=out_sharding)
     try:
         batch = broadcast_shapes(a_shape[:-2], b_shape[:-2], op_name="matmul")
     except ValueError:
@@ -84,7 +89,8 @@ def _batched_matmul(a, b):
     b = broadcast_to_shape(b, batch + b_shape[-2:])
     n = len(batch)
     batch_dims = tuple(range(n))
-    return lax.dot_general(a, b, (((n + 1,), (n,)), (batch_dims, batch_dims)))
+    return lax.dot_general(a, b, (((n + 1,), (n,)), (batch_dims, batch_dims)),
+                           out_sharding=out_sharding)
 # --8<-- [end:matmul]
 
 

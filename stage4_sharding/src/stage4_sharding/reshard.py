@@ -1,0 +1,98 @@
+"""``reshard``: the same values with another sharding, a primitive so that it can be traced,
+differentiated and batched like any other.
+
+Its partition rule is the partitioner's ``convert`` (all-gather, all-to-all or a local
+slice, as the two layouts require). Its transpose reshards the cotangent back to the
+operand's layout: the gradient of an all-gather is a reduce-scatter.
+
+NB: JAX's is ``reshard_p`` in jax/_src/pjit.py; ``with_sharding_constraint`` is its
+counterpart for Auto mesh axes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stage1_autodiff.core import (
+    Array,
+    Primitive,
+    ShapedArray,
+    Tracer,
+    get_aval,
+    impl_rules,
+    jvp_rules,
+    vjp_rules,
+)
+from stage1_autodiff.tree_util import tree_map
+from stage2_jit.abstract_eval import abstract_eval_rules
+from stage3_vmap.batching import batching_rules, not_mapped
+
+from .arrays import shard
+from .partitioner import partition_rules
+from .sharding import NamedSharding, P, as_sharding
+from .sharding_rules import sharding_rules, spec_of
+
+# --8<-- [start:reshard]
+reshard_p = Primitive("reshard", multiple_results=True)
+
+
+def reshard(x: Any, out_sharding: Any) -> Any:
+    """``x`` (each leaf of a pytree) laid out by ``out_sharding``: a ``NamedSharding``, or a
+    ``PartitionSpec`` on the mesh ``set_mesh`` set.
+
+    Example:
+        >>> import numpy as np, stage4_sharding as jax
+        >>> from stage4_sharding.sharding import NamedSharding, P, reshard
+        >>> mesh = jax.make_mesh((4, 2), ("x", "y"))
+        >>> a = jax.device_put(np.zeros((8, 4), np.float32), NamedSharding(mesh, P("x")))
+        >>> print(jax.typeof(reshard(a, NamedSharding(mesh, P(None, "y")))))
+        float32[8,4@y]
+    """
+    sharding = as_sharding(out_sharding, "reshard")
+
+    def one(leaf):
+        if isinstance(leaf, Tracer) or type(leaf) is not Array and isinstance(leaf, Array):
+            return reshard_p.bind(leaf, sharding=sharding)[0]
+        return shard(leaf, sharding)  # a plain array: split it onto the devices
+    return tree_map(one, x)
+
+
+def reshard_abstract_eval(x: ShapedArray, *, sharding: NamedSharding) -> list[ShapedArray]:
+    sharding.check(x.shape, f"reshard's operand {x.str_short()}")
+    return [x._replace(sharding=sharding)]
+
+
+abstract_eval_rules[reshard_p] = reshard_abstract_eval
+sharding_rules[reshard_p] = lambda avals, specs, *, sharding: [
+    spec_of(sharding.spec, avals[0].ndim)]
+impl_rules[reshard_p] = lambda x, *, sharding: [shard(Array(x), sharding)]
+jvp_rules[reshard_p] = lambda primals, tangents, *, sharding: (
+    reshard_p.bind(primals[0], sharding=sharding),
+    reshard_p.bind(tangents[0], sharding=sharding))
+
+
+def reshard_vjp(cts, x, *, out, sharding):
+    """Back to the operand's layout (replicated for an operand that was not sharded)."""
+    back = get_aval(x).sharding or NamedSharding(sharding.mesh, P())
+    return [reshard_p.bind(cts[0], sharding=back)[0]]
+
+
+vjp_rules[reshard_p] = reshard_vjp
+
+
+def reshard_batching_rule(axis_data, vals, dims, *, sharding):
+    (x,), (bdim,) = vals, dims
+    if bdim is not_mapped:
+        return reshard_p.bind(x, sharding=sharding), [not_mapped]
+    return reshard_p.bind(x, sharding=sharding.inserted(bdim)), [bdim]
+
+
+batching_rules[reshard_p] = reshard_batching_rule
+
+
+def reshard_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *, sharding):
+    return [ctx.convert(vals[0], specs[0], out_specs[0])]
+
+
+partition_rules[reshard_p] = reshard_partition_rule
+# --8<-- [end:reshard]

@@ -1,0 +1,315 @@
+"""The SPMD runtime: one per-device program, run on every simulated device of a mesh.
+
+Each device holds its own blocks (an environment of NumPy arrays per device). The program is
+cut at its collectives into *segments* of purely local equations; each segment is compiled
+once by a stage-2 backend and run on every device in turn. At a collective the devices
+exchange blocks: here a NumPy function over the blocks of each group of devices, and an
+entry in the communication log with the bytes the cost model says a ring would move.
+
+Segments are made as large as the data dependencies allow: an equation joins the current
+segment as soon as its operands exist, so independent collectives (the all-reduces of
+several gradients) gather at segment ends instead of splitting the program into slivers.
+
+NB: on real hardware each device runs the whole compiled program and the collectives are
+calls into NCCL or the interconnect's library; XLA schedules them to overlap computation
+(xla/service/latency_hiding_scheduler.cc).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from stage1_autodiff.core import Device, Primitive
+from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from stage2_jit.jit import compile_jaxpr
+from stage3_vmap.collectives import (
+    all_gather_p,
+    all_to_all_p,
+    axis_index_p,
+    pmax_p,
+    pmin_p,
+    ppermute_p,
+    psum_p,
+    psum_scatter_p,
+)
+
+from .cost_model import collective_cost, group_size, note_executed
+from .mesh import Mesh
+from .partitioner import shard_slice_p
+
+Blocks = list[np.ndarray]  # one value per device, in the mesh's flat order
+
+
+class MeshGroups:
+    """Which devices act together in a collective over some mesh axes: those whose
+    coordinates differ only along those axes, ordered by their position along them."""
+
+    def __init__(self, mesh: Mesh) -> None:
+        self.mesh = mesh
+        self.devices: list[Device] = list(mesh.devices.flat)
+        self.coords = [dict(zip(mesh.axis_names, np.unravel_index(i, mesh.devices.shape)))
+                       for i in range(mesh.size)]
+        self._groups: dict[tuple[str, ...], list[list[int]]] = {}
+
+    def groups(self, names: tuple[str, ...]) -> list[list[int]]:
+        if names not in self._groups:
+            by_rest: dict[tuple, list[int]] = {}
+            for i, coords in enumerate(self.coords):
+                rest = tuple(v for k, v in coords.items() if k not in names)
+                by_rest.setdefault(rest, []).append(i)
+            for members in by_rest.values():
+                members.sort(key=lambda i: self.position(i, names))
+            self._groups[names] = list(by_rest.values())
+        return self._groups[names]
+
+    def position(self, i: int, names: tuple[str, ...]) -> int:
+        """Device ``i``'s index along ``names`` (major first)."""
+        position = 0
+        for name in names:
+            position = position * self.mesh.shape[name] + int(self.coords[i][name])
+        return position
+
+
+# ------------------------------------------------------------------------------------------
+# The collectives, on blocks
+# ------------------------------------------------------------------------------------------
+
+# impl(groups of device indices, blocks, **params) -> blocks
+DeviceOp = Callable[..., Blocks]
+device_ops: dict[Primitive, DeviceOp] = {}
+
+
+def _per_group(combine: Callable[[list[np.ndarray]], list[np.ndarray]]) -> DeviceOp:
+    def run(groups: list[list[int]], blocks: Blocks) -> Blocks:
+        out: Blocks = [None] * len(blocks)  # type: ignore[list-item]
+        for members in groups:
+            for i, value in zip(members, combine([blocks[i] for i in members])):
+                out[i] = value
+        return out
+    return run
+
+
+def _reduce(ufunc: np.ufunc) -> DeviceOp:
+    def combine(values):
+        total = ufunc.reduce(np.stack(values), axis=0).astype(values[0].dtype)
+        return [total] * len(values)
+    return lambda groups, blocks, **params: _per_group(combine)(groups, blocks)
+
+
+device_ops[psum_p] = _reduce(np.add)
+device_ops[pmax_p] = _reduce(np.maximum)
+device_ops[pmin_p] = _reduce(np.minimum)
+
+
+def _all_gather(groups, blocks, *, axis, tiled):
+    def combine(values):
+        whole = np.concatenate(values, axis) if tiled else np.stack(values, axis)
+        return [whole] * len(values)
+    return _per_group(combine)(groups, blocks)
+
+
+device_ops[all_gather_p] = _all_gather
+
+
+def _psum_scatter(groups, blocks, *, scatter_dimension, tiled):
+    def combine(values):
+        total = np.add.reduce(np.stack(values), axis=0).astype(values[0].dtype)
+        if tiled:
+            return [np.ascontiguousarray(b) for b in np.split(total, len(values),
+                                                              scatter_dimension)]
+        return [np.array(np.take(total, j, scatter_dimension), order="C")
+                for j in range(len(values))]
+    return _per_group(combine)(groups, blocks)
+
+
+device_ops[psum_scatter_p] = _psum_scatter
+
+
+def _all_to_all(groups, blocks, *, split_axis, concat_axis, tiled):
+    def combine(values):
+        n = len(values)
+        if tiled:
+            pieces = [np.split(v, n, split_axis) for v in values]
+            return [np.concatenate([pieces[j][i] for j in range(n)], concat_axis)
+                    for i in range(n)]
+        return [np.stack([np.take(values[j], i, split_axis) for j in range(n)], concat_axis)
+                for i in range(n)]
+    return _per_group(combine)(groups, blocks)
+
+
+device_ops[all_to_all_p] = _all_to_all
+
+
+def _ppermute(groups, blocks, *, perm):
+    def combine(values):
+        out = [np.zeros_like(v) for v in values]
+        for src, dst in perm:
+            out[dst] = values[src]
+        return out
+    return _per_group(combine)(groups, blocks)
+
+
+device_ops[ppermute_p] = _ppermute
+
+
+def _axis_index(mesh_groups: MeshGroups, names: tuple[str, ...]) -> Blocks:
+    return [np.int32(mesh_groups.position(i, names)) for i in range(len(mesh_groups.devices))]
+
+
+def _shard_slice(mesh_groups: MeshGroups, blocks: Blocks, axes) -> Blocks:
+    out = []
+    mesh = mesh_groups.mesh
+    for i, block in enumerate(blocks):
+        index = []
+        for size, names in zip(block.shape, axes):
+            if not names:
+                index.append(slice(None))
+                continue
+            parts = int(np.prod([mesh.shape[n] for n in names]))
+            k = mesh_groups.position(i, tuple(names))
+            index.append(slice(k * (size // parts), (k + 1) * (size // parts)))
+        out.append(np.array(block[tuple(index)], order="C"))
+    return out
+
+
+DEVICE_PRIMITIVES = {*device_ops, axis_index_p, shard_slice_p}
+
+
+# ------------------------------------------------------------------------------------------
+# Scheduling: segments between collectives
+# ------------------------------------------------------------------------------------------
+
+
+class Segment:
+    """Local equations, compiled as one stage-2 program per backend."""
+
+    def __init__(self, eqns: list[JaxprEqn], inputs: list[Var], outputs: list[Var]) -> None:
+        self.inputs, self.outputs = inputs, outputs
+        self.program = ClosedJaxpr(Jaxpr([], inputs, outputs, eqns), [])
+
+
+def schedule(jaxpr: Jaxpr) -> list[Segment | JaxprEqn]:
+    """The program as steps: segments of local equations and single device operations."""
+    ready = set(jaxpr.constvars) | set(jaxpr.invars)
+
+    def available(eqn):
+        return all(isinstance(a, Literal) or a in ready for a in eqn.invars)
+
+    pending, steps = list(jaxpr.eqns), []
+    while pending:
+        local, rest = [], []
+        for eqn in pending:
+            if eqn.primitive not in DEVICE_PRIMITIVES and available(eqn):
+                local.append(eqn)
+                ready.update(eqn.outvars)
+            else:
+                rest.append(eqn)
+        device, pending = [], []
+        for eqn in rest:
+            if eqn.primitive in DEVICE_PRIMITIVES and available(eqn):
+                device.append(eqn)
+                ready.update(eqn.outvars)
+            else:
+                pending.append(eqn)
+        if not local and not device:
+            raise AssertionError("the per-device program has a dependency cycle")
+        steps += ([local] if local else []) + device
+    # Each segment's inputs and the outputs something later reads.
+    needed = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    out: list[Segment | JaxprEqn] = []
+    for step in reversed(steps):
+        if isinstance(step, list):
+            defined = {v for eqn in step for v in eqn.outvars}
+            outputs = [v for eqn in step for v in eqn.outvars if v in needed]
+            inputs = list(dict.fromkeys(a for eqn in step for a in eqn.invars
+                                        if isinstance(a, Var) and a not in defined))
+            needed.update(inputs)
+            out.append(Segment(step, inputs, outputs))
+        else:
+            needed.update(a for a in step.invars if isinstance(a, Var))
+            out.append(step)
+    return out[::-1]
+
+
+# ------------------------------------------------------------------------------------------
+# Running
+# ------------------------------------------------------------------------------------------
+
+
+class SpmdExecutable:
+    """A per-device program ready to run on a mesh with one backend."""
+
+    def __init__(self, local: ClosedJaxpr, mesh: Mesh, backend: str) -> None:
+        self.local, self.mesh, self.backend = local, mesh, backend
+        self.groups = MeshGroups(mesh)
+        self.steps = schedule(local.jaxpr)
+        self.executables = {id(s): compile_jaxpr(s.program, backend)
+                            for s in self.steps if isinstance(s, Segment)}
+
+    def __call__(self, args: list[Blocks]) -> list[Blocks]:
+        """``args[k][i]``: device i's block of argument k; the results likewise."""
+        n = len(self.groups.devices)
+        jaxpr = self.local.jaxpr
+        env: dict[Var, Blocks] = {}
+        for var, value in zip(jaxpr.constvars, self.local.consts):
+            env[var] = [np.asarray(getattr(value, "_value", value))] * n
+        for var, blocks in zip(jaxpr.invars, args):
+            env[var] = blocks
+
+        def read(atom) -> Blocks:
+            return [np.asarray(atom.val)] * n if isinstance(atom, Literal) else env[atom]
+
+        for step in self.steps:
+            if isinstance(step, Segment):
+                run = self.executables[id(step)]
+                inputs = [read(v) for v in step.inputs]
+                results = [run(*[blocks[i] for blocks in inputs]) for i in range(n)]
+                for k, var in enumerate(step.outputs):
+                    env[var] = [np.asarray(r[k]._value) for r in results]
+            else:
+                env[step.outvars[0]] = self.device_op(step, [read(a) for a in step.invars])
+        return [read(v) for v in jaxpr.outvars]
+
+    def device_op(self, eqn: JaxprEqn, operands: list[Blocks]) -> Blocks:
+        params = dict(eqn.params)
+        if eqn.primitive is shard_slice_p:
+            return _shard_slice(self.groups, operands[0], params["axes"])
+        names = params.pop("axis_name")
+        names = names if isinstance(names, tuple) else (names,)
+        if eqn.primitive is axis_index_p:
+            return _axis_index(self.groups, names)
+        cost = collective_cost(eqn.primitive.name, eqn.invars[0].aval,
+                               names, group_size(self.mesh.shape, names), params)
+        if cost is not None:
+            note_executed(cost)
+        return device_ops[eqn.primitive](self.groups.groups(names), operands[0], **params)
+
+
+_executables: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def spmd_executable(local: ClosedJaxpr, mesh: Mesh, backend: str) -> SpmdExecutable:
+    """The executable of a per-device program, made once per backend and kept with it."""
+    per_backend = _executables.setdefault(local, {})
+    if backend not in per_backend:
+        per_backend[backend] = SpmdExecutable(local, mesh, backend)
+    return per_backend[backend]
+
+
+def static_costs(local: ClosedJaxpr, mesh: Mesh) -> list[Any]:
+    """The collectives a per-device program runs, with their costs, without running it."""
+    costs = []
+    for eqn in local.jaxpr.eqns:
+        if eqn.primitive in device_ops:
+            names = eqn.params["axis_name"]
+            names = names if isinstance(names, tuple) else (names,)
+            params = {k: v for k, v in eqn.params.items() if k != "axis_name"}
+            cost = collective_cost(eqn.primitive.name, eqn.invars[0].aval, names,
+                                   group_size(mesh.shape, names), params)
+            if cost is not None:
+                costs.append(cost)
+    return costs
+

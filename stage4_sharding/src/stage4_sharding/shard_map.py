@@ -1,0 +1,359 @@
+"""``shard_map``: write the per-device program yourself.
+
+``shard_map(f, mesh=mesh, in_specs=P("data"), out_specs=P())`` calls ``f`` on each device's
+block of every argument (split as ``in_specs`` says); inside, collectives over the mesh's
+axis names (``psum``, ``all_gather``, ``ppermute``, ...) exchange blocks, and ``out_specs``
+says how the blocks ``f`` returns form the global results. It is what the partitioner
+produces, written by hand: the per-device program runs on the same runtime.
+
+An output whose spec leaves out a mesh axis claims to be the same on every device along it.
+``shard_map`` checks the claim (unless ``check_vma=False``) by following which axes each
+value varies over: arguments vary over the axes their specs name, ``psum``, ``pmax``,
+``pmin`` and ``all_gather`` make a value the same along their axis, ``axis_index``,
+``psum_scatter``, ``ppermute`` and ``all_to_all`` make it vary.
+
+Differentiation follows from the global view: an input that is the same on every device
+along an axis gets the sum of the devices' gradients (a ``psum``), and a replicated output's
+cotangent is shared out among the devices that hold a copy.
+
+NB: JAX's is jax/_src/shard_map.py (``shard_map_p``, its ``_check_rep`` / varying-manual-axes
+typing, and the transpose rule that does the same bookkeeping).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from stage1_autodiff.autodiff import custom_vjp_call_p, jvp, vjp
+from stage1_autodiff.core import (
+    Primitive,
+    ShapedArray,
+    asarray,
+    get_aval,
+    impl_rules,
+    jvp_rules,
+    vjp_rules,
+    vjp_rules_take_needs,
+)
+from stage1_autodiff.tree_util import tree_flatten, tree_unflatten
+from stage2_jit.abstract_eval import abstract_eval_rules
+from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from stage2_jit.jit import jit_p
+from stage2_jit.tracing import jaxpr_as_fun
+from stage3_vmap.batching import AxisData, batch_fun, batching_rules, bdim_at, not_mapped
+from stage3_vmap.collectives import (
+    all_gather_p,
+    all_to_all_p,
+    axis_index_p,
+    pmax_p,
+    pmin_p,
+    ppermute_p,
+    psum_p,
+    psum_scatter_p,
+)
+
+from stage1_autodiff import dtypes
+from stage1_autodiff import primitives as lax
+
+from .arrays import run_primitive
+from .mesh import Mesh, get_mesh
+from .partitioner import local_shape, partition_rules, trace_local
+from .sharding import NamedSharding, PartitionSpec
+from .sharding_rules import Spec, sharding_rules, spec_of
+
+shard_map_p = Primitive("shard_map", multiple_results=True)
+
+
+# --8<-- [start:shard_map]
+def shard_map(f: Callable, *, mesh: Mesh | None = None, in_specs: Any, out_specs: Any,
+              check_vma: bool = True, check_rep: bool | None = None) -> Callable:
+    """``f`` run on every device's blocks; see the module docstring.
+
+    Example:
+        >>> import numpy as np, stage4_sharding as jax
+        >>> from stage4_sharding.sharding import PartitionSpec as P
+        >>> mesh = jax.make_mesh((8,), ("data",))
+        >>> def local_sum(block):
+        ...     return jax.lax.psum(block.sum(), "data")
+        >>> jax.shard_map(local_sum, mesh=mesh, in_specs=P("data"), out_specs=P())(
+        ...     np.arange(16.0, dtype=np.float32))
+        Array(120., dtype=float32)
+    """
+    check = check_vma if check_rep is None else check_rep
+
+    def mapped(*args: Any) -> Any:
+        the_mesh = mesh if mesh is not None else get_mesh()
+        if the_mesh is None:
+            raise ValueError("shard_map needs a mesh: pass mesh=... or call "
+                             "jax.sharding.set_mesh(mesh) first.")
+        leaves, in_tree = tree_flatten(args)
+        specs = _broadcast_specs(in_specs, args, "in_specs")
+        avals = [get_aval(x) for x in leaves]
+        local = []
+        for i, (aval, spec) in enumerate(zip(avals, specs)):
+            NamedSharding(the_mesh, spec).check(aval.shape, f"shard_map's argument {i}")
+            local.append(ShapedArray(local_shape(aval.shape, spec_of(spec, aval.ndim),
+                                                 the_mesh), aval.dtype, aval.weak_type))
+        out_tree_box: list[Any] = []
+
+        def flat_body(*blocks):
+            outs, out_tree = tree_flatten(f(*tree_unflatten(in_tree, blocks)))
+            out_tree_box.append(out_tree)
+            return outs
+
+        body = trace_local(flat_body, the_mesh, local)
+        out_tree = out_tree_box[0]
+        outs_example = tree_unflatten(out_tree, list(range(out_tree.num_leaves)))
+        out_spec_list = _broadcast_specs(out_specs, outs_example, "out_specs")
+        in_spec_tuple = tuple(spec_of(s, a.ndim) for s, a in zip(specs, avals))
+        out_spec_tuple = tuple(spec_of(s, a.ndim) for s, a in zip(out_spec_list, body.out_avals))
+        if check:
+            check_replication(body, in_spec_tuple, out_spec_tuple, the_mesh)
+        outs = shard_map_p.bind(*leaves, body=body, mesh=the_mesh, in_specs=in_spec_tuple,
+                                out_specs=out_spec_tuple)
+        return tree_unflatten(out_tree, outs)
+
+    return mapped
+# --8<-- [end:shard_map]
+
+
+def _broadcast_specs(specs: Any, tree: Any, what: str) -> list[PartitionSpec]:
+    """One spec per leaf of ``tree``, from a pytree prefix of it (a single spec: for all)."""
+    if specs is None or isinstance(specs, PartitionSpec):
+        spec = specs if specs is not None else PartitionSpec()
+        return [spec] * len(tree_flatten(tree)[0])
+    if isinstance(specs, (tuple, list)) and isinstance(tree, (tuple, list)):
+        if len(specs) != len(tree):
+            raise ValueError(f"shard_map {what} has {len(specs)} entries but there are "
+                             f"{len(tree)} {'arguments' if what == 'in_specs' else 'outputs'}"
+                             f": give one PartitionSpec per entry (or one for all).")
+        return [s for sub_spec, sub in zip(specs, tree)
+                for s in _broadcast_specs(sub_spec, sub, what)]
+    if isinstance(specs, dict) and isinstance(tree, dict) and specs.keys() == tree.keys():
+        return [s for k in sorted(tree) for s in _broadcast_specs(specs[k], tree[k], what)]
+    raise TypeError(f"shard_map {what} must be a PartitionSpec or a pytree prefix of the "
+                    f"{'arguments' if what == 'in_specs' else 'outputs'} made of "
+                    f"PartitionSpecs; got {specs!r}.")
+
+
+# --8<-- [start:check_replication]
+_MAKES_SAME = {psum_p, pmax_p, pmin_p, all_gather_p}
+_MAKES_VARYING = {psum_scatter_p, ppermute_p, all_to_all_p, axis_index_p}
+
+
+def varying_axes(jaxpr: Jaxpr, in_axes: list[set[str]]) -> list[set[str]]:
+    """For each output of a per-device program, the mesh axes along which it may differ
+    between devices."""
+    env: dict[Any, set[str]] = {v: set(a) for v, a in zip(jaxpr.invars, in_axes)}
+    for v in jaxpr.constvars:
+        env[v] = set()
+
+    def read(atom):
+        return set() if isinstance(atom, Literal) else env[atom]
+
+    for eqn in jaxpr.eqns:
+        axes = set().union(*[read(a) for a in eqn.invars]) if eqn.invars else set()
+        if eqn.primitive in _MAKES_SAME or eqn.primitive in _MAKES_VARYING:
+            name = eqn.params["axis_name"]
+            names = set(name) if isinstance(name, tuple) else {name}
+            axes = axes - names if eqn.primitive in _MAKES_SAME else axes | names
+        elif eqn.primitive in (jit_p, custom_vjp_call_p):
+            inner = eqn.params["jaxpr" if eqn.primitive is jit_p else "call_jaxpr"]
+            outs = varying_axes(inner.jaxpr, [read(a) for a in eqn.invars])
+            for var, out in zip(eqn.outvars, outs):
+                env[var] = out
+            continue
+        for var in eqn.outvars:
+            env[var] = axes
+    return [read(v) for v in jaxpr.outvars]
+
+
+def check_replication(body: ClosedJaxpr, in_specs: tuple[Spec, ...],
+                      out_specs: tuple[Spec, ...], mesh: Mesh) -> None:
+    in_axes = [{a for axes in spec for a in axes} for spec in in_specs]
+    for i, (axes, spec, aval) in enumerate(zip(varying_axes(body.jaxpr, in_axes), out_specs,
+                                               body.out_avals)):
+        missing = sorted(axes - {a for names in spec for a in names})
+        if missing:
+            raise ValueError(
+                f"shard_map out_specs[{i}] = {_pspec(spec)} says output {i} "
+                f"({aval.str_short()} per device) is the same on every device along mesh "
+                f"axis {', '.join(map(repr, missing))}, but it varies along it. Reduce it "
+                f"over the axis first (jax.lax.psum or jax.lax.all_gather), name the axis in "
+                f"out_specs, or pass check_vma=False if you know the blocks are equal.")
+# --8<-- [end:check_replication]
+
+
+def _pspec(spec: Spec) -> PartitionSpec:
+    return PartitionSpec(*(a[0] if len(a) == 1 else a if a else None for a in spec))
+
+
+# ------------------------------------------------------------------------------------------
+# Rules
+# ------------------------------------------------------------------------------------------
+
+
+def _scale(spec: Spec, mesh: Mesh, shape: Sequence[int]) -> tuple[int, ...]:
+    return tuple(n * math.prod(mesh.shape[a] for a in axes) for n, axes in zip(shape, spec))
+
+
+def shard_map_abstract_eval(*avals, body, mesh, in_specs, out_specs):
+    for i, (aval, local, spec) in enumerate(zip(avals, body.in_avals, in_specs)):
+        if local_shape(aval.shape, spec, mesh) != local.shape or aval.dtype != local.dtype:
+            raise TypeError(f"shard_map was given {aval.str_short()} for argument {i}, whose "
+                            f"blocks under {_pspec(spec)} are not the body's "
+                            f"{local.str_short()}.")
+    return [ShapedArray(_scale(spec, mesh, a.shape), a.dtype, a.weak_type,
+                        NamedSharding(mesh, _pspec(spec)))
+            for a, spec in zip(body.out_avals, out_specs)]
+
+
+abstract_eval_rules[shard_map_p] = shard_map_abstract_eval
+sharding_rules[shard_map_p] = lambda avals, specs, *, out_specs, **params: list(out_specs)
+impl_rules[shard_map_p] = lambda *values, **params: run_primitive(
+    shard_map_p, [asarray(v) for v in values], params)
+
+
+def _inline(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
+    """Evaluates a per-device program by binding its equations, with nested programs
+    (``jit`` inside the body) inlined, so their collectives are seen by the runtime."""
+    env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+
+    def read(atom):
+        return atom.val if isinstance(atom, Literal) else env[atom]
+
+    for eqn in jaxpr.eqns:
+        vals = [read(a) for a in eqn.invars]
+        if eqn.primitive in (jit_p, custom_vjp_call_p):
+            inner = eqn.params["jaxpr" if eqn.primitive is jit_p else "call_jaxpr"]
+            outs = _inline(inner.jaxpr, inner.consts, vals)
+        else:
+            outs = eqn.primitive.bind(*vals, **eqn.params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+        env.update(zip(eqn.outvars, outs))
+    return [read(v) for v in jaxpr.outvars]
+
+
+def shard_map_partition_rule(ctx, vals, specs, result_specs, avals_in, avals_out, *, body,
+                             mesh, in_specs, out_specs):
+    if mesh != ctx.mesh:
+        raise ValueError(f"shard_map over {mesh} was given arrays sharded over {ctx.mesh}: "
+                         f"use one mesh, or reshard the arguments onto the shard_map's.")
+    blocks = [ctx.convert(v, s, t) for v, s, t in zip(vals, specs, in_specs)]
+    return _inline(body.jaxpr, body.consts, blocks)
+
+
+partition_rules[shard_map_p] = shard_map_partition_rule
+
+
+def _is_float(aval: ShapedArray) -> bool:
+    return dtypes.is_float(aval.dtype)
+
+
+# --8<-- [start:shard_map_jvp]
+def shard_map_jvp(primals, tangents, *, body, mesh, in_specs, out_specs):
+    """A shard_map of the body's JVP: tangents are laid out as their primals."""
+    float_in = [_is_float(a) for a in body.in_avals]
+    float_out = [_is_float(a) for a in body.out_avals]
+
+    def jvp_body(*args):
+        primals_in, tangents_in = args[:len(float_in)], iter(args[len(float_in):])
+        full = [next(tangents_in) if f else np.zeros(a.shape, dtypes.float0)
+                for f, a in zip(float_in, body.in_avals)]
+        outs, outs_dot = jvp(jaxpr_as_fun(body), list(primals_in), full)
+        return [*outs, *[t for t, f in zip(outs_dot, float_out) if f]]
+
+    local = list(body.in_avals) + [a for a in body.in_avals if _is_float(a)]
+    jvp_program = trace_local(jvp_body, mesh, local)
+    outs = shard_map_p.bind(
+        *primals, *[t for t, f in zip(tangents, float_in) if f], body=jvp_program, mesh=mesh,
+        in_specs=in_specs + tuple(s for s, f in zip(in_specs, float_in) if f),
+        out_specs=out_specs + tuple(s for s, f in zip(out_specs, float_out) if f))
+    primals_out, tangents_out = outs[:len(float_out)], iter(outs[len(float_out):])
+    return primals_out, [next(tangents_out) if f else lax.zeros_like(p)
+                         for f, p in zip(float_out, primals_out)]
+# --8<-- [end:shard_map_jvp]
+
+
+jvp_rules[shard_map_p] = shard_map_jvp
+
+
+# --8<-- [start:shard_map_vjp]
+def shard_map_vjp(cts, *primals, out, needs, body, mesh, in_specs, out_specs):
+    """A shard_map of the body's VJP. A replicated output's cotangent is divided among the
+    copies (each device's copy carries 1/N of it); an input that is the same on every device
+    along an axis gets the sum of the devices' gradients."""
+    wanted = [n and _is_float(a) for n, a in zip(needs, body.in_avals)]
+    float_out = [_is_float(a) for a in body.out_avals]
+    if not any(wanted):
+        return [None] * len(wanted)
+    program = jaxpr_as_fun(body)
+
+    def copies(spec: Spec) -> list[str]:
+        return [a for a in mesh.axis_names if all(a not in names for names in spec)]
+
+    def vjp_body(*args):
+        primals_in, cts_in = args[:len(wanted)], iter(args[len(wanted):])
+
+        def of_wanted(*xs):
+            xs = iter(xs)
+            return program(*[next(xs) if w else p for w, p in zip(wanted, primals_in)])
+
+        outs, pullback = vjp(of_wanted, *[p for p, w in zip(primals_in, wanted) if w])
+        shared = []
+        for o, f, spec in zip(outs, float_out, out_specs):
+            ct = next(cts_in) if f else lax.zeros_like(o)
+            n = math.prod(mesh.shape[a] for a in copies(spec))
+            shared.append(ct if n == 1 else lax.div(ct, lax.full_like(ct, n)))
+        grads = list(pullback(shared))
+        specs = [s for s, w in zip(in_specs, wanted) if w]
+        for k, spec in enumerate(specs):
+            for name in copies(spec):
+                grads[k] = psum_p.bind(grads[k], axis_name=name)
+        return grads
+
+    local = list(body.in_avals) + [a for a in body.out_avals if _is_float(a)]
+    vjp_program = trace_local(vjp_body, mesh, local)
+    results = iter(shard_map_p.bind(
+        *primals, *[c for c, f in zip(cts, float_out) if f], body=vjp_program, mesh=mesh,
+        in_specs=in_specs + tuple(s for s, f in zip(out_specs, float_out) if f),
+        out_specs=tuple(s for s, w in zip(in_specs, wanted) if w)))
+    return [next(results) if w else None for w in wanted]
+# --8<-- [end:shard_map_vjp]
+
+
+vjp_rules[shard_map_p] = shard_map_vjp
+vjp_rules_take_needs.add(shard_map_p)
+
+
+# --8<-- [start:shard_map_batching]
+def shard_map_batching_rule(axis_data: AxisData, vals, dims, *, body, mesh, in_specs,
+                            out_specs):
+    """vmap of a shard_map: the batch is a new leading dim, not split, of every block."""
+    vals = [v if d is not_mapped else bdim_at(v, d, 0, axis_data.size)
+            for v, d in zip(vals, dims)]
+    dims = [not_mapped if d is not_mapped else 0 for d in dims]
+    local = [a if d is not_mapped else ShapedArray((axis_data.size, *a.shape), a.dtype,
+                                                   a.weak_type)
+             for a, d in zip(body.in_avals, dims)]
+
+    def batched_body(*blocks):
+        outs, out_dims = batch_fun(jaxpr_as_fun(body), AxisData(None, axis_data.size),
+                                   list(blocks), list(dims))
+        return [bdim_at(o, d, 0, axis_data.size) for o, d in zip(outs, out_dims)]
+
+    program = trace_local(batched_body, mesh, local)
+    outs = shard_map_p.bind(
+        *vals, body=program, mesh=mesh,
+        in_specs=tuple(s if d is not_mapped else ((),) + s for s, d in zip(in_specs, dims)),
+        out_specs=tuple(((),) + s for s in out_specs))
+    return outs, [0] * len(outs)
+# --8<-- [end:shard_map_batching]
+
+
+batching_rules[shard_map_p] = shard_map_batching_rule
+

@@ -1,0 +1,82 @@
+"""Sharding in types under tracing: in a program over sharded arrays every value's aval
+carries its ``NamedSharding``, so ``make_jaxpr`` prints ``f32[8@data,4]`` and a gradient
+can ask for its primal's layout.
+
+Stage 2's tracer asks each ``TypeExtension`` for the types it infers. This one:
+
+- types the arguments: a sharded array's aval has its sharding; once any argument is
+  sharded, the others are typed as replicated on the same mesh (a plain array is on every
+  device, as JAX's arrays are under ``set_mesh``);
+- types each result with the primitive's sharding rule (``sharding_rules.py``), which raises
+  for an ambiguous or impossible layout while tracing, where the user's line is on the stack.
+
+NB: in JAX the sharding is a field of ``ShapedArray`` and each primitive's ``sharding_rule``
+runs in ``standard_abstract_eval`` (jax/_src/lax/utils.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stage1_autodiff.core import Primitive, ShapedArray
+from stage2_jit.tracing import TypeExtension, type_extensions
+
+from .mesh import Mesh
+from .sharding import NamedSharding, P
+from .sharding_rules import Spec, describe, sharding_rules, spec_of, unsplit
+
+
+def spec_of_aval(aval: ShapedArray) -> Spec:
+    """The per-dim mesh axes of a typed value (none split for an untyped one)."""
+    if aval.sharding is None:
+        return unsplit(aval.ndim)
+    return spec_of(aval.sharding.spec, aval.ndim)
+
+
+def as_partition_spec(spec: Spec) -> P:
+    return P(*(axes[0] if len(axes) == 1 else axes if axes else None for axes in spec))
+
+
+def mesh_of(avals: list[ShapedArray], what: str = "an operation") -> Mesh | None:
+    meshes = {a.sharding.mesh for a in avals if a.sharding is not None}
+    if len(meshes) > 1:
+        raise ValueError(f"{what} got arrays sharded over different meshes "
+                         f"({', '.join(map(repr, meshes))}): device_put them onto one mesh.")
+    return meshes.pop() if meshes else None
+
+
+def with_spec(aval: ShapedArray, mesh: Mesh, spec: Spec) -> ShapedArray:
+    sharding = NamedSharding(mesh, as_partition_spec(spec))
+    sharding.check(aval.shape, f"the result {describe(aval, spec)}")
+    return aval._replace(sharding=sharding)
+
+
+# --8<-- [start:sharding_in_types]
+class ShardingInTypes(TypeExtension):
+    """Puts shardings into the avals stage 2's tracer infers."""
+
+    def argument_avals(self, avals: list[ShapedArray]) -> list[ShapedArray]:
+        mesh = mesh_of(avals, "a jitted function")
+        if mesh is None:
+            return avals
+        replicated = NamedSharding(mesh, P())
+        return [a if a.sharding is not None else a._replace(sharding=replicated) for a in avals]
+
+    def result_avals(self, prim: Primitive, avals_in: list[ShapedArray],
+                     avals_out: list[ShapedArray], params: dict[str, Any]) -> list[ShapedArray]:
+        mesh = mesh_of(avals_in, prim.name)
+        if mesh is None or all(a.sharding is not None for a in avals_out):
+            return avals_out  # nothing sharded, or the primitive typed its results itself
+        rule = sharding_rules.get(prim)
+        if rule is None:
+            raise NotImplementedError(
+                f"{prim.name} has no sharding rule, so it cannot run on sharded arrays. "
+                f"Reshard its operands to replicated ones first (jax.sharding.reshard(x, P())) "
+                f"and report the missing rule.")
+        specs = [spec_of_aval(a) for a in avals_in]
+        out_specs = rule(avals_in, specs, **params)
+        return [with_spec(a, mesh, s) for a, s in zip(avals_out, out_specs)]
+# --8<-- [end:sharding_in_types]
+
+
+type_extensions.append(ShardingInTypes())

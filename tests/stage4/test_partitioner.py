@@ -1,0 +1,260 @@
+"""The partitioner's law: sharded equals unsharded. Every primitive, eagerly and under ``jit``,
+on the 1-D mesh of 8 and the 2-D mesh of 4x2 devices, with input shardings hypothesis
+chooses; then random programs. A layout the sharding rules refuse (explicit mode's errors)
+is allowed; a wrong value or a type that differs between eager and ``jit`` is not."""
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from stage4_sharding.partitioner import partition
+from stage4_sharding.sharding import NamedSharding, P
+from stage4_sharding.sharding_rules import ShardingTypeError, sharding_rules
+
+import stage4_sharding as jax
+from stage1_autodiff import primitives
+from stage4_sharding import lax
+from stage4_sharding import numpy as jnp
+
+laws = settings(max_examples=12, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                       HealthCheck.too_slow])
+
+MESHES = {"1-D (8)": ((8,), ("d",)), "2-D (4x2)": ((4, 2), ("x", "y"))}
+
+
+def mesh_for(name: str):
+    shape, names = MESHES[name]
+    return jax.make_mesh(shape, names)
+
+
+rng = np.random.default_rng(0)
+F = rng.standard_normal((8, 16)).astype(np.float32)
+G = rng.standard_normal((8, 16)).astype(np.float32)
+INTS = rng.integers(0, 50, (8, 16)).astype(np.int32)
+J = rng.integers(1, 5, (8, 16)).astype(np.int32)
+B = rng.random((8, 16)) > 0.5
+C = rng.random((8, 16)) > 0.3
+U = rng.integers(0, 2**32, (8, 16), dtype=np.uint64).astype(np.uint32)
+IDX = np.array([[3], [0], [7], [3]], np.int32)
+
+
+# Each case: the function and its inputs. Together they bind every primitive with a
+# sharding rule (checked below).
+CASES: dict[str, tuple[Callable, tuple]] = {
+    "unary": (lambda x: (
+        -x, jnp.exp(x), jnp.log(jnp.abs(x) + 1), jnp.sin(x), jnp.cos(x), jnp.tan(x * 0.1),
+        jnp.tanh(x), jax.nn.sigmoid(x), jnp.sqrt(jnp.abs(x)), jnp.abs(x), jnp.sign(x),
+        jnp.floor(x), jnp.ceil(x), x ** 3, lax.erf_inv(jnp.tanh(x) * 0.5),
+        jnp.log1p(jnp.abs(x)), jnp.expm1(x), lax.stop_gradient(x)), (F,)),
+    "binary": (lambda x, y: (
+        x + y, x - y, x * y, x / (jnp.abs(y) + 1), lax.rem(x, jnp.abs(y) + 1),
+        jnp.power(jnp.abs(x) + 0.5, y), jnp.maximum(x, y), jnp.minimum(x, y),
+        jnp.arctan2(x, y), x == y, x != y, x < y, x <= y, x > y, x >= y,
+        jnp.where(x > y, x, y)), (F, G)),
+    "integer": (lambda i, j: (
+        i & j, i | j, i ^ j, ~i, i << j, i >> j, lax.shift_right_logical(i, j),
+        i.astype(np.float32), lax.bitcast_convert_type(i, np.float32)), (INTS, J)),
+    "boolean": (lambda a, b: (a & b, a | b, ~a, jnp.any(a, axis=1), jnp.all(b, axis=0)),
+                (B, C)),
+    "reductions": (lambda x: (
+        x.sum(0), x.sum(1), x.sum(), x.max(0), x.min(1), jnp.prod(x * 0.1 + 1, axis=0),
+        jnp.argmax(x, 0), jnp.argmin(x, 1)), (F,)),
+    "contractions": (lambda x, y: (
+        jnp.matmul(x, y.T), jnp.matmul(x.T, y, out_sharding=P()),
+        jnp.einsum("bij,bjk->bik", x.reshape(8, 4, 4), y.reshape(8, 4, 4))), (F, G)),
+    "shapes": (lambda x, y: (  # dim 0 may stay split
+        x.T, x[None], jnp.reshape(x, (8, 4, 4)), jnp.squeeze(x[:, None], 1),
+        jnp.broadcast_to(x[:, :1], (8, 16)), x[:, ::2],
+        lax.pad(x, np.float32(0), ((0, 0, 0), (1, 2, 1))), jnp.flip(x, 1),
+        jnp.concatenate([x, y], 1), lax.sort(x, dimension=1), jnp.arange(16.0) + x), (F, G)),
+    "whole dims": (lambda x, y: (  # dim 0 must be whole
+        jnp.reshape(x, (128,)), x[1:5], lax.pad(x, np.float32(0), ((1, 1, 0), (0, 0, 0))),
+        jnp.flip(x, 0), jnp.concatenate([x, y], 0), lax.sort(x, dimension=0)), (F, G)),
+    "indexing": (lambda x, y: (  # the primitives: jnp's .at[] flattens the operand first
+        x[IDX[:, 0]], x[IDX[:2]], primitives.scatter_add(x, IDX, y[:4]),
+        primitives.scatter(x, IDX, y[:4]), primitives.scatter_mul(x, IDX, y[:4]),
+        primitives.scatter_min(x, IDX, y[:4]), primitives.scatter_max(x, IDX, y[:4])), (F, G)),
+    "random": (lambda u, v: (*primitives.threefry2x32(u, v, v, u),
+                             jax.random.normal(jax.random.key(0), (8, 16))), (U, U[::-1])),
+}
+
+
+def draw_spec(data, shape, mesh, used: set[str]) -> P:
+    """A spec for ``shape``: each dim whole or split over a mesh axis (or, on the 2-D mesh,
+    both) that divides it and that no other dim of the arguments' specs of this draw uses."""
+    entries = []
+    for d, size in enumerate(shape):
+        options = [None] + [name for name in mesh.axis_names
+                            if name not in used and size % mesh.shape[name] == 0]
+        if len(mesh.axis_names) == 2 and not used & set(mesh.axis_names) and \
+                size % mesh.size == 0:
+            options.append(tuple(mesh.axis_names))
+        entry = data.draw(st.sampled_from(options), label=f"dim {d}")
+        entries.append(entry)
+        if entry is not None:
+            used.update(entry if isinstance(entry, tuple) else (entry,))
+    return P(*entries)
+
+
+def flat(tree) -> list[np.ndarray]:
+    return [np.asarray(leaf) for leaf in jax.tree_leaves(tree)]
+
+
+def assert_sharded_equals_unsharded(fun, inputs, sharded, jit_backend="interpreter"):
+    expected = flat(fun(*[jnp.asarray(x) for x in inputs]))
+    for run in (fun, jax.jit(fun, backend=jit_backend)):
+        try:
+            result = run(*sharded)
+        except ShardingTypeError:
+            return "refused"
+        got = flat(result)
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=2e-5, atol=2e-5)
+    eager_types = [str(jax.typeof(r)) for r in jax.tree_leaves(fun(*sharded))]
+    jit_types = [str(jax.typeof(r)) for r in jax.tree_leaves(jax.jit(fun)(*sharded))]
+    assert eager_types == jit_types
+    return "ran"
+
+
+@pytest.mark.parametrize("mesh_name", list(MESHES))
+@pytest.mark.parametrize("case", list(CASES))
+@laws
+@given(data=st.data())
+def test_sharded_equals_unsharded_for_every_primitive(case, mesh_name, data):
+    fun, inputs = CASES[case]
+    mesh = mesh_for(mesh_name)
+    used: set[str] = set()
+    specs = [draw_spec(data, x.shape, mesh, used if case != "contractions" else set())
+             for x in inputs]
+    sharded = [jax.device_put(x, NamedSharding(mesh, s)) for x, s in zip(inputs, specs)]
+    assert_sharded_equals_unsharded(fun, inputs, sharded)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_case_runs_fully_split_on_the_1d_mesh(case):
+    """The first input split over all 8 devices (along dim 1 for indexing, which reads dim 0
+    anywhere): only the ops that need dim 0 whole may refuse (the law above could pass by
+    refusing)."""
+    fun, inputs = CASES[case]
+    mesh = mesh_for("1-D (8)")
+    spec = P(None, "d") if case == "indexing" else P("d")
+    sharded = [jax.device_put(inputs[0], NamedSharding(mesh, spec)),
+               *map(jnp.asarray, inputs[1:])]
+    outcome = assert_sharded_equals_unsharded(fun, inputs, sharded)
+    assert outcome == ("refused" if case == "whole dims" else "ran")
+
+
+def test_the_cases_bind_every_primitive_with_a_sharding_rule():
+    bound = set()
+    for fun, inputs in CASES.values():
+        closed = jax.make_jaxpr(fun)(*inputs)
+        bound |= {eqn.primitive for eqn in closed.jaxpr.eqns}
+    programs = {"jit", "custom_vjp_call", "debug_print", "reshard", "shard_map"}
+    missing = {p.name for p in sharding_rules if p not in bound} - programs
+    assert not missing
+
+
+# ------------------------------------------------------------------------------------------
+# Random programs
+# ------------------------------------------------------------------------------------------
+
+UNARY = [jnp.tanh, jnp.sin, lambda v: v * 0.5 + 1.0, jnp.abs, lambda v: jnp.maximum(v, 0.0)]
+
+
+def draw_program(data):
+    """A program of 3-10 steps over two (8, 16) inputs: elementwise ops, broadcasts of
+    reductions, transposes, reshapes and matrix products, each step's operands drawn from
+    the values so far."""
+    steps = []
+    shapes = [(8, 16), (8, 16)]
+    for _ in range(data.draw(st.integers(3, 10), label="length")):
+        i = data.draw(st.integers(0, len(shapes) - 1))
+        j = data.draw(st.integers(0, len(shapes) - 1))
+        kind = data.draw(st.sampled_from(
+            ["unary", "binary", "reduce", "transpose", "matmul", "reshape"]))
+        if kind == "binary" and shapes[i] != shapes[j]:
+            kind = "unary"
+        if kind == "matmul" and shapes[i][-1] != shapes[j][0]:
+            kind = "transpose"
+        if kind == "reshape" and shapes[i] != (8, 16):
+            kind = "reduce"
+        if kind == "unary":
+            f = data.draw(st.sampled_from(UNARY))
+            steps.append(lambda vs, i=i, f=f: f(vs[i]))
+            shapes.append(shapes[i])
+        elif kind == "binary":
+            op = data.draw(st.sampled_from([jnp.add, jnp.multiply, jnp.subtract]))
+            steps.append(lambda vs, i=i, j=j, op=op: op(vs[i], vs[j]))
+            shapes.append(shapes[i])
+        elif kind == "reduce":  # keepdims, broadcast back: the shape stays
+            axis = data.draw(st.integers(0, len(shapes[i]) - 1))
+            steps.append(lambda vs, i=i, axis=axis: vs[i] - jnp.max(vs[i], axis, keepdims=True))
+            shapes.append(shapes[i])
+        elif kind == "transpose":
+            steps.append(lambda vs, i=i: vs[i].T)
+            shapes.append(shapes[i][::-1])
+        elif kind == "matmul":
+            steps.append(lambda vs, i=i, j=j: jnp.tanh(vs[i] @ vs[j]) * 0.1)
+            shapes.append((shapes[i][0], shapes[j][-1]))
+        else:
+            steps.append(lambda vs, i=i: jnp.reshape(vs[i], (8, 4, 4)).sum(-1).T.reshape(8, 4)
+                         @ jnp.ones((4, 16), np.float32))
+            shapes.append((8, 16))
+
+    def program(x, y):
+        vals = [x, y]
+        for step in steps:
+            vals.append(step(vals))
+        return vals[-1], vals[len(vals) // 2]
+    return program
+
+
+@pytest.mark.parametrize("mesh_name", list(MESHES))
+@laws
+@given(data=st.data())
+def test_sharded_equals_unsharded_on_random_programs(mesh_name, data):
+    program = draw_program(data)
+    mesh = mesh_for(mesh_name)
+    used: set[str] = set()
+    specs = [draw_spec(data, (8, 16), mesh, used) for _ in range(2)]
+    inputs = [F, G]
+    sharded = [jax.device_put(x, NamedSharding(mesh, s)) for x, s in zip(inputs, specs)]
+    assert_sharded_equals_unsharded(program, inputs, sharded)
+
+
+def test_random_programs_of_stage_2_on_the_2d_mesh():
+    """Stage 2's random-program generator (the jit laws'), with inputs split where their
+    small dims divide the mesh axes."""
+    sys.path.append(str(Path(__file__).resolve().parent.parent / "stage2"))
+    from test_jit_laws import draw_program as stage2_program
+    from test_jit_laws import f32
+    mesh = mesh_for("2-D (4x2)")
+    ran = []
+
+    @settings(max_examples=25, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(data=st.data())
+    def law(data):
+        program, inputs = stage2_program(data, f32, True)
+        used: set[str] = set()
+        specs = [draw_spec(data, np.shape(x), mesh, used) for x in inputs]
+        sharded = [jax.device_put(x, NamedSharding(mesh, s)) for x, s in zip(inputs, specs)]
+        ran.append(assert_sharded_equals_unsharded(program, inputs, sharded))
+
+    law()
+    assert "ran" in ran
+
+
+def test_partitioned_program_is_cached_with_its_global_program():
+    mesh = mesh_for("1-D (8)")
+    x = jax.device_put(F, NamedSharding(mesh, P("d")))
+    f = jax.jit(lambda v: jnp.tanh(v).sum(0))
+    closed = f.lower(x).partitioned.global_program
+    assert partition(closed, mesh) is partition(closed, mesh)
