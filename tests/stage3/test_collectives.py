@@ -100,6 +100,33 @@ def test_all_gather(data, shape, size, seed, tiled):
     assert_trees_close(got, each_example(gathered, size))
 
 
+def test_psum_scatter_ppermute_and_all_to_all():
+    """Against their meaning on the stacked examples: example k keeps the k-th piece of the
+    sum; receives what perm sends it (zeros if nothing); gets piece k of every example."""
+    x = distinct(3, (4, 8, 2))
+    got = jax.vmap(lambda v: lax.psum_scatter(v, "i", tiled=True), axis_name="i")(
+        jnp.asarray(x))
+    assert_trees_close(got, x.sum(0).reshape(4, 2, 2), rtol=1e-6)
+    got = jax.vmap(lambda v: lax.psum_scatter(v[:4], "i", scatter_dimension=0),
+                   axis_name="i")(jnp.asarray(x))
+    assert_trees_close(got, x[:, :4].sum(0), rtol=1e-6)
+    got = jax.vmap(lambda v: lax.ppermute(v, "i", [(0, 2), (3, 0)]), axis_name="i")(
+        jnp.asarray(x))
+    assert_trees_close(got, np.stack([x[3], np.zeros_like(x[0]), x[0], np.zeros_like(x[0])]))
+    got = jax.vmap(lambda v: lax.all_to_all(v, "i", 0, 1, tiled=True), axis_name="i")(
+        jnp.asarray(x))
+    want = np.stack([np.concatenate([x[j, 2 * k:2 * k + 2] for j in range(4)], 1)
+                     for k in range(4)])
+    assert_trees_close(got, want)
+    got = jax.vmap(lambda v: lax.all_to_all(v[:4], "i", 0, 1), axis_name="i")(jnp.asarray(x))
+    assert_trees_close(got, np.stack([np.stack([x[j, k] for j in range(4)], 1)
+                                      for k in range(4)]))
+    with pytest.raises(ValueError, match="must equal the size 4"):
+        jax.vmap(lambda v: lax.psum_scatter(v, "i"), axis_name="i")(jnp.asarray(x))
+    with pytest.raises(ValueError, match="more than once"):
+        lax.ppermute(1.0, "i", [(0, 1), (0, 2)])
+
+
 def test_axis_index():
     x = jnp.ones((2, 4))
     got = jax.vmap(lambda v: lax.axis_index("i"), in_axes=1, axis_name="i")(x)
@@ -254,6 +281,12 @@ BATCH_FUNCTIONS = {
     "all_gather axis 1": lambda v: jnp.sum(jnp.asarray(W[0].T)
                                            * lax.all_gather(v, "i", axis=1)) * jnp.tanh(v),
     "axis_index": lambda v: v * v * lax.axis_index("i"),
+    "ppermute": lambda v: lax.ppermute(v * v, "i", [(0, 1), (1, 2), (2, 0)]) * v,
+    "psum_scatter": lambda v: lax.psum_scatter(jnp.concatenate([v * v, v[:1]]), "i") * v,
+    "psum_scatter tiled": lambda v: lax.psum_scatter(
+        jnp.concatenate([v, v * v, jnp.sin(v), v]), "i", tiled=True) * v,
+    "all_to_all": lambda v: jnp.sum(lax.all_to_all(
+        jnp.asarray(W[0].ravel()[:4, None]) * v, "i", 0, 0) ** 2, 0),
 }
 
 

@@ -131,13 +131,14 @@ def test_vmap_and_jvp_over_sharded_arrays():
 
 
 def test_devices_count_the_bytes_of_their_blocks():
+    import gc
+    gc.collect()  # earlier tests' arrays, released now rather than during this test
     device = jax.devices()[3]
     before = device.memory_stats()["bytes_in_use"]
     mesh = jax.make_mesh((8,), ("d",))
     x = jax.device_put(np.ones((64, 16), np.float32), NamedSharding(mesh, P("d")))
     assert device.memory_stats()["bytes_in_use"] - before == 8 * 16 * 4
     del x
-    import gc
     gc.collect()
     assert device.memory_stats()["bytes_in_use"] == before
 
@@ -156,3 +157,20 @@ def test_lowered_text_shows_both_programs_and_the_collectives():
     assert "f32[64@d,16]" in text  # the global program's types
     assert "psum[axis_name=d]" in text  # the per-device program's collective
     assert "all-reduce" in text  # the report
+
+
+def test_creation_and_random_are_replicated_unless_given_out_sharding():
+    mesh = jax.make_mesh((8,), ("d",))
+    split = NamedSharding(mesh, P("d"))
+    a = jnp.arange(16.0, out_sharding=split)
+    assert str(jax.typeof(a)) == "float32[16@d]"
+    np.testing.assert_array_equal(np.asarray(a), np.arange(16.0))
+    key = jax.random.key(0)
+    sampled = jax.random.normal(key, (16,), out_sharding=split)
+    assert str(jax.typeof(sampled)) == "float32[16@d]"
+    np.testing.assert_array_equal(np.asarray(sampled), np.asarray(jax.random.normal(key, (16,))))
+    x = jax.device_put(np.ones(16, np.float32), split)
+    traced = jax.make_jaxpr(lambda v: v + jnp.zeros(16) + jax.random.uniform(key, (16,)))(x)
+    assert "f32[16]" in str(traced) and "f32[16@d]" in str(traced)
+    sharded = jax.jit(lambda v: jnp.zeros(16, out_sharding=split) + v)(x)
+    assert str(jax.typeof(sharded)) == "float32[16@d]"

@@ -277,6 +277,10 @@ def _size(axis_name: Any) -> int:
     return axis_frame(axis_name).global_data.size
 
 
+def _without_dim(aval: ShapedArray, dim: int) -> ShapedArray:
+    return ShapedArray(aval.shape[:dim] + aval.shape[dim + 1:], aval.dtype, aval.weak_type)
+
+
 def _examples_first(x: Any, bdim: Any, size: int) -> Any:
     """The examples along dim 0 (broadcast there when ``x`` is the same for all of them)."""
     return bdim_at(x, bdim, 0, size)
@@ -334,6 +338,9 @@ def psum_scatter_batching_rule(axis_data: AxisData, vals, dims, *, axis_name,
         x = bdim_at(x, bdim, 0, axis_data.size)
         return [psum_scatter_p.bind(x, axis_name=axis_name, tiled=tiled,
                                     scatter_dimension=scatter_dimension + 1)], [0]
+    example = get_aval(x) if bdim is not_mapped else _without_dim(get_aval(x), bdim)
+    psum_scatter_abstract_eval(example, axis_name=axis_name,  # checks the sizes
+                               scatter_dimension=scatter_dimension, tiled=tiled)
     if bdim is not_mapped:
         total = lax.mul(x, lax.full_like(x, axis_data.size))
     else:
@@ -453,6 +460,8 @@ def all_to_all_batching_rule(axis_data: AxisData, vals, dims, *, axis_name, spli
         x = bdim_at(x, bdim, 0, size)
         return [all_to_all_p.bind(x, **dict(params, split_axis=split_axis + 1,
                                              concat_axis=concat_axis + 1))], [0]
+    example = get_aval(x) if bdim is not_mapped else _without_dim(get_aval(x), bdim)
+    all_to_all_abstract_eval(example, **params)  # checks the sizes
     # Dims of ``stacked``: the sender j, then the example's dims, where ``split_axis`` holds
     # (receiver i[, piece]).
     stacked = _examples_first(x, bdim, size)

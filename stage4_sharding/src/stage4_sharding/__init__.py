@@ -1,6 +1,6 @@
-"""Stage 4 of JAX from NumPy: simulated devices, meshes, ``PartitionSpec``, sharded arrays
-(more of issue 6 to come: sharding in types, the SPMD partitioner, ``shard_map``, the cost
-model). Everything of stage 3 is re-exported.
+"""Stage 4 of JAX from NumPy: simulated devices, meshes, ``PartitionSpec``, sharded arrays,
+sharding in types, the SPMD partitioner and its runtime, ``shard_map``, and a communication
+cost model. Everything of stage 3 is re-exported.
 
 Use it as JAX:
 

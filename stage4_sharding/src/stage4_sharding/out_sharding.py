@@ -1,0 +1,31 @@
+"""``out_sharding=`` for the functions that make arrays from nothing: creation
+(``jnp.zeros``, ``jnp.arange``, ...) and random sampling (``jax.random.normal``, ...).
+
+Their results are replicated unless asked otherwise, as in JAX's explicit mode. Given
+``out_sharding``, the value is made and then resharded: each device keeps its block, which
+moves no data (a ``shard_slice`` in the per-device program).
+
+NB: JAX passes ``out_sharding`` into the primitives themselves (``iota``, ``broadcast_in_dim``,
+the random bits), so each device computes only its block.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from .reshard import reshard
+
+
+def with_out_sharding(fun: Callable) -> Callable:
+    """``fun`` with an ``out_sharding`` keyword: a ``NamedSharding`` or a spec on the mesh
+    ``set_mesh`` set."""
+    @functools.wraps(fun)
+    def wrapped(*args: Any, out_sharding: Any = None, **kwargs: Any) -> Any:
+        out = fun(*args, **kwargs)
+        return out if out_sharding is None else reshard(out, out_sharding)
+    wrapped.__doc__ = (fun.__doc__ or "") + (
+        "\n\n    Stage 4: ``out_sharding`` lays the result out over the mesh (replicated "
+        "when not given).")
+    return wrapped
