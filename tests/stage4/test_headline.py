@@ -174,3 +174,20 @@ def test_creation_and_random_are_replicated_unless_given_out_sharding():
     assert "f32[16]" in str(traced) and "f32[16@d]" in str(traced)
     sharded = jax.jit(lambda v: jnp.zeros(16, out_sharding=split) + v)(x)
     assert str(jax.typeof(sharded)) == "float32[16@d]"
+
+
+def test_auto_axes_choose_where_explicit_axes_ask():
+    from stage4_sharding.sharding import AxisType
+    x = INPUTS.T.copy()  # (16, 64): contracting over the split dim on both sides below
+    for types, raises in [((AxisType.Explicit,), True), ((AxisType.Auto,), False)]:
+        mesh = jax.make_mesh((8,), ("d",), axis_types=types)
+        a = jax.device_put(x, NamedSharding(mesh, P(None, "d")))
+        b = jax.device_put(INPUTS, NamedSharding(mesh, P("d")))
+        if raises:
+            with pytest.raises(ShardingTypeError, match="ambiguous"):
+                a @ b
+            continue
+        for f in (lambda u, v: u @ v, jax.jit(lambda u, v: u @ v)):
+            out = f(a, b)
+            np.testing.assert_allclose(np.asarray(out), x @ INPUTS, rtol=1e-4, atol=1e-4)
+            assert str(jax.typeof(out)) == "float32[16,16]"

@@ -74,6 +74,20 @@ def test_dot_general_keeps_free_dims_and_drops_one_sided_contractions(mesh):
         put(x8x4, mesh, "x") @ put(np.ones((4, 8), np.float32), mesh, None, "x")
 
 
+def test_out_sharding_resolves_the_ambiguous_contraction(mesh):
+    x, y = put(x8x4, mesh, "x", "y"), put(x4x6, mesh, "y")
+    check(jnp.matmul(x, y, out_sharding=P()), x8x4 @ x4x6, "float32[8,6]")  # an all-reduce
+    check(jnp.matmul(x, y, out_sharding=P("x", "y")), x8x4 @ x4x6, "float32[8@x,6@y]")
+    with jax.record_collectives() as log:
+        jnp.matmul(x, y, out_sharding=P(None, "y"))
+    assert [c.kind for c in log] == ["reduce-scatter", "all-gather"]
+    with pytest.raises(ShardingTypeError, match="out_sharding .* has more entries than the "
+                                                "result has dims"):
+        jnp.matmul(x, y, out_sharding=P("x", None, None))
+    with pytest.raises(ValueError, match="out_sharding needs operands of at least two dims"):
+        jnp.matmul(x, x4x6[:, 0], out_sharding=P())
+
+
 def test_creation_is_replicated_and_sorting_needs_the_sorted_dim_whole(mesh):
     x = put(x8x4, mesh, "x")
     check(x + jnp.arange(4, dtype=jnp.float32), x8x4 + np.arange(4), "float32[8@x,4]")

@@ -8,7 +8,9 @@ Stage 2's tracer asks each ``TypeExtension`` for the types it infers. This one:
   sharded, the others are typed as replicated on the same mesh (a plain array is on every
   device, as JAX's arrays are under ``set_mesh``);
 - types each result with the primitive's sharding rule (``sharding_rules.py``), which raises
-  for an ambiguous or impossible layout while tracing, where the user's line is on the stack.
+  for an ambiguous or impossible layout while tracing, where the user's line is on the stack
+  (on a mesh whose axes are all ``AxisType.Auto`` the result is replicated instead: the
+  compiler's choice, where explicit mode asks the user).
 
 NB: in JAX the sharding is a field of ``ShapedArray`` and each primitive's ``sharding_rule``
 runs in ``standard_abstract_eval`` (jax/_src/lax/utils.py).
@@ -21,9 +23,9 @@ from typing import Any
 from stage1_autodiff.core import Primitive, ShapedArray
 from stage2_jit.tracing import TypeExtension, type_extensions
 
-from .mesh import Mesh
+from .mesh import AxisType, Mesh
 from .sharding import NamedSharding, P
-from .sharding_rules import Spec, describe, sharding_rules, spec_of, unsplit
+from .sharding_rules import ShardingTypeError, Spec, describe, sharding_rules, spec_of, unsplit
 
 
 def spec_of_aval(aval: ShapedArray) -> Spec:
@@ -74,7 +76,14 @@ class ShardingInTypes(TypeExtension):
                 f"Reshard its operands to replicated ones first (jax.sharding.reshard(x, P())) "
                 f"and report the missing rule.")
         specs = [spec_of_aval(a) for a in avals_in]
-        out_specs = rule(avals_in, specs, **params)
+        try:
+            out_specs = rule(avals_in, specs, **params)
+        except ShardingTypeError:
+            if any(t is not AxisType.Auto for t in mesh.axis_types):
+                raise
+            # Auto axes: the compiler chooses, where explicit mode would ask. This one
+            # chooses a replicated result (the partitioner gathers or all-reduces).
+            out_specs = [unsplit(a.ndim) for a in avals_out]
         return [with_spec(a, mesh, s) for a, s in zip(avals_out, out_specs)]
 # --8<-- [end:sharding_in_types]
 
