@@ -127,12 +127,13 @@ vjp_rules[psum_p] = lambda ct, x, *, out, axis_name: [psum_p.bind(ct, axis_name=
 
 # --8<-- [start:pmean]
 def pmean(x: Any, axis_name: Any) -> Any:
-    """The mean of ``x`` over the examples of the named axis: ``psum`` divided by the size."""
-    def one(leaf):
-        total = psum(leaf, axis_name)
-        size = psum(jnp.ones((), get_aval(leaf).dtype), axis_name)
-        return total / size
-    return tree_map(one, x)
+    """The mean of ``x`` over the examples of the named axis: ``psum`` divided by the size,
+    which the axis's binder knows (so no second collective counts the examples)."""
+    size = 1
+    for name in _names(axis_name):
+        size *= axis_frame(name).global_data.size
+
+    return tree_map(lambda leaf: psum(leaf, axis_name) / size, x)
 # --8<-- [end:pmean]
 
 
@@ -347,8 +348,8 @@ def psum_scatter_batching_rule(axis_data: AxisData, vals, dims, *, axis_name,
         total = lax.reduce_sum(x, (bdim,))
     if tiled:  # the scattered dim as (examples, piece): example i keeps piece i
         shape = list(get_aval(total).shape)
-        shape[scatter_dimension:scatter_dimension + 1] = [axis_data.size,
-                                                          shape[scatter_dimension] // axis_data.size]
+        size = axis_data.size
+        shape[scatter_dimension:scatter_dimension + 1] = [size, shape[scatter_dimension] // size]
         total = lax.reshape(total, tuple(shape))
     return [total], [scatter_dimension]
 batching_rules[psum_scatter_p] = psum_scatter_batching_rule

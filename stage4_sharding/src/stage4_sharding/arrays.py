@@ -56,10 +56,17 @@ class ShardedArray(PlacedArray):
             track_device_memory(device, nbytes)
         weakref.finalize(self, _release, sizes)
 
-    def _fetch(self) -> np.ndarray:  # the global array, assembled from the blocks
+    def _fetch(self) -> np.ndarray:
+        """The global array, assembled from the blocks; where several devices hold a copy
+        of a block, the first device's (they are equal unless shard_map's replication
+        check was turned off)."""
         out = np.empty(self._aval.shape, self._aval.dtype)
+        placed = set()
         for device, index in self._sharding.devices_indices_map(self._aval.shape).items():
-            out[index] = self._shards[device]
+            key = tuple((s.start, s.stop) for s in index)
+            if key not in placed:
+                placed.add(key)
+                out[index] = self._shards[device]
         return out
 
     @property

@@ -68,7 +68,7 @@ def collective_cost(primitive: str, operand: ShapedArray, axes: tuple[str, ...],
     if kind is None:
         return None
     n = group_size
-    size = operand.size * operand.dtype.itemsize
+    size = float(operand.size * operand.dtype.itemsize)
     latency, bandwidth = float(config.jax_collective_latency), float(config.jax_link_bandwidth)
     if n == 1:
         sent, seconds = 0.0, 0.0
@@ -82,7 +82,7 @@ def collective_cost(primitive: str, operand: ShapedArray, axes: tuple[str, ...],
         sent = (n - 1) / n * size
         seconds = (n - 1) * (latency + size / n / bandwidth)
     else:  # collective-permute: every device sends its block once (at most)
-        sent = float(size)
+        sent = size
         seconds = latency + size / bandwidth
     return CollectiveCost(primitive, kind, axes, n, operand, sent, sent, seconds)
 # --8<-- [end:collective_cost]
@@ -132,8 +132,8 @@ def report(costs: list[CollectiveCost]) -> str:
     header = (f"{'collective':<18} {'primitive':<13} {'axes':<8} {'group':>5}  "
               f"{'block':<18} {'sent/dev':>10} {'time (us)':>10}")
     lines = [header, "-" * len(header), *map(str, costs)]
-    sent = sum(c.bytes_sent for c in costs)
-    seconds = sum(c.seconds for c in costs)
+    sent = sum((c.bytes_sent for c in costs), 0.0)
+    seconds = sum((c.seconds for c in costs), 0.0)
     lines.append(f"{len(costs)} collectives, {_bytes(sent)} sent per device, "
                  f"{seconds * 1e6:.1f} us estimated (latency "
                  f"{float(config.jax_collective_latency) * 1e6:g} us, link "

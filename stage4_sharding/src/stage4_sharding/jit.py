@@ -88,9 +88,9 @@ class ShardedCompiled:
         result = cost_analysis(self.partitioned.local.jaxpr)
         result.update({
             "collectives": float(len(costs)),
-            "bytes sent": sum(c.bytes_sent for c in costs),
-            "bytes received": sum(c.bytes_received for c in costs),
-            "communication seconds": sum(c.seconds for c in costs),
+            "bytes sent": sum((c.bytes_sent for c in costs), 0.0),
+            "bytes received": sum((c.bytes_received for c in costs), 0.0),
+            "communication seconds": sum((c.seconds for c in costs), 0.0),
         })
         return result
 

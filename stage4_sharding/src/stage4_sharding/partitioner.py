@@ -360,12 +360,19 @@ def dot_general_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out,
                                dimension_numbers, preferred_element_type, out_sharding=None):
     """Contracting dims split alike on both sides: local products are partial sums, combined
     by ``psum`` (or ``psum_scatter`` into a result split over the same axis). Split on one
-    side only: that operand is gathered along it. Batch dims are brought to one layout; free
-    dims keep theirs."""
+    side only: that operand is gathered along it, or the other one is sliced to match and
+    the partial sums all-reduced, whichever moves fewer bytes. Batch dims are brought to one
+    layout; free dims keep theirs."""
     (x, y), (xs, ys) = vals, [list(s) for s in specs]
     (lc, rc), (lb, rb) = dimension_numbers
     partial: list[str] = []
     for dx, dy in zip(lc, rc):
+        if xs[dx] and not ys[dy] and _cheaper_to_slice(ctx, avals_in[0], xs, dx, ys,
+                                                       avals_out[0], out_specs[0]):
+            ys[dy] = xs[dx]
+        elif ys[dy] and not xs[dx] and _cheaper_to_slice(ctx, avals_in[1], ys, dy, xs,
+                                                         avals_out[0], out_specs[0]):
+            xs[dx] = ys[dy]
         if xs[dx] and xs[dx] == ys[dy]:
             partial += xs[dx]
         else:
@@ -399,6 +406,19 @@ def dot_general_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out,
 
 
 partition_rules[p.dot_general_p] = dot_general_partition_rule
+
+
+def _cheaper_to_slice(ctx, split_aval, split_spec, dim, other_spec, out_aval, out_spec) -> bool:
+    """A contracting dim split on one side only: gathering that operand costs (N-1) of its
+    blocks per device; slicing the other operand to match (free) and all-reducing the partial
+    products costs 2 (N-1)/N of a result block. Which moves fewer bytes?"""
+    axes = split_spec[dim]
+    if any(a in names for names in other_spec for a in axes):
+        return False  # the other operand already splits another dim over these axes
+    n = math.prod(ctx.mesh.shape[a] for a in axes)
+    block = math.prod(local_shape(split_aval.shape, split_spec, ctx.mesh))
+    result = math.prod(local_shape(out_aval.shape, out_spec, ctx.mesh))
+    return 2 * (n - 1) / n * result < (n - 1) * block
 
 
 def gather_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out):

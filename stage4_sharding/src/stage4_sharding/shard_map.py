@@ -188,7 +188,10 @@ def check_replication(body: ClosedJaxpr, in_specs: tuple[Spec, ...],
 
 
 def _pspec(spec: Spec) -> PartitionSpec:
-    return PartitionSpec(*(a[0] if len(a) == 1 else a if a else None for a in spec))
+    entries = [a[0] if len(a) == 1 else a if a else None for a in spec]
+    while entries and entries[-1] is None:
+        entries.pop()  # P() rather than P(None, None), as the user wrote it
+    return PartitionSpec(*entries)
 
 
 # ------------------------------------------------------------------------------------------
