@@ -297,10 +297,93 @@ def tour_per_example_grads(jax, jnp) -> None:
           f"{t_vmap * 1e3:.2f} ms ({t_loop / t_vmap:.0f}x faster)")
 
 
+# ------------------------------------------------------------------------------------------
+# Stage 4: sharding
+# ------------------------------------------------------------------------------------------
+
+
+def tour_stage4() -> None:
+    import numpy as np
+    import stage4_sharding.numpy as jnp
+    from stage4_sharding.cost_model import report
+    from stage4_sharding.sharding import AxisType, set_mesh
+    from stage4_sharding.sharding import PartitionSpec as P
+
+    import stage4_sharding as jax
+
+    banner("Stage 4: sharding over simulated devices, the SPMD partitioner, collectives")
+
+    inputs, labels = make_blobs(jax, jnp, jax.random.key(0), num_classes=4, per_class=64)
+    targets = jax.nn.one_hot(labels, 4)
+    params = init_mlp(jax, jnp, jax.random.key(1), [2, 64, 64, 4])
+
+    def loss_fn(params, batch):
+        inputs, targets = batch
+        log_probs = jax.nn.log_softmax(mlp(jnp, jax, params, inputs))
+        return -jnp.mean(jnp.sum(log_probs * targets, axis=1))
+
+    print(f"{jax.device_count()} simulated devices: {jax.devices()[:2]} ... each owns the "
+          f"blocks put on it.\nThe MLP's gradient, data parallel: the batch split over a "
+          f"mesh axis, the parameters on every device\n")
+    print("  mesh = jax.make_mesh((8,), ('data',), axis_types=(AxisType.Explicit,))\n"
+          "  set_mesh(mesh)\n"
+          "  inputs, targets = jax.device_put((inputs, targets), P('data'))\n"
+          "  grad_fn = jax.jit(jax.grad(loss_fn))\n"
+          "  grads = grad_fn(params, (inputs, targets))\n"
+          "(run here inside `with set_mesh(mesh):`, so that the mesh is current in that "
+          "block only)")
+    mesh = jax.make_mesh((8,), ("data",), axis_types=(AxisType.Explicit,))
+    with set_mesh(mesh):  # the mesh is current inside the block only
+        split_inputs, split_targets = jax.device_put((inputs, targets), P("data"))
+        grad_fn = jax.jit(jax.grad(loss_fn))
+        grads = grad_fn(params, (split_inputs, split_targets))  # the first call compiles
+        with jax.record_collectives() as log:
+            grads = grad_fn(params, (split_inputs, split_targets))
+        text = grad_fn.lower(params, (split_inputs, split_targets)).as_text()
+
+    device, block = split_inputs.addressable_shards[0]
+    print(f"\nthe inputs, {jax.typeof(split_inputs)}: {inputs.shape[0]} rows in 8 blocks, "
+          f"one per device\n({device} holds rows 0 to {block.shape[0] - 1}, "
+          f"a block of shape {block.shape}):")
+    jax.visualize_array_sharding(split_inputs)
+    print(f"\na gradient, {jax.typeof(grads[0][0])} (dW of the first layer): whole, the same "
+          f"on every device:")
+    jax.visualize_array_sharding(grads[0][0])
+
+    print("\nwhat each device runs, grad_fn.lower(params, (inputs, targets)).as_text() "
+          "(shortened):\nthe same program on its block of 32 rows, and an all-reduce (psum) "
+          "of each gradient")
+    local = text.split("# per-device program")[1].split("# collectives")[0].strip()
+    lines = local.splitlines()[1:]  # the first line names the mesh
+    shown, skipped = lines[:9], False  # the signature and the first layer
+    for line in lines[8:-1]:
+        if "psum" in line:
+            shown += ["    ...", line] if skipped else [line]
+            skipped = False
+        else:
+            skipped = True
+    shown += (["    ..."] if skipped else []) + lines[-1:]
+    print("\n".join("  " + line for line in shown))
+
+    print("\nthe collectives one call ran (jax.record_collectives), bytes per device:")
+    print("\n".join("  " + line for line in report(log).splitlines()))
+
+    one_device = jax.grad(loss_fn)(params, (np.asarray(inputs), np.asarray(targets)))
+    difference = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+                     for a, b in zip(jax.tree_util.tree_leaves(grads),
+                                     jax.tree_util.tree_leaves(one_device)))
+    assert difference < 1e-5, difference
+    print(f"\n  the gradients equal grad(loss_fn) on one device (unsharded NumPy inputs):\n"
+          f"  max abs difference {difference:.1e}")
+    print("  (benchmarks/bench_stage4.py times the step on 8 devices against 1, and counts the "
+          "bytes\n  of data parallelism, FSDP and tensor parallelism against their optimum)")
+
+
 SECTIONS = [
     ("stage1_autodiff", tour_stage1),
     ("stage2_jit", tour_stage2),
     ("stage3_vmap", tour_stage3),
+    ("stage4_sharding", tour_stage4),
 ]
 
 

@@ -176,14 +176,17 @@ class Partitioner:
                     operand = psum_scatter_p.bind(operand, axis_name=name,
                                                   scatter_dimension=d, tiled=True)
                 return operand
-            if kind == "broadcast":
+            if kind == "broadcast":  # slice the operand (if at all), broadcast the block
                 operand, dims = details
-                operand_shape = get_aval(operand).shape
-                if all(d not in dims or operand_shape[dims.index(d)] == 1 for d in split):
-                    shape = local_shape(get_aval(x).shape, extra, self.mesh)
+                operand_shape, shape = get_aval(operand).shape, get_aval(x).shape
+                operand_extra = tuple(extra[d] if n == shape[d] else ()
+                                      for n, d in zip(operand_shape, dims))
+                if all(not extra[d] or n == shape[d] for n, d in zip(operand_shape, dims)):
+                    if any(operand_extra):
+                        operand = self.slice(operand, operand_extra)
                     return self.note(p.broadcast_in_dim_p.bind(
-                        operand, shape=shape, broadcast_dimensions=dims), "broadcast",
-                        (operand, dims))
+                        operand, shape=local_shape(shape, extra, self.mesh),
+                        broadcast_dimensions=dims), "broadcast", (operand, dims))
         return shard_slice_p.bind(x, axes=extra)
 
     def note(self, value: Any, kind: str, details: Any) -> Any:

@@ -94,7 +94,9 @@ def _per_group(combine: Callable[[list[np.ndarray]], list[np.ndarray]]) -> Devic
 
 def _reduce(ufunc: np.ufunc) -> DeviceOp:
     def combine(values):
-        total = ufunc.reduce(np.stack(values), axis=0).astype(values[0].dtype)
+        total = np.array(values[0])  # a fresh buffer, combined into in place
+        for value in values[1:]:
+            ufunc(total, value, out=total)
         return [total] * len(values)
     return lambda groups, blocks, **params: _per_group(combine)(groups, blocks)
 
@@ -116,7 +118,9 @@ device_ops[all_gather_p] = _all_gather
 
 def _psum_scatter(groups, blocks, *, scatter_dimension, tiled):
     def combine(values):
-        total = np.add.reduce(np.stack(values), axis=0).astype(values[0].dtype)
+        total = np.array(values[0])
+        for value in values[1:]:
+            np.add(total, value, out=total)
         if tiled:
             return [np.ascontiguousarray(b) for b in np.split(total, len(values),
                                                               scatter_dimension)]
