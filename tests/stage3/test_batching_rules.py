@@ -437,9 +437,10 @@ def test_vmap_equals_loop(prim, data):
 # ------------------------------------------------------------------------------------------
 
 # Primitives whose rules and laws are tested elsewhere (test_vmap_api.py, test_collectives.py,
-# and stage 4's tests for its own primitives).
+# test_control_flow_batching.py, and stage 4's tests for its own primitives).
 ELSEWHERE = {"jit", "custom_vjp_call", "psum", "pmax", "pmin", "all_gather", "axis_index",
-             "psum_scatter", "ppermute", "all_to_all", "shard_slice", "reshard", "shard_map"}
+             "psum_scatter", "ppermute", "all_to_all", "cond", "while", "scan",
+             "shard_slice", "reshard", "shard_map"}
 
 
 def test_every_primitive_has_a_batching_rule():

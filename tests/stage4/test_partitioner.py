@@ -89,6 +89,11 @@ CASES: dict[str, tuple[Callable, tuple]] = {
         primitives.scatter_min(x, IDX, y[:4]), primitives.scatter_max(x, IDX, y[:4])), (F, G)),
     "programs": (lambda x: (jax.jit(lambda v: jnp.sin(v).sum(1))(x), clipped_square(x),
                             jax.grad(lambda v: clipped_square(v).sum())(x)), (F,)),
+    "control flow": (lambda x: (
+        lax.cond(x.sum() > 0, lambda u: u * 2.0, jnp.sin, x),
+        lax.fori_loop(0, 3, lambda i, c: jnp.tanh(c) + i, x),
+        lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 0.5), (0, x))[1],
+        lax.scan(lambda c, r: (c + r, c * r), x.T[0] * 0.0, x.T)), (F,)),
     "random": (lambda u, v: (*primitives.threefry2x32(u, v, v, u),
                              jax.random.normal(jax.random.key(0), (8, 16))), (U, U[::-1])),
 }
@@ -279,3 +284,19 @@ def test_every_primitive_has_a_partition_rule_or_runs_on_the_devices():
     generic = {p.name for p in all_primitives
                if p not in partition_rules and p not in DEVICE_PRIMITIVES}
     assert generic == {"iota"}
+
+
+
+def test_loops_keep_their_carry_sharding_and_scan_steps_along_a_whole_dim():
+    mesh = mesh_for("1-D (8)")
+    x = jax.device_put(F, NamedSharding(mesh, P("d")))
+    with pytest.raises(ShardingTypeError, match=r"scan: carry 0 is float32\[8\] going in "
+                                                r"and float32\[8@d\] coming out"):
+        jax.jit(lambda v: lax.scan(lambda c, r: (c + r, c), jnp.zeros(8), v.T))(x)
+    with pytest.raises(ShardingTypeError, match="it steps along dim 0, which is split"):
+        jax.jit(lambda v: lax.scan(lambda c, r: (c + r, c), jnp.zeros(16), v))(x)
+    with pytest.raises(NotImplementedError, match="needs psum on its blocks inside the loop"):
+        jax.jit(lambda v: lax.fori_loop(0, 2, lambda i, c: c + c.sum(), v))(x)
+    # the loop stays one loop in the per-device program
+    text = jax.jit(lambda v: lax.fori_loop(0, 5, lambda i, c: c * 2.0, v)).lower(x).as_text()
+    assert text.split("# per-device program")[1].count("scan[") == 1

@@ -35,6 +35,7 @@ from stage1_autodiff.core import Array, Primitive
 from stage1_autodiff import primitives as p
 
 from . import kernel_math
+from .control_flow import cond_p, scan_p, while_p
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, _Names
 from .kernel_cache import cache_dir, forget_compiled_code, load_kernel_module, source_hash
 from .passes import dce, optimize
@@ -242,7 +243,7 @@ def _is_fusible(eqn: JaxprEqn) -> bool:
 
 # Primitives whose rule needs its operands as whole arrays in memory: library calls (BLAS, a
 # reshape), and loops that read each operand element many times (a contraction).
-ARRAY_OPERANDS = {p.dot_general_p, p.reshape_p}
+ARRAY_OPERANDS = {p.dot_general_p, p.reshape_p, cond_p, while_p, scan_p}
 
 ARG_REDUCTIONS = {p.argmax_p: ">", p.argmin_p: "<"}  # primitive: "better than" comparison
 
@@ -406,8 +407,13 @@ class Block:
 class ProgramWriter:
     """Writes the source of one Numba function for a jaxpr."""
 
-    def __init__(self, jaxpr: Jaxpr) -> None:
+    def __init__(self, jaxpr: Jaxpr, functions: list[str] | None = None,
+                 nested: bool = False) -> None:
         self.jaxpr = jaxpr
+        # Functions the program calls (loop bodies, branches), written before it: one list
+        # for the whole module, so that their names are unique.
+        self.functions = functions if functions is not None else []
+        self.nested = nested  # a loop body or branch: returns fresh arrays, never its inputs
         self.producer = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
         self.uses = Counter(a for eqn in jaxpr.eqns for a in eqn.invars if isinstance(a, Var))
         self.uses.update(v for v in jaxpr.outvars if isinstance(v, Var))
@@ -460,6 +466,11 @@ class ProgramWriter:
         return f"d{self.dims.index(key)}"
 
     def write(self) -> str:
+        program = self.function("program")
+        return "\n".join(_prelude() + [*self.functions, program])
+
+    def function(self, name: str) -> str:
+        """The source of the Numba function ``name`` that computes the jaxpr."""
         for eqn in self.jaxpr.eqns:
             if not eqn.outvars:
                 raise UnsupportedError(f"{eqn.primitive} (an equation with an effect)")
@@ -470,19 +481,20 @@ class ProgramWriter:
                 f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]
         header = [f"d{i} = dims[{i}]" for i in range(len(self.dims))]
         args = ", ".join(["dims", *[self.names[v] for v in self.jaxpr.invars]])
-        lines = [f"def program({args}):", *_indent(header + body)]
+        lines = [f"def {name}({args}):", *_indent(header + body)]
         ins = " ".join(self.comment_names[v] for v in self.jaxpr.invars)
         outs_text = " ".join(self._comment_atom(a) for a in self.jaxpr.outvars)
-        summary = [f"# inputs: {ins}; outputs: {outs_text}"]
+        summary = [f"# {name}: inputs {ins}; outputs {outs_text}"]
         decorator = f'@njit(parallel={self.parallel}, cache=True, error_model="numpy")'
-        return "\n".join(_prelude() + summary + ["", decorator, *lines, ""])
+        return "\n".join(summary + [decorator, *lines, ""])
 
     def eqn_text(self, eqn: JaxprEqn) -> str:
         """``d = mul a c``: the equation, in the jaxpr's names, without shapes (so that the
         source, and the compiled kernel, is the same for every shape)."""
         outs = " ".join(self.comment_names[v] for v in eqn.outvars)
         ins = " ".join(self._comment_atom(a) for a in eqn.invars)
-        params = {k: v for k, v in eqn.params.items() if k not in _SHAPE_PARAMS}
+        params = {k: _comment_param(v) for k, v in eqn.params.items()
+                  if k not in _SHAPE_PARAMS}
         shown = "".join(f" {k}={v}" for k, v in sorted(params.items()))
         return f"{outs} = {eqn.primitive}{'[' + shown[1:] + ']' if shown else ''} {ins}"
 
@@ -494,6 +506,8 @@ class ProgramWriter:
     def _output(self, atom: Any) -> str:
         if isinstance(atom, Literal):
             return f"np.full(1, {typed_constant(atom.val, atom.aval.dtype)})"
+        if self.nested and atom in self.jaxpr.invars:  # a carry passed through: a copy, so
+            return f"{self.names[atom]}.copy()"  # its type is the same every step
         return self.names[atom]
 
     def _name_of(self, var: Var) -> str:
@@ -520,6 +534,8 @@ class ProgramWriter:
             self._emit_contraction(eqn, comment)
         elif eqn.primitive is p.reshape_p:
             self._emit_reshape(eqn, comment)
+        elif eqn.primitive in CONTROL_FLOW:
+            CONTROL_FLOW[eqn.primitive](self, eqn, comment)
         else:
             raise UnsupportedError(str(eqn.primitive))
 
@@ -1085,8 +1101,102 @@ class ProgramWriter:
         return setup, allocations + text.split("\n")
     # --8<-- [end:merge_blocks]
 
+    # --8<-- [start:emit_control_flow]
+    def _called(self, program: ClosedJaxpr, kind: str) -> tuple[str, str]:
+        """A program a loop or branch runs, written as a function of its own; its name and
+        the tuple of run-time dims to call it with."""
+        if program.consts:
+            raise UnsupportedError(f"a {kind} program with constants")
+        jaxpr = dce(inline_calls(program.jaxpr))
+        writer = ProgramWriter(jaxpr, self.functions, nested=True)
+        name = f"{kind}_{len(self.functions)}"
+        self.functions.append(writer.function(name))  # after the functions it calls
+        self.parallel = self.parallel or False
+        dims = [self.dim(var, axis) for var, axis in writer.dims]
+        return name, f"({', '.join(dims)},)" if dims else "(0,)"
+
+    def _operand(self, atom: Any) -> str:
+        """An operand as an array (a literal becomes an array of one element, as 0-d values
+        are stored)."""
+        if isinstance(atom, Literal):
+            return f"np.full(1, {typed_constant(atom.val, atom.aval.dtype)})"
+        return self._array(atom)
+
+    def _emit_scan(self, eqn: JaxprEqn, comment: str) -> None:
+        """A scan is a loop that calls its body once per step: the carry goes around, each
+        step's slice of the xs goes in, its ys are written at the step's row."""
+        params = eqn.params
+        n_consts, n_carry = params["num_consts"], params["num_carry"]
+        body, dims = self._called(params["jaxpr"], "scan_body")
+        ops = [self._operand(a) for a in eqn.invars]
+        base = self._temporary()
+        carry = [f"{base}_c{k}" for k in range(n_carry)]
+        xs, ys = eqn.invars[n_consts + n_carry:], eqn.outvars[n_carry:]
+        if xs:
+            length = self.dim(xs[0], 0)
+        elif ys:
+            length = self.dim(ys[0], 0)
+        else:
+            length = str(params["length"])
+        step = f"{base}_t"
+        lines = [comment, *[f"{c} = {op}" for c, op in zip(carry, ops[n_consts:])]]
+        lines += [self._allocate(y, self._shape(y)) for y in ys]
+        sliced = [f"{op}[{step}:{step} + 1]" if x.aval.ndim == 1 else f"{op}[{step}]"
+                  for op, x in zip(ops[n_consts + n_carry:], xs)]
+        call = f"{body}({dims}, {', '.join([*ops[:n_consts], *carry, *sliced])})"
+        loop = [f"{step} = {length} - 1 - {base}_i" if params["reverse"] else
+                f"{step} = {base}_i", f"{base}_r = {call}"]
+        loop += [f"{c} = {base}_r[{k}]" for k, c in enumerate(carry)]
+        loop += [f"{self.names[y]}[{step}] = {base}_r[{n_carry + j}]"
+                 f"{'[0]' if y.aval.ndim == 1 else ''}" for j, y in enumerate(ys)]
+        lines += [f"for {base}_i in range({length}):", *_indent(loop)]
+        lines += [f"{self._name_of(v)} = {c}" for v, c in zip(eqn.outvars, carry)]
+        self._statements(lines)
+
+    def _emit_while(self, eqn: JaxprEqn, comment: str) -> None:
+        """A while loop that calls the predicate's function, then the body's."""
+        params = eqn.params
+        n_cond, n_body = params["cond_nconsts"], params["body_nconsts"]
+        predicate, pred_dims = self._called(params["cond_jaxpr"], "while_cond")
+        body, body_dims = self._called(params["body_jaxpr"], "while_body")
+        ops = [self._operand(a) for a in eqn.invars]
+        base = self._temporary()
+        carry = [f"{base}_c{k}" for k in range(len(ops) - n_cond - n_body)]
+        lines = [comment, *[f"{c} = {op}" for c, op in zip(carry, ops[n_cond + n_body:])]]
+        test = f"{predicate}({pred_dims}, {', '.join([*ops[:n_cond], *carry])})[0][0]"
+        step = [f"{base}_r = {body}({body_dims}, "
+                f"{', '.join([*ops[n_cond:n_cond + n_body], *carry])})"]
+        step += [f"{c} = {base}_r[{k}]" for k, c in enumerate(carry)]
+        lines += [f"while {test}:", *_indent(step)]
+        lines += [f"{self._name_of(v)} = {c}" for v, c in zip(eqn.outvars, carry)]
+        self._statements(lines)
+
+    def _emit_cond(self, eqn: JaxprEqn, comment: str) -> None:
+        """An if/elif chain on the index, each arm calling its branch's function."""
+        ops = [self._operand(a) for a in eqn.invars]
+        base = self._temporary()
+        lines = [comment, f"{base}_i = {ops[0]}[0]"]
+        branches = eqn.params["branches"]
+        for k, branch in enumerate(branches):
+            name, dims = self._called(branch, "branch")
+            test = ("else:" if k == len(branches) - 1 else
+                    f"{'if' if k == 0 else 'elif'} {base}_i == {k}:")
+            lines += [test, f"    {base}_r = {name}({dims}, {', '.join(ops[1:])})"]
+        lines += [f"{self._name_of(v)} = {base}_r[{k}]" for k, v in enumerate(eqn.outvars)]
+        self._statements(lines)
+    # --8<-- [end:emit_control_flow]
+
 
 COLUMN_BLOCK = 256  # columns per thread's share of a column reduction
+
+
+
+CONTROL_FLOW: dict[Primitive, Callable[[ProgramWriter, JaxprEqn, str], None]] = {
+    scan_p: ProgramWriter._emit_scan,
+    while_p: ProgramWriter._emit_while,
+    cond_p: ProgramWriter._emit_cond,
+}
+
 
 # --8<-- [start:loop_rules]
 LOOP_RULES: dict[Primitive, Callable[[ProgramWriter, JaxprEqn, str], None]] = {
@@ -1104,6 +1214,16 @@ LOOP_RULES: dict[Primitive, Callable[[ProgramWriter, JaxprEqn, str], None]] = {
     p.threefry2x32_p: ProgramWriter._emit_threefry,
 }
 # --8<-- [end:loop_rules]
+
+
+def _comment_param(value: Any) -> Any:
+    """A param as a comment shows it: a program held by a loop or branch by its size only
+    (its function, written above, shows it in full)."""
+    if isinstance(value, ClosedJaxpr):
+        return f"<{len(value.jaxpr.eqns)} equations>"
+    if isinstance(value, tuple) and value and all(isinstance(v, ClosedJaxpr) for v in value):
+        return "(" + ", ".join(_comment_param(v) for v in value) + ")"
+    return value
 
 
 def _loop_index(ndim: int) -> tuple[str, ...]:

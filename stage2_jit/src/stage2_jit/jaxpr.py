@@ -139,6 +139,11 @@ def _pp_binder(var: Var, names: _Names, used: set[Var]) -> str:
 
 
 def _pp_param(value: Any, indent: int) -> str:
+    if isinstance(value, tuple) and value and all(
+            isinstance(v, (ClosedJaxpr, Jaxpr)) for v in value):  # a cond's branches
+        pad = " " * (indent + 2)
+        items = [_pp_param(v, indent + 2) for v in value]
+        return "(\n" + "".join(f"{pad}{item}\n" for item in items) + " " * indent + ")"
     if isinstance(value, ClosedJaxpr):
         return pp_jaxpr(value.jaxpr, indent)
     if isinstance(value, Jaxpr):

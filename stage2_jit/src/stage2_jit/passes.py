@@ -270,7 +270,12 @@ def constant_fold(closed: ClosedJaxpr) -> ClosedJaxpr:
 def _can_fold(eqn: JaxprEqn, known: dict[Var, Array]) -> bool:
     inputs_known = all(isinstance(a, Literal) or a in known for a in eqn.invars)
     size = sum(v.aval.size for v in eqn.outvars)
-    return inputs_known and size <= MAX_FOLDED_SIZE and not has_effects(eqn)
+    return (inputs_known and size <= MAX_FOLDED_SIZE and not has_effects(eqn)
+            and eqn.primitive.name not in _LOOPS)
+
+
+# A loop run at compile time could take any time (XLA does not fold loops either).
+_LOOPS = {"while", "scan"}
 
 
 # Folding these would turn a scalar (or a count) into a stored array that generated code must

@@ -43,6 +43,7 @@ from stage2_jit import (  # noqa: F401
 
 from . import (  # noqa: F401
     batching_rules,  # noqa: F401 -- registers the rules
+    control_flow_batching,  # noqa: F401 -- and those of cond, while and scan
     debug,
     lax,
     nn,

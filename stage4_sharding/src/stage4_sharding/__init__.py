@@ -42,12 +42,13 @@ from stage3_vmap import (  # noqa: F401
 )
 
 from . import (  # noqa: F401
+    control_flow_sharding,  # the rules of cond, while and scan
     debug,
     lax,
     nn,
     numpy,
     random,
-    sharded_types,  # noqa: F401,E402 -- puts shardings into traced types
+    sharded_types,  # puts shardings into traced types
     sharding,
     tree,
     tree_util,

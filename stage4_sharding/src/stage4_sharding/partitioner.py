@@ -543,17 +543,25 @@ def partition(program: ClosedJaxpr, mesh: Mesh) -> Partitioned:
         return cached
     in_specs = [spec_of_aval(a) for a in program.in_avals]
     out_specs = [spec_of_aval(a) for a in program.out_avals]
+    local = trace_local_program(mesh, program)
+    result = Partitioned(program, local, mesh, in_specs, out_specs)
+    _partitioned[program] = result
+    return result
+# --8<-- [end:partition]
+
+
+def trace_local_program(mesh: Mesh, program: ClosedJaxpr) -> ClosedJaxpr:
+    """The per-device program of ``program``: blocks in, blocks out, laid out as its types
+    say (also for the programs a loop or a branch holds)."""
+    in_specs = [spec_of_aval(a) for a in program.in_avals]
+    out_specs = [spec_of_aval(a) for a in program.out_avals]
 
     def per_device(*blocks):
         ctx = Partitioner(mesh)
         outs = ctx.run(program.jaxpr, program.consts, blocks, in_specs)
         return [ctx.convert(v, s, t) for (v, s), t in zip(outs, out_specs)]
 
-    local = trace_local(per_device, mesh, [local_aval(a, mesh) for a in program.in_avals])
-    result = Partitioned(program, local, mesh, in_specs, out_specs)
-    _partitioned[program] = result
-    return result
-# --8<-- [end:partition]
+    return trace_local(per_device, mesh, [local_aval(a, mesh) for a in program.in_avals])
 
 
 def is_sharded(program: ClosedJaxpr) -> bool:

@@ -97,6 +97,11 @@ class NamedSharding:
         return NamedSharding(self.mesh, PartitionSpec(*(
             self.spec[d] if d < len(self.spec) else None for d in perm[:ndim])))
 
+    def without_dim(self, dim: int) -> NamedSharding:
+        """The sharding of one slice along ``dim`` (a scan's step), which must not be split."""
+        entries = list(self.spec)
+        return NamedSharding(self.mesh, PartitionSpec(*(entries[:dim] + entries[dim + 1:])))
+
     def inserted(self, dim: int) -> NamedSharding:
         """The sharding with a new, unsplit dim at ``dim`` (a batch dim ``vmap`` adds)."""
         entries = list(self.spec) + [None] * max(0, dim - len(self.spec))

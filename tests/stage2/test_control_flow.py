@@ -1,0 +1,299 @@
+"""Structured control flow (issue 7): ``cond``, ``switch``, ``while_loop``, ``fori_loop`` and
+``scan`` against their Python meaning, eagerly (plain Python) and under ``jit`` (one
+primitive holding jaxprs); their printed jaxprs; their type errors; and their derivatives
+(``check_grads``: JVP and VJP against numerical ones, to second order), including an RNN and
+an RK4 pendulum integrator checked against NumPy."""
+
+import numpy as np
+import pytest
+from backend_under_test import cpu_only
+from stage1_autodiff.test_util import check_grads
+
+import stage2_jit as jax
+from stage2_jit import lax
+from stage2_jit import numpy as jnp
+
+rng = np.random.default_rng(0)
+
+
+def close(got, want, rtol=1e-5, atol=1e-6):
+    for g, w in zip(jax.tree_leaves(got), jax.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=atol)
+
+
+def primitives_of(f, *args):
+    return [eqn.primitive.name for eqn in jax.make_jaxpr(f)(*args).jaxpr.eqns]
+
+
+# ------------------------------------------------------------------------------------------
+# cond and switch
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("x", [-1.5, 0.0, 2.0])
+def test_cond_eager_and_jitted(x):
+    def f(x):
+        return lax.cond(x > 0, lambda v: jnp.sin(v) * 2, lambda v: jnp.cos(v) - 1, x)
+    want = np.sin(x) * 2 if x > 0 else np.cos(x) - 1
+    close(f(x), want)
+    close(jax.jit(f)(x), want)
+    assert "cond" in primitives_of(f, x)
+
+
+def test_cond_with_pytrees_and_closures():
+    w = jnp.asarray(rng.standard_normal(3).astype(np.float32))
+
+    def f(x, scale):
+        # the branches close over w (a constant) and scale (a traced value)
+        return lax.cond(x.sum() > 0, lambda p: {"a": p[0] * w, "b": p[1] + scale},
+                        lambda p: {"a": p[0] - w, "b": p[1] * scale}, (x, 2.0))
+    x = jnp.asarray(rng.standard_normal(3).astype(np.float32))
+    for sign in (1.0, -1.0):
+        close(jax.jit(f)(sign * x, 3.0), f(sign * x, 3.0))
+
+
+def test_switch_clamps_its_index():
+    branches = [lambda v: v + 1.0, lambda v: v * 10.0, lambda v: -v]
+    f = jax.jit(lambda i, x: lax.switch(i, branches, x))
+    for i, want in [(-3, 3.0), (0, 3.0), (1, 20.0), (2, -2.0), (7, -2.0)]:
+        close(f(i, 2.0), want)
+        close(lax.switch(i, branches, 2.0), want)
+
+
+def test_cond_prints_as_jax_does():
+    text = str(jax.make_jaxpr(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(1.0))
+    assert "cond[\n      branches=(\n        { lambda ; a:f32[]. let b:f32[] = cos a" in text
+    assert "] c a\n" in text
+
+
+def test_cond_errors():
+    with pytest.raises(TypeError, match=r"true_fun gives i32\[\] at \[1\], but false_fun gives"
+                                        r" f32\[\] there|false_fun gives f32\[\] at \[1\], but "
+                                        r"true_fun gives i32\[\]"):
+        jax.jit(lambda x: lax.cond(x > 0, lambda v: (v, 1), lambda v: (v, 1.0), x))(1.0)
+    with pytest.raises(TypeError, match="same structure"):
+        jax.jit(lambda x: lax.cond(x > 0, lambda v: (v, v), lambda v: v, x))(1.0)
+    with pytest.raises(TypeError, match="predicate must be a scalar.*shape \\(2,\\)"):
+        lax.cond(jnp.ones(2) > 0, jnp.sin, jnp.cos, 1.0)
+
+
+def test_grad_of_cond():
+    def f(x):
+        return lax.cond(x.sum() > 0, lambda v: jnp.sin(v) * v, lambda v: jnp.exp(v), x)
+    for x in (np.array([0.3, 0.5]), np.array([-0.3, -0.5])):
+        check_grads(f, (x.astype(np.float32),), order=2)
+        check_grads(jax.jit(f), (x.astype(np.float32),), order=1)
+
+
+# ------------------------------------------------------------------------------------------
+# while_loop and fori_loop
+# ------------------------------------------------------------------------------------------
+
+
+def collatz_steps(n):
+    def body(c):
+        k, steps = c
+        return lax.cond(k % 2 == 0, lambda k: k // 2, lambda k: 3 * k + 1, k), steps + 1
+    return lax.while_loop(lambda c: c[0] != 1, body, (n, 0))[1]
+
+
+@pytest.mark.parametrize("n", [1, 6, 27])
+def test_while_loop_eager_and_jitted(n):
+    want = 0
+    k = n
+    while k != 1:
+        k = k // 2 if k % 2 == 0 else 3 * k + 1
+        want += 1
+    assert int(collatz_steps(n)) == want
+    assert int(jax.jit(collatz_steps)(n)) == want
+    assert "while" in primitives_of(collatz_steps, n)
+
+
+def test_while_loop_errors():
+    with pytest.raises(TypeError, match=r"body_fun must keep the carry's types: the initial "
+                                        r"carry gives f32\[\] at \[1\], but body_fun gives "
+                                        r"f32\[2\] there"):
+        jax.jit(lambda x: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1,
+                                                                         jnp.ones(2)),
+                                         (0, x)))(1.0)
+    with pytest.raises(TypeError, match="cond_fun must return a boolean scalar"):
+        jax.jit(lambda x: lax.while_loop(lambda c: c, lambda c: c + 1.0, x))(1.0)
+    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for "
+                                         "lax.while_loop.*fori_loop.*scan"):
+        jax.grad(lambda x: lax.while_loop(lambda c: c < 10.0, lambda c: c * x, 1.0))(2.0)
+
+
+def test_forward_mode_through_while_loop():
+    def f(x):  # 1.5 doubled... by x until it passes 10: 1.5 x^3 at x = 2
+        return lax.while_loop(lambda c: c < 10.0, lambda c: c * x, 1.5)
+    out, tangent = jax.jvp(f, (2.0,), (1.0,))
+    close(out, 12.0)
+    close(tangent, 4.5 * 2.0 ** 2)
+
+
+def test_fori_loop_is_a_scan_with_static_bounds_and_a_while_without():
+    def body(i, v):
+        return v * 0.5 + jnp.sin(v) * i
+    assert primitives_of(lambda x: lax.fori_loop(0, 6, body, x), 1.0).count("scan") == 1
+    assert "while" in primitives_of(lambda n, x: lax.fori_loop(0, n, body, x), 6, 1.0)
+    want = 1.0
+    for i in range(6):
+        want = want * 0.5 + np.sin(want) * i
+    close(lax.fori_loop(0, 6, body, 1.0), want)
+    close(jax.jit(lambda x: lax.fori_loop(0, 6, body, x))(1.0), want)
+    close(jax.jit(lambda n, x: lax.fori_loop(0, n, body, x))(6, 1.0), want)
+    check_grads(lambda x: lax.fori_loop(0, 6, body, x), (np.float32(1.0),), order=2)
+
+
+# ------------------------------------------------------------------------------------------
+# scan
+# ------------------------------------------------------------------------------------------
+
+
+def cumulative(c, x):
+    return c + x, c * x
+
+
+def test_scan_eager_and_jitted_forward_and_reverse():
+    xs = rng.standard_normal(5).astype(np.float32)
+    for reverse in (False, True):
+        c, ys = 0.0, []
+        for x in (xs[::-1] if reverse else xs):
+            c, y = c + x, c * x
+            ys.append(y)
+        want = (c, np.array(ys[::-1] if reverse else ys))
+        close(lax.scan(cumulative, 0.0, xs, reverse=reverse), want)
+        close(jax.jit(lambda xs: lax.scan(cumulative, 0.0, xs, reverse=reverse))(xs), want)
+
+
+def test_scan_with_pytrees_no_xs_and_no_ys():
+    def step(carry, x):
+        return {"sum": carry["sum"] + x["a"] * x["b"], "n": carry["n"] + 1}, None
+    xs = {"a": jnp.arange(4.0), "b": jnp.ones(4)}
+    out = jax.jit(lambda xs: lax.scan(step, {"sum": 0.0, "n": 0}, xs))(xs)
+    assert out[1] is None and int(out[0]["n"]) == 4 and float(out[0]["sum"]) == 6.0
+    counted = jax.jit(lambda x: lax.scan(lambda c, _: (c * 2.0, c), x, None, length=3))(1.0)
+    close(counted, (8.0, np.array([1.0, 2.0, 4.0])))
+    with pytest.raises(ValueError, match="leading dims"):
+        lax.scan(cumulative, 0.0, jnp.ones(3), length=4)
+    with pytest.raises(ValueError, match="needs length="):
+        lax.scan(cumulative, 0.0, None)
+
+
+def test_a_long_scan_is_one_equation():
+    f = jax.jit(lambda x: lax.fori_loop(0, 10_000, lambda i, v: v * 0.999 + 0.001, x))
+    assert primitives_of(f.fun, 1.0) == ["scan"]
+    close(f(1.0), 1.0, rtol=1e-4)
+
+
+def test_scan_errors_name_the_carry_leaf():
+    with pytest.raises(TypeError, match=r"f must keep the carry's types: the initial carry "
+                                        r"gives i32\[\] at \[0\], but f gives f32\[\] there"):
+        jax.jit(lambda xs: lax.scan(lambda c, x: ((c[0] * 1.5, c[1]), x), (1, 0.0), xs))(
+            jnp.ones(3))
+
+
+def test_grad_of_scan():
+    xs = (rng.standard_normal((4, 3)) * 0.5).astype(np.float32)
+    w = (rng.standard_normal((3, 3)) * 0.5).astype(np.float32)
+
+    def f(w, xs):
+        final, ys = lax.scan(lambda h, x: (jnp.tanh(h @ w + x), (h * h).sum()), jnp.zeros(3),
+                             xs)
+        return final.sum() + ys.sum()
+    check_grads(f, (w, xs), order=2)
+    check_grads(jax.jit(f), (w, xs), order=1)
+    check_grads(lambda w, xs: f(w, xs[::-1]), (w, xs), order=1)
+
+
+# ------------------------------------------------------------------------------------------
+# Two programs: an RNN and an ODE integrator
+# ------------------------------------------------------------------------------------------
+
+
+def rnn_loss(params, xs):
+    def cell(h, x):
+        h = jnp.tanh(h @ params["wh"] + x @ params["wx"] + params["b"])
+        return h, h @ params["wo"]
+    _, ys = lax.scan(cell, jnp.zeros(params["wh"].shape[0]), xs)
+    return (ys ** 2).mean()
+
+
+def rnn_loss_numpy(params, xs):
+    h = np.zeros(params["wh"].shape[0])
+    ys = []
+    for x in xs:
+        h = np.tanh(h @ params["wh"] + x @ params["wx"] + params["b"])
+        ys.append(h @ params["wo"])
+    return (np.array(ys) ** 2).mean()
+
+
+def test_an_rnn_against_numpy_with_its_gradient():
+    params = {k: (rng.standard_normal(s) * 0.4).astype(np.float32)
+              for k, s in [("wh", (5, 5)), ("wx", (3, 5)), ("b", (5,)), ("wo", (5, 2))]}
+    xs = rng.standard_normal((7, 3)).astype(np.float32)
+    close(jax.jit(rnn_loss)(params, xs), rnn_loss_numpy(params, xs), rtol=1e-5)
+    check_grads(rnn_loss, (params, xs), order=1)
+
+
+def pendulum(state, length=1.0):
+    theta, omega = state[0], state[1]
+    return jnp.stack([omega, -9.81 / length * jnp.sin(theta)])
+
+
+def rk4(state, dt, length):
+    k1 = pendulum(state, length)
+    k2 = pendulum(state + dt / 2 * k1, length)
+    k3 = pendulum(state + dt / 2 * k2, length)
+    k4 = pendulum(state + dt * k3, length)
+    return state + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+
+def integrate(state, length, steps=300, dt=0.01):
+    return lax.fori_loop(0, steps, lambda i, s: rk4(s, dt, length), state)
+
+
+def integrate_numpy(state, length, steps=300, dt=0.01):
+    def f(s):
+        return np.array([s[1], -9.81 / length * np.sin(s[0])])
+    s = np.asarray(state, np.float64)
+    for _ in range(steps):
+        k1 = f(s)
+        k2 = f(s + dt / 2 * k1)
+        k3 = f(s + dt / 2 * k2)
+        k4 = f(s + dt * k3)
+        s = s + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return s
+
+
+def test_an_rk4_pendulum_against_numpy_with_its_gradient():
+    state = np.array([1.0, 0.0], np.float32)
+    close(jax.jit(integrate)(state, 1.0), integrate_numpy(state, 1.0), rtol=1e-4, atol=1e-4)
+    # d(final angle)/d(length), and /d(initial state), against central differences
+    check_grads(lambda s, length: integrate(s, length, steps=60)[0], (state, np.float32(1.0)),
+                order=1, modes=("rev",), eps=1e-2, atol=2e-2)
+
+
+# ------------------------------------------------------------------------------------------
+# Generated code: loops stay loops
+# ------------------------------------------------------------------------------------------
+
+
+@cpu_only
+def test_loops_stay_loops_in_the_generated_code():
+    """A 10,000-step loop is one loop calling one body function; a cond an if/else; a while
+    a while; none falls back to the interpreter."""
+    programs = {
+        "scan": (lambda x: lax.fori_loop(0, 10_000, lambda i, v: v * 0.999 + 0.001, x), 1.0),
+        "while": (collatz_steps, 27),
+        "cond": (lambda x: lax.cond(x.sum() > 0, jnp.sin, jnp.cos, x), np.ones(3, np.float32)),
+    }
+    for kind, (f, x) in programs.items():
+        text = jax.jit(f).lower(x).as_text()
+        assert "Not generated" not in text, text
+        source = text.split("# generated source (cpu)")[1]
+        assert {"scan": "def scan_body_", "while": "def while_body_",
+                "cond": "def branch_"}[kind] in source
+    source = jax.jit(programs["scan"][0]).lower(1.0).as_text().split("# generated source")[1]
+    assert source.count("def scan_body_") == 1 and source.count("in range(10000)") == 1
+    close(jax.jit(programs["scan"][0])(1.0), 1.0, rtol=1e-4)
