@@ -50,6 +50,7 @@ from stage1_autodiff import numpy as jnp
 from stage1_autodiff import primitives as lax
 
 from .abstract_eval import abstract_eval_rules
+from .derived import is_float, jvp_program, split_tangents, trace_flat, vjp_program
 from .jaxpr import ClosedJaxpr, Jaxpr, Var
 from .tracing import _closed_with_consts_as_args, eval_jaxpr, jaxpr_as_fun, trace_to_jaxpr
 
@@ -71,10 +72,6 @@ def _concrete(*trees: Any) -> bool:
     return not any(isinstance(leaf, Tracer) for tree in trees for leaf in tree_flatten(tree)[0])
 
 
-def _is_float(aval: ShapedArray) -> bool:
-    return dtypes.is_float(aval.dtype)
-
-
 def trace_function(fun: Callable, in_tree: Any, avals: Sequence[ShapedArray]
                    ) -> tuple[ClosedJaxpr, list[Any], Any]:
     """``fun`` (pytree arguments of structure ``in_tree``) traced on ``avals``: the program
@@ -89,12 +86,6 @@ def trace_function(fun: Callable, in_tree: Any, avals: Sequence[ShapedArray]
     jaxpr, consts = trace_to_jaxpr(flat, list(avals))
     program, consts = _closed_with_consts_as_args(jaxpr, consts)
     return program, consts, out_tree[0]
-
-
-def trace_flat(fun: Callable, avals: Sequence[ShapedArray]) -> tuple[ClosedJaxpr, list[Any]]:
-    """A flat function (arguments and results lists) traced on ``avals``."""
-    jaxpr, consts = trace_to_jaxpr(fun, list(avals))
-    return _closed_with_consts_as_args(jaxpr, consts)
 
 
 def join_consts(programs: list[tuple[ClosedJaxpr, list[Any]]]) -> tuple[list[ClosedJaxpr],
@@ -243,35 +234,13 @@ abstract_eval_rules[cond_p] = cond_abstract_eval
 
 
 # --8<-- [start:cond_jvp]
-def jvp_program(program: ClosedJaxpr, float_in: Sequence[bool]) -> tuple[ClosedJaxpr, list]:
-    """The program of (primals, float tangents) -> (outputs, float output tangents)."""
-    float_out = [_is_float(a) for a in program.out_avals]
-
-    def jvp_of_program(*args):
-        primals, tangents = args[:len(float_in)], iter(args[len(float_in):])
-        full = [next(tangents) if f else np.zeros(a.shape, dtypes.float0)
-                for f, a in zip(float_in, program.in_avals)]
-        outs, outs_dot = jvp(jaxpr_as_fun(program), list(primals), full)
-        return [*outs, *[t for t, f in zip(outs_dot, float_out) if f]]
-
-    avals = list(program.in_avals) + [a for a, f in zip(program.in_avals, float_in) if f]
-    return trace_flat(jvp_of_program, avals)
-
-
-def _split_tangents(outs: list, out_avals: Sequence[ShapedArray]) -> tuple[list, list]:
-    float_out = [_is_float(a) for a in out_avals]
-    primals, tangents = outs[:len(float_out)], iter(outs[len(float_out):])
-    return primals, [next(tangents) if f else lax.zeros_like(p)
-                     for f, p in zip(float_out, primals)]
-
-
 def cond_jvp(primals, tangents, *, branches):
     index, operands = primals[0], primals[1:]
-    float_in = [_is_float(get_aval(x)) for x in operands]
+    float_in = [is_float(get_aval(x)) for x in operands]
     programs, consts = join_consts([jvp_program(b, float_in) for b in branches])
     float_tangents = [t for t, f in zip(tangents[1:], float_in) if f]
     outs = cond_p.bind(index, *consts, *operands, *float_tangents, branches=tuple(programs))
-    return _split_tangents(list(outs), branches[0].out_avals)
+    return split_tangents(list(outs), branches[0].out_avals)
 # --8<-- [end:cond_jvp]
 
 
@@ -279,33 +248,12 @@ jvp_rules[cond_p] = cond_jvp
 
 
 # --8<-- [start:cond_vjp]
-def vjp_program(program: ClosedJaxpr, wanted: Sequence[bool]) -> tuple[ClosedJaxpr, list]:
-    """The program of (primals, float output cotangents) -> cotangents of the wanted inputs."""
-    float_out = [_is_float(a) for a in program.out_avals]
-    run = jaxpr_as_fun(program)
-
-    def vjp_of_program(*args):
-        primals, cts = args[:len(wanted)], iter(args[len(wanted):])
-
-        def of_wanted(*xs):
-            xs = iter(xs)
-            return run(*[next(xs) if w else p for w, p in zip(wanted, primals)])
-
-        outs, pullback = vjp(of_wanted, *[p for p, w in zip(primals, wanted) if w])
-        full = [next(cts) if f else lax.zeros_like(o) for f, o in zip(float_out, outs)]
-        return [lax.zeros_like(p) if ct is None else ct
-                for ct, p in zip(pullback(full), [p for p, w in zip(primals, wanted) if w])]
-
-    avals = list(program.in_avals) + [a for a in program.out_avals if _is_float(a)]
-    return trace_flat(vjp_of_program, avals)
-
-
 def cond_vjp(cts, index, *operands, out, needs, branches):
-    wanted = [n and _is_float(get_aval(x)) for n, x in zip(needs[1:], operands)]
+    wanted = [n and is_float(get_aval(x)) for n, x in zip(needs[1:], operands)]
     if not any(wanted):
         return [None] * (1 + len(operands))
     programs, consts = join_consts([vjp_program(b, wanted) for b in branches])
-    float_cts = [ct for ct, a in zip(cts, branches[0].out_avals) if _is_float(a)]
+    float_cts = [ct for ct, a in zip(cts, branches[0].out_avals) if is_float(a)]
     results = iter(cond_p.bind(index, *consts, *operands, *float_cts,
                                branches=tuple(programs)))
     return [None, *[next(results) if w else None for w in wanted]]
@@ -394,8 +342,8 @@ def while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_n
     cond_consts = primals[:cond_nconsts]
     body_consts = primals[cond_nconsts:cond_nconsts + body_nconsts]
     carry = primals[cond_nconsts + body_nconsts:]
-    float_consts = [_is_float(get_aval(c)) for c in body_consts]
-    float_carry = [_is_float(get_aval(c)) for c in carry]
+    float_consts = [is_float(get_aval(c)) for c in body_consts]
+    float_carry = [is_float(get_aval(c)) for c in carry]
     const_tangents = [t for t, f in zip(tangents[cond_nconsts:cond_nconsts + body_nconsts],
                                         float_consts) if f]
     carry_tangents = [lax.zeros_like(c) if _is_zero(t) else t for t, c, f in
@@ -427,7 +375,7 @@ def while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_n
                         *carry, *carry_tangents, cond_jaxpr=cond_program,
                         body_jaxpr=body_program, cond_nconsts=len(cond_extra) + cond_nconsts,
                         body_nconsts=len(body_extra) + n_body + n_const_t)
-    return _split_tangents(list(outs), [get_aval(c) for c in carry])
+    return split_tangents(list(outs), [get_aval(c) for c in carry])
 # --8<-- [end:while_jvp]
 
 
@@ -605,7 +553,7 @@ def scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry
     """A scan of the body's JVP: tangents of the constants as more constants, the carry's
     tangents as more carry, the xs' tangents as more xs."""
     n_in = len(primals)
-    float_in = [_is_float(get_aval(x)) for x in primals]
+    float_in = [is_float(get_aval(x)) for x in primals]
     groups = [range(num_consts), range(num_consts, num_consts + num_carry),
               range(num_consts + num_carry, n_in)]
     body, body_consts = jvp_program(jaxpr, float_in)
@@ -622,7 +570,7 @@ def scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry
     # Outputs: the body's (carry, y) then their float tangents: regroup as (carry, carry
     # tangents, y, y tangents).
     out_avals = jaxpr.out_avals
-    float_out = [_is_float(a) for a in out_avals]
+    float_out = [is_float(a) for a in out_avals]
     n_out = len(out_avals)
     out_tangent = {i: n_out + k for k, i in enumerate(i for i in range(n_out) if float_out[i])}
     out_order = ([*range(num_carry), *[out_tangent[i] for i in range(num_carry) if float_out[i]],
@@ -685,10 +633,10 @@ def scan_vjp(cts, *primals, out, needs, jaxpr, length, reverse, num_consts, num_
                       unroll=unroll, _split_transpose=False)
     carries = fwd[num_carry:]  # stacked: the carry before each step
     # 2. the backward scan
-    float_consts = [_is_float(get_aval(c)) for c in consts]
-    float_carry = [_is_float(get_aval(c)) for c in init]
-    float_xs = [_is_float(get_aval(x)) for x in xs]
-    float_ys = [_is_float(a) for a in jaxpr.out_avals[num_carry:]]
+    float_consts = [is_float(get_aval(c)) for c in consts]
+    float_carry = [is_float(get_aval(c)) for c in init]
+    float_xs = [is_float(get_aval(x)) for x in xs]
+    float_ys = [is_float(a) for a in jaxpr.out_avals[num_carry:]]
     n_fc, n_fca = sum(float_consts), sum(float_carry)
 
     def backward(*args):

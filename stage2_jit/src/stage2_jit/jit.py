@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from stage1_autodiff.autodiff import jvp, vjp
 from stage1_autodiff.config import config
 from stage1_autodiff.core import (
     Array,
@@ -42,14 +41,14 @@ from stage1_autodiff.tree_util import (
 )
 
 from stage1_autodiff import dtypes
-from stage1_autodiff import primitives as lax
 
 from .abstract_eval import abstract_eval_rules
 from .codegen_cpu import compile_cpu
+from .derived import jvp_program, split_tangents, vjp_program
 from .devices import GpuArray
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal
 from .passes import optimize
-from .tracing import _closed_with_consts_as_args, eval_jaxpr, jaxpr_as_fun, trace_to_jaxpr
+from .tracing import _closed_with_consts_as_args, eval_jaxpr, trace_to_jaxpr
 
 config.define("jax_disable_jit", False, "Runs jitted functions eagerly, op by op (debugging).")
 config.define("jax_default_backend", "cpu", "The backend jit uses when none is given.")
@@ -90,42 +89,15 @@ def _is_float(aval: ShapedArray) -> bool:
     return dtypes.is_float(aval.dtype)
 
 
-_derived: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # jaxpr -> {kind: jaxpr}
-
-
-def _derived_jaxpr(jaxpr: ClosedJaxpr, kind: str, fun: Callable,
-                   in_avals: list[ShapedArray]) -> tuple[ClosedJaxpr, list[Any]]:
-    """The program of ``fun`` (a JVP or VJP of ``jaxpr``) and the constants it takes as
-    leading arguments, traced once and kept with ``jaxpr``."""
-    cache = _derived.setdefault(jaxpr, {})
-    if kind not in cache:
-        derived, consts = trace_to_jaxpr(fun, in_avals)
-        cache[kind] = _closed_with_consts_as_args(derived, consts)
-    return cache[kind]
-
-
 # --8<-- [start:jit_jvp]
 def jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, backend: str):
     """The JVP of a jitted call is another jitted call: of the traced JVP of its program."""
     float_in = [_is_float(a) for a in jaxpr.in_avals]
-    float_out = [_is_float(a) for a in jaxpr.out_avals]
-
-    def jvp_of_program(*args):
-        primals_in, tangents_in = args[:len(float_in)], iter(args[len(float_in):])
-        tangents_full = [next(tangents_in) if is_float else np.zeros(a.shape, dtypes.float0)
-                         for is_float, a in zip(float_in, jaxpr.in_avals)]
-        outs, outs_dot = jvp(jaxpr_as_fun(jaxpr), list(primals_in), tangents_full)
-        return [*outs, *[t for t, is_float in zip(outs_dot, float_out) if is_float]]
-
-    in_avals = list(jaxpr.in_avals) + [a for a in jaxpr.in_avals if _is_float(a)]
-    jvp_program, consts = _derived_jaxpr(jaxpr, "jvp", jvp_of_program, in_avals)
+    program, consts = jvp_program(jaxpr, float_in)
     float_tangents = [t for t, is_float in zip(tangents, float_in) if is_float]
-    outs = jit_p.bind(*consts, *primals, *float_tangents, jaxpr=jvp_program,
+    outs = jit_p.bind(*consts, *primals, *float_tangents, jaxpr=program,
                       name=f"jvp({name})", backend=backend)
-    primals_out, tangents_out = outs[:len(float_out)], iter(outs[len(float_out):])
-    tangents_out = [next(tangents_out) if is_float else lax.zeros_like(p)
-                    for is_float, p in zip(float_out, primals_out)]
-    return primals_out, tangents_out
+    return split_tangents(list(outs), jaxpr.out_avals)
 
 
 jvp_rules[jit_p] = jit_jvp
@@ -139,27 +111,11 @@ def jit_vjp(cts, *primals, out, needs, jaxpr: ClosedJaxpr, name: str, backend: s
     to it. NB: it recomputes the forward pass inside; JAX saves residuals instead (partial
     evaluation, jax/_src/interpreters/partial_eval.py)."""
     wanted = [need and _is_float(a) for need, a in zip(needs, jaxpr.in_avals)]
-    float_out = [_is_float(a) for a in jaxpr.out_avals]
     if not any(wanted):
         return [None] * len(wanted)
-    program = jaxpr_as_fun(jaxpr)
-
-    def vjp_of_program(*args):
-        primals_in, cts_in = args[:len(wanted)], iter(args[len(wanted):])
-
-        def of_wanted(*xs):  # the program as a function of the wanted inputs alone
-            xs = iter(xs)
-            return program(*[next(xs) if w else p for w, p in zip(wanted, primals_in)])
-
-        outs, pullback = vjp(of_wanted, *[p for p, w in zip(primals_in, wanted) if w])
-        cts_full = [next(cts_in) if is_float else lax.zeros_like(o)
-                    for is_float, o in zip(float_out, outs)]
-        return list(pullback(cts_full))
-
-    in_avals = list(jaxpr.in_avals) + [a for a in jaxpr.out_avals if _is_float(a)]
-    vjp_program, consts = _derived_jaxpr(jaxpr, f"vjp{wanted}", vjp_of_program, in_avals)
-    float_cts = [ct for ct, is_float in zip(cts, float_out) if is_float]
-    results = iter(jit_p.bind(*consts, *primals, *float_cts, jaxpr=vjp_program,
+    program, consts = vjp_program(jaxpr, wanted)
+    float_cts = [ct for ct, a in zip(cts, jaxpr.out_avals) if _is_float(a)]
+    results = iter(jit_p.bind(*consts, *primals, *float_cts, jaxpr=program,
                               name=f"vjp({name})", backend=backend))
     return [next(results) if w else None for w in wanted]
 

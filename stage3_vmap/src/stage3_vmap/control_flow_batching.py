@@ -23,7 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from stage1_autodiff.core import ShapedArray, get_aval
-from stage2_jit.control_flow import cond_p, join_consts, scan_p, trace_flat, while_p
+from stage2_jit.control_flow import cond_p, join_consts, scan_p, while_p
+from stage2_jit.derived import trace_flat
 from stage2_jit.jaxpr import ClosedJaxpr
 from stage2_jit.tracing import jaxpr_as_fun
 

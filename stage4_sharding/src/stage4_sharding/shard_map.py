@@ -26,8 +26,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-from stage1_autodiff.autodiff import custom_vjp_call_p, jvp, vjp
+from stage1_autodiff.autodiff import custom_vjp_call_p, vjp
 from stage1_autodiff.core import (
     Primitive,
     ShapedArray,
@@ -40,6 +39,7 @@ from stage1_autodiff.core import (
 )
 from stage1_autodiff.tree_util import tree_flatten, tree_unflatten
 from stage2_jit.abstract_eval import abstract_eval_rules
+from stage2_jit.derived import is_float, jvp_program, split_tangents
 from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from stage2_jit.jit import jit_p
 from stage2_jit.tracing import jaxpr_as_fun
@@ -55,7 +55,6 @@ from stage3_vmap.collectives import (
     psum_scatter_p,
 )
 
-from stage1_autodiff import dtypes
 from stage1_autodiff import primitives as lax
 
 from .arrays import run_primitive
@@ -253,32 +252,18 @@ def shard_map_partition_rule(ctx, vals, specs, result_specs, avals_in, avals_out
 partition_rules[shard_map_p] = shard_map_partition_rule
 
 
-def _is_float(aval: ShapedArray) -> bool:
-    return dtypes.is_float(aval.dtype)
-
-
 # --8<-- [start:shard_map_jvp]
 def shard_map_jvp(primals, tangents, *, body, mesh, in_specs, out_specs):
     """A shard_map of the body's JVP: tangents are laid out as their primals."""
-    float_in = [_is_float(a) for a in body.in_avals]
-    float_out = [_is_float(a) for a in body.out_avals]
-
-    def jvp_body(*args):
-        primals_in, tangents_in = args[:len(float_in)], iter(args[len(float_in):])
-        full = [next(tangents_in) if f else np.zeros(a.shape, dtypes.float0)
-                for f, a in zip(float_in, body.in_avals)]
-        outs, outs_dot = jvp(jaxpr_as_fun(body), list(primals_in), full)
-        return [*outs, *[t for t, f in zip(outs_dot, float_out) if f]]
-
-    local = list(body.in_avals) + [a for a in body.in_avals if _is_float(a)]
-    jvp_program = trace_local(jvp_body, mesh, local)
+    float_in = [is_float(a) for a in body.in_avals]
+    float_out = [is_float(a) for a in body.out_avals]
+    jvp_body, _ = jvp_program(body, float_in,
+                              trace=lambda f, avals: (trace_local(f, mesh, avals), []))
     outs = shard_map_p.bind(
-        *primals, *[t for t, f in zip(tangents, float_in) if f], body=jvp_program, mesh=mesh,
+        *primals, *[t for t, f in zip(tangents, float_in) if f], body=jvp_body, mesh=mesh,
         in_specs=in_specs + tuple(s for s, f in zip(in_specs, float_in) if f),
         out_specs=out_specs + tuple(s for s, f in zip(out_specs, float_out) if f))
-    primals_out, tangents_out = outs[:len(float_out)], iter(outs[len(float_out):])
-    return primals_out, [next(tangents_out) if f else lax.zeros_like(p)
-                         for f, p in zip(float_out, primals_out)]
+    return split_tangents(list(outs), body.out_avals)
 # --8<-- [end:shard_map_jvp]
 
 
@@ -290,8 +275,8 @@ def shard_map_vjp(cts, *primals, out, needs, body, mesh, in_specs, out_specs):
     """A shard_map of the body's VJP. A replicated output's cotangent is divided among the
     copies (each device's copy carries 1/N of it); an input that is the same on every device
     along an axis gets the sum of the devices' gradients."""
-    wanted = [n and _is_float(a) for n, a in zip(needs, body.in_avals)]
-    float_out = [_is_float(a) for a in body.out_avals]
+    wanted = [n and is_float(a) for n, a in zip(needs, body.in_avals)]
+    float_out = [is_float(a) for a in body.out_avals]
     if not any(wanted):
         return [None] * len(wanted)
     program = jaxpr_as_fun(body)
@@ -319,7 +304,7 @@ def shard_map_vjp(cts, *primals, out, needs, body, mesh, in_specs, out_specs):
                 grads[k] = psum_p.bind(grads[k], axis_name=name)
         return grads
 
-    local = list(body.in_avals) + [a for a in body.out_avals if _is_float(a)]
+    local = list(body.in_avals) + [a for a in body.out_avals if is_float(a)]
     vjp_program = trace_local(vjp_body, mesh, local)
     results = iter(shard_map_p.bind(
         *primals, *[c for c, f in zip(cts, float_out) if f], body=vjp_program, mesh=mesh,
