@@ -1111,7 +1111,6 @@ class ProgramWriter:
         writer = ProgramWriter(jaxpr, self.functions, nested=True)
         name = f"{kind}_{len(self.functions)}"
         self.functions.append(writer.function(name))  # after the functions it calls
-        self.parallel = self.parallel or False
         dims = [self.dim(var, axis) for var, axis in writer.dims]
         return name, f"({', '.join(dims)},)" if dims else "(0,)"
 

@@ -43,7 +43,13 @@ from stage1_autodiff.core import (
     vjp_rules,
     vjp_rules_take_needs,
 )
-from stage1_autodiff.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from stage1_autodiff.tree_util import (
+    keystr,
+    tree_flatten,
+    tree_flatten_with_path,
+    tree_map,
+    tree_unflatten,
+)
 
 from stage1_autodiff import dtypes
 from stage1_autodiff import numpy as jnp
@@ -284,7 +290,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         val = init_val
         while bool(np.asarray(cond_fun(val))):
             val = body_fun(val)
-        return val
+        return tree_map(asarray, val)  # arrays, as a traced loop returns
     leaves, tree = tree_flatten(init_val)
     leaves = [x if isinstance(x, (Array, Tracer)) else asarray(x) for x in leaves]
     avals = [get_aval(x) for x in leaves]
@@ -461,8 +467,8 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
         if reverse:
             ys.reverse()
         leaves = [tree_flatten(y)[0] for y in ys]
-        return carry, tree_unflatten(tree_flatten(ys[0])[1],
-                                     [jnp.stack(column) for column in zip(*leaves)])
+        return tree_map(asarray, carry), tree_unflatten(
+            tree_flatten(ys[0])[1], [jnp.stack(column) for column in zip(*leaves)])
     init_leaves, carry_tree = tree_flatten(init)
     init_leaves = [x if isinstance(x, (Array, Tracer)) else asarray(x) for x in init_leaves]
     x_leaves = [x if isinstance(x, (Array, Tracer)) else asarray(x) for x in x_leaves]
@@ -478,7 +484,8 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
                        reverse=bool(reverse), num_consts=len(consts),
                        num_carry=len(init_leaves), linear=(False,) * (
                            len(consts) + len(init_leaves) + len(x_leaves)),
-                       unroll=int(unroll), _split_transpose=False)
+                       unroll=(n if unroll else 1) if isinstance(unroll, bool) else int(unroll),
+                       _split_transpose=False)
     carry = tree_unflatten(carry_tree, outs[:len(init_leaves)])
     return carry, tree_unflatten(y_tree, outs[len(init_leaves):])
 # --8<-- [end:scan]

@@ -62,7 +62,8 @@ class JaxprTracer(Tracer):
             f"({origin}). A Python `if`, `while`, bool(), int() or float() needs the actual "
             f"number, which is not known until the compiled function runs. If the value is "
             f"really a constant, mark that argument static with static_argnums or "
-            f"static_argnames; to choose between values elementwise, use jnp.where.")
+            f"static_argnames; to choose between values elementwise, use jnp.where; to "
+            f"branch or loop on it, use lax.cond, lax.while_loop, lax.fori_loop or lax.scan.")
 # --8<-- [end:jaxpr_tracer]
 
 
