@@ -31,10 +31,8 @@ Run from the repository root:
 
 from __future__ import annotations
 
-import argparse
 import functools
 import importlib.util
-import os
 import re
 import textwrap
 from collections.abc import Callable
@@ -45,12 +43,15 @@ import numpy as np
 import stage3_vmap.numpy as jnp
 from common import (  # benchmarks/common.py
     Timing,
+    Verdicts,
+    finish,
     format_seconds,
-    keep_freed_memory,
-    machine_summary,
     print_table,
+    print_verdicts,
+    start,
     time_in_child,
     time_rows,
+    verdict,
 )
 
 import stage3_vmap as jax
@@ -75,15 +76,11 @@ QUICK = Sizes(steps=100, batch=16)
 
 Rows = list[tuple[str, Callable[[], object] | str]]  # (name, function to time, or a note)
 TimedRows = list[tuple[str, Timing | str]]
-Verdicts = list[tuple[str, str, str, str]]  # (what, measured, target, verdict)
 
 
 def installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
-
-def verdict(ok: bool) -> str:
-    return "met" if ok else "MISSED"
 
 
 def fori_title(steps: int) -> str:
@@ -548,47 +545,26 @@ def add_diagnostic(verdicts: Verdicts, what: str, ratio: float) -> None:
     verdicts.append((what, f"{ratio:.2f}x", "none", "diagnostic"))
 
 
-def print_verdicts(verdicts: Verdicts) -> None:
-    width = max(len(what) for what, *_ in verdicts)
-    print(f"\ntargets (issue 7), each ratio of best times\n  {'':{width}} {'measured':>9} "
-          f"{'target':>9}  verdict")
-    for what, measured, target, outcome in verdicts:
-        print(f"  {what:{width}} {measured:>9} {target:>9}  {outcome}")
 
 
 # ------------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes, few, short repetitions (a smoke test, not a "
-                             "measurement)")
-    parser.add_argument("--system-malloc", action="store_true",
-                        help="leave malloc as it is (see keep_freed_memory in common.py)")
-    args = parser.parse_args(argv)
-    sizes = QUICK if args.quick else FULL
-    repeat, min_time = (2, 0.005) if args.quick else (7, 0.3)
-    keep_memory = not args.system_malloc and keep_freed_memory()
+    run = start(__doc__, "control-flow", argv, "")
+    sizes = QUICK if run.quick else FULL
 
     def timing(rows: Rows) -> TimedRows:
-        return time_rows(rows, repeat=repeat, min_time=min_time)
+        return time_rows(rows, repeat=run.repeat, min_time=run.min_time)
 
-    print(f"control-flow benchmark{' (--quick: small sizes)' if args.quick else ''}: "
-          f"{machine_summary()}; malloc "
-          f"{'keeps freed memory' if keep_memory else 'as the system has it'}")
-    if os.getloadavg()[0] > 0.5:
-        print("NOTE: the machine is busy (load average above 0.5): the figures are unreliable")
-    print("best and median of the repeats, per call; ours / this > 1 means ours is slower")
-    others = jax_timed_rows(sizes, repeat, min_time, keep_memory)
+    others = jax_timed_rows(sizes, run.repeat, run.min_time, run.keep_memory)
     verdicts: Verdicts = []
     bench_fori(sizes, timing, others, verdicts)
     bench_scan(sizes, timing, others, verdicts)
     bench_batched(sizes, timing, others, verdicts)
     bench_grad(sizes, timing, others, verdicts)
-    print_verdicts(verdicts)
-    if args.quick:
-        print("\n--quick: the sizes are small and the times are not measurements")
+    print_verdicts(verdicts, "targets (issue 7), each ratio of best times")
+    finish(run)
 
 
 if __name__ == "__main__":

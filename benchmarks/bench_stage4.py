@@ -30,7 +30,6 @@ Run from the repository root:
 
 from __future__ import annotations
 
-import argparse
 import functools
 import importlib.util
 import math
@@ -42,11 +41,14 @@ import numpy as np
 import stage4_sharding.numpy as jnp
 from common import (  # benchmarks/common.py
     Timing,
-    keep_freed_memory,
-    machine_summary,
+    Verdicts,
+    finish,
     print_table,
+    print_verdicts,
+    start,
     time_in_child,
     time_rows,
+    verdict,
 )
 from stage4_sharding.runtime import spmd_executable
 from stage4_sharding.sharding import NamedSharding
@@ -78,15 +80,11 @@ QUICK = Sizes(mlps=(((32, 64, 64, 10), 64),), examples=(examples.SMALL,), meshes
 
 Rows = list[tuple[str, Callable[[], object] | str]]  # (name, function to time, or a note)
 TimedRows = list[tuple[str, Timing | str]]
-Verdicts = list[tuple[str, str, str, str]]  # (what, measured, target, verdict)
 
 
 def installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
-
-def verdict(ok: bool) -> str:
-    return "met" if ok else "MISSED"
 
 
 def mlp_name(sizes: tuple[int, ...]) -> str:
@@ -408,44 +406,22 @@ def max_abs_difference_tree(a, b) -> float:
 # ------------------------------------------------------------------------------------------
 
 
-def print_verdicts(verdicts: Verdicts) -> None:
-    width = max(len(what) for what, *_ in verdicts)
-    print(f"\ntargets (issue 6)\n  {'':{width}} {'measured':>13} {'target':>15}  verdict")
-    for what, measured, target, outcome in verdicts:
-        print(f"  {what:{width}} {measured:>13} {target:>15}  {outcome}")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes, few, short repetitions (a smoke test, not a "
-                             "measurement)")
-    parser.add_argument("--system-malloc", action="store_true",
-                        help="leave malloc as it is (see keep_freed_memory in common.py)")
-    args = parser.parse_args(argv)
-    sizes = QUICK if args.quick else FULL
-    repeat, min_time = (2, 0.005) if args.quick else (7, 0.3)
-    keep_memory = not args.system_malloc and keep_freed_memory()
+    run = start(__doc__, "stage 4", argv, f"; {jax.device_count()} simulated devices")
+    sizes = QUICK if run.quick else FULL
 
     def timing(rows: Rows) -> TimedRows:
-        return time_rows(rows, repeat=repeat, min_time=min_time)
+        return time_rows(rows, repeat=run.repeat, min_time=run.min_time)
 
-    print(f"stage 4 benchmark{' (--quick: small sizes)' if args.quick else ''}: "
-          f"{machine_summary()}; malloc "
-          f"{'keeps freed memory' if keep_memory else 'as the system has it'}; "
-          f"{jax.device_count()} simulated devices")
-    if os.getloadavg()[0] > 0.5:
-        print("NOTE: the machine is busy (load average above 0.5): on 2 cores, BLAS's and "
-              "Numba's threads slow down when a core is taken; the figures are unreliable")
-    print("best and median of the repeats, per call; ours / this > 1 means ours is slower")
-    others = jax_timed_rows(sizes, repeat, min_time, keep_memory)
+    others = jax_timed_rows(sizes, run.repeat, run.min_time, run.keep_memory)
     verdicts: Verdicts = []
     for layers, batch in sizes.mlps:
         bench_data_parallel(layers, batch, timing, others, verdicts)
     bench_bytes(sizes, verdicts)
-    print_verdicts(verdicts)
-    if args.quick:
-        print("\n--quick: the sizes are small and the times are not measurements")
+    print_verdicts(verdicts, "targets (issue 6)")
+    finish(run)
 
 
 if __name__ == "__main__":

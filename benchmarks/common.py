@@ -112,3 +112,60 @@ def time_in_child(make_rows, repeat: int, min_time: float,
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
         job = pool.submit(time_rows_of, make_rows, repeat, min_time, keep_memory)
         return job.result()
+
+
+# ------------------------------------------------------------------------------------------
+# What every benchmark script shares: its options, its header, its verdicts
+# ------------------------------------------------------------------------------------------
+
+Verdicts = list[tuple[str, str, str, str]]  # (what, measured, target, verdict)
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+class Run(NamedTuple):
+    """A benchmark run's settings, from its command line."""
+    quick: bool
+    repeat: int
+    min_time: float
+    keep_memory: bool
+
+
+def start(doc: str, name: str, argv: list[str] | None, extra: str = "") -> Run:
+    """Parses ``--quick`` and ``--system-malloc``, sets malloc up, and prints the header:
+    the machine, and a warning when it is busy."""
+    import argparse
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes, few, short repetitions (a smoke test, not a "
+                             "measurement)")
+    parser.add_argument("--system-malloc", action="store_true",
+                        help="leave malloc as it is (see keep_freed_memory in common.py)")
+    args = parser.parse_args(argv)
+    keep_memory = not args.system_malloc and keep_freed_memory()
+    print(f"{name} benchmark{' (--quick: small sizes)' if args.quick else ''}: "
+          f"{machine_summary()}; malloc "
+          f"{'keeps freed memory' if keep_memory else 'as the system has it'}{extra}")
+    if os.getloadavg()[0] > 0.5:
+        print("NOTE: the machine is busy (load average above 0.5): on 2 cores, BLAS's and "
+              "Numba's threads slow down when a core is taken; the figures are unreliable")
+    print("best and median of the repeats, per call; ours / this > 1 means ours is slower")
+    repeat, min_time = (2, 0.005) if args.quick else (7, 0.3)
+    return Run(args.quick, repeat, min_time, keep_memory)
+
+
+def print_verdicts(verdicts: Verdicts, title: str) -> None:
+    """The targets table: what, the measured figure, the target, met or MISSED."""
+    width = max(len(what) for what, *_ in verdicts)
+    measured = max(len("measured"), *(len(m) for _, m, _, _ in verdicts))
+    target = max(len("target"), *(len(t) for _, _, t, _ in verdicts))
+    print(f"\n{title}\n  {'':{width}} {'measured':>{measured}} {'target':>{target}}  verdict")
+    for what, m, t, outcome in verdicts:
+        print(f"  {what:{width}} {m:>{measured}} {t:>{target}}  {outcome}")
+
+
+def finish(run: Run) -> None:
+    if run.quick:
+        print("\n--quick: the sizes are small and the times are not measurements")
