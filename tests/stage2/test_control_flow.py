@@ -297,3 +297,19 @@ def test_loops_stay_loops_in_the_generated_code():
     source = jax.jit(programs["scan"][0]).lower(1.0).as_text().split("# generated source")[1]
     assert source.count("def scan_body_") == 1 and source.count("in range(10000)") == 1
     close(jax.jit(programs["scan"][0])(1.0), 1.0, rtol=1e-4)
+
+
+def test_loop_buffers_reused_across_steps_do_not_alias():
+    """The generated loop reuses a body's arrays from step to step (two sets for the carry,
+    taking turns): a step that reads its carry out of order, or returns it as a y too, must
+    still see the previous step's values."""
+    def step(c, x):
+        new = jnp.flip(c) * 0.5 + jnp.concatenate([c[2:], c[:2]]) + x
+        return new, new
+
+    xs = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    close(jax.jit(lambda c, xs: lax.scan(step, c, xs))(jnp.arange(3.0), xs),
+          lax.scan(step, jnp.arange(3.0), xs))
+    spin = lambda c: lax.while_loop(lambda s: s[0] < 5,  # noqa: E731
+                                    lambda s: (s[0] + 1, jnp.flip(s[1]) + s[1][0]), c)
+    close(jax.jit(spin)((0, jnp.arange(4.0))), spin((0, jnp.arange(4.0))))

@@ -1102,15 +1102,23 @@ class ProgramWriter:
     # --8<-- [end:merge_blocks]
 
     # --8<-- [start:emit_control_flow]
-    def _called(self, program: ClosedJaxpr, kind: str) -> tuple[str, str]:
+    def _called(self, program: ClosedJaxpr, kind: str,
+                scratch: list[tuple[str, bool]] | None = None) -> tuple[str, str]:
         """A program a loop or branch runs, written as a function of its own; its name and
-        the tuple of run-time dims to call it with."""
+        the tuple of run-time dims to call it with. With ``scratch`` (a loop's, called once a
+        step), the function's intermediate arrays become parameters: the lines that allocate
+        them once, before the loop, are added to ``scratch``, and the call must pass them
+        (``{dims}`` in those lines stands for the dims tuple)."""
         if program.consts:
             raise UnsupportedError(f"a {kind} program with constants")
         jaxpr = dce(inline_calls(program.jaxpr))
         writer = ProgramWriter(jaxpr, self.functions, nested=True)
         name = f"{kind}_{len(self.functions)}"
-        self.functions.append(writer.function(name))  # after the functions it calls
+        source = writer.function(name)
+        if scratch is not None:
+            source, allocations = _scratch_parameters(source, name)
+            scratch += allocations
+        self.functions.append(source)  # after the functions it calls
         dims = [self.dim(var, axis) for var, axis in writer.dims]
         return name, f"({', '.join(dims)},)" if dims else "(0,)"
 
@@ -1126,9 +1134,11 @@ class ProgramWriter:
         step's slice of the xs goes in, its ys are written at the step's row."""
         params = eqn.params
         n_consts, n_carry = params["num_consts"], params["num_carry"]
-        body, dims = self._called(params["jaxpr"], "scan_body")
+        scratch: list[tuple[str, bool]] = []
+        body, dims = self._called(params["jaxpr"], "scan_body", scratch)
         ops = [self._operand(a) for a in eqn.invars]
         base = self._temporary()
+        buffers, allocate = _scratch_buffers(scratch, base, f"{base}_d", f"{base}_i % 2")
         carry = [f"{base}_c{k}" for k in range(n_carry)]
         xs, ys = eqn.invars[n_consts + n_carry:], eqn.outvars[n_carry:]
         if xs:
@@ -1140,9 +1150,11 @@ class ProgramWriter:
         step = f"{base}_t"
         lines = [comment, *[f"{c} = {op}" for c, op in zip(carry, ops[n_consts:])]]
         lines += [self._allocate(y, self._shape(y)) for y in ys]
+        lines += [f"{base}_d = {dims}", *allocate]
         sliced = [f"{op}[{step}:{step} + 1]" if x.aval.ndim == 1 else f"{op}[{step}]"
                   for op, x in zip(ops[n_consts + n_carry:], xs)]
-        call = f"{body}({dims}, {', '.join([*ops[:n_consts], *carry, *sliced])})"
+        call = (f"{body}({base}_d, "
+                f"{', '.join([*ops[:n_consts], *carry, *sliced, *buffers])})")
         loop = [f"{step} = {length} - 1 - {base}_i" if params["reverse"] else
                 f"{step} = {base}_i", f"{base}_r = {call}"]
         loop += [f"{c} = {base}_r[{k}]" for k, c in enumerate(carry)]
@@ -1156,16 +1168,26 @@ class ProgramWriter:
         """A while loop that calls the predicate's function, then the body's."""
         params = eqn.params
         n_cond, n_body = params["cond_nconsts"], params["body_nconsts"]
-        predicate, pred_dims = self._called(params["cond_jaxpr"], "while_cond")
-        body, body_dims = self._called(params["body_jaxpr"], "while_body")
+        pred_scratch: list[tuple[str, bool]] = []
+        body_scratch: list[tuple[str, bool]] = []
+        predicate, pred_dims = self._called(params["cond_jaxpr"], "while_cond", pred_scratch)
+        body, body_dims = self._called(params["body_jaxpr"], "while_body", body_scratch)
         ops = [self._operand(a) for a in eqn.invars]
         base = self._temporary()
+        pred_buffers, pred_allocate = _scratch_buffers(pred_scratch, f"{base}_p", f"{base}_pd",
+                                                       f"{base}_k")
+        body_buffers, body_allocate = _scratch_buffers(body_scratch, f"{base}_b", f"{base}_bd",
+                                                       f"{base}_k")
         carry = [f"{base}_c{k}" for k in range(len(ops) - n_cond - n_body)]
         lines = [comment, *[f"{c} = {op}" for c, op in zip(carry, ops[n_cond + n_body:])]]
-        test = f"{predicate}({pred_dims}, {', '.join([*ops[:n_cond], *carry])})[0][0]"
-        step = [f"{base}_r = {body}({body_dims}, "
-                f"{', '.join([*ops[n_cond:n_cond + n_body], *carry])})"]
+        lines += [f"{base}_pd = {pred_dims}", f"{base}_bd = {body_dims}", *pred_allocate,
+                  *body_allocate, f"{base}_k = 0"]
+        test = (f"{predicate}({base}_pd, "
+                f"{', '.join([*ops[:n_cond], *carry, *pred_buffers])})[0][0]")
+        step = [f"{base}_r = {body}({base}_bd, "
+                f"{', '.join([*ops[n_cond:n_cond + n_body], *carry, *body_buffers])})"]
         step += [f"{c} = {base}_r[{k}]" for k, c in enumerate(carry)]
+        step.append(f"{base}_k = 1 - {base}_k")  # the other set of carry buffers next
         lines += [f"while {test}:", *_indent(step)]
         lines += [f"{self._name_of(v)} = {c}" for v, c in zip(eqn.outvars, carry)]
         self._statements(lines)
@@ -1213,6 +1235,52 @@ LOOP_RULES: dict[Primitive, Callable[[ProgramWriter, JaxprEqn, str], None]] = {
     p.threefry2x32_p: ProgramWriter._emit_threefry,
 }
 # --8<-- [end:loop_rules]
+
+
+# --8<-- [start:scratch]
+_ALLOCATION = re.compile(r"^    (v\d+) = np\.empty\(\(([^()]*)\), dtype=([\w.]+)\)$")
+
+
+def _scratch_parameters(source: str, name: str) -> tuple[str, list[tuple[str, bool]]]:
+    """A loop body's source with the arrays it allocates at its top level taken as
+    parameters instead, and, for the caller, how to allocate each (and whether it needs two
+    that alternate): so a loop allocates them once, not once a step. An intermediate array
+    is written before it is read in each step, so one is enough; an array the body returns
+    (the next carry) is read by the next step while that step writes its own, so two take
+    turns."""
+    lines = source.split("\n")
+    returned = next(line for line in lines if line.strip().startswith("return ("))
+    kept, allocations, params = [], [], []
+    for line in lines:
+        match = _ALLOCATION.match(line)
+        if match:
+            params.append(match[1])
+            shape = re.sub(r"\bd(\d+)\b", r"{dims}[\1]", match[2])
+            alternate = re.search(rf"\b{match[1]}\b", returned) is not None
+            allocations.append((f"np.empty(({shape}), dtype={match[3]})", alternate))
+            continue
+        kept.append(line)
+    header = next(i for i, line in enumerate(kept) if line.startswith(f"def {name}("))
+    if params:
+        kept[header] = kept[header][:-2] + ", " + ", ".join(params) + "):"
+    return "\n".join(kept), allocations
+
+
+def _scratch_buffers(allocations: list[tuple[str, bool]], base: str, dims: str,
+                     parity: str) -> tuple[list[str], list[str]]:
+    """What to pass for a called function's scratch arrays (``parity`` picks one of two that
+    alternate), and the lines that allocate them."""
+    names, lines = [], []
+    for k, (allocation, alternate) in enumerate(allocations):
+        allocation = allocation.replace("{dims}", dims)
+        if alternate:
+            lines += [f"{base}_s{k}a = {allocation}", f"{base}_s{k}b = {allocation}"]
+            names.append(f"({base}_s{k}a if {parity} == 0 else {base}_s{k}b)")
+        else:
+            lines.append(f"{base}_s{k} = {allocation}")
+            names.append(f"{base}_s{k}")
+    return names, lines
+# --8<-- [end:scratch]
 
 
 def _comment_param(value: Any) -> Any:
