@@ -486,6 +486,8 @@ class ProgramWriter:
         outs_text = " ".join(self._comment_atom(a) for a in self.jaxpr.outvars)
         summary = [f"# {name}: inputs {ins}; outputs {outs_text}"]
         decorator = f'@njit(parallel={self.parallel}, cache=True, error_model="numpy")'
+        if self.nested and not self.parallel:  # inlined into the loop: no call, no refcounts
+            decorator = '@njit(inline="always", cache=True, error_model="numpy")'
         return "\n".join(summary + [decorator, *lines, ""])
 
     def eqn_text(self, eqn: JaxprEqn) -> str:
