@@ -313,3 +313,30 @@ def test_loop_buffers_reused_across_steps_do_not_alias():
     spin = lambda c: lax.while_loop(lambda s: s[0] < 5,  # noqa: E731
                                     lambda s: (s[0] + 1, jnp.flip(s[1]) + s[1][0]), c)
     close(jax.jit(spin)((0, jnp.arange(4.0))), spin((0, jnp.arange(4.0))))
+
+
+def test_jitted_gradient_of_a_long_body_with_many_residuals():
+    """The backward scan of the pendulum takes dozens of arrays (residuals, scratch): the
+    generated call must stay valid for Numba however many there are."""
+    state = np.array([1.0, 0.0], np.float32)
+
+    def final_angle(length):
+        return integrate(state, length, steps=50)[0]
+
+    got = float(jax.jit(jax.grad(final_angle))(np.float32(1.0)))
+    eps = 1e-3
+    want = (integrate_numpy(state, 1.0 + eps, 50)[0]
+            - integrate_numpy(state, 1.0 - eps, 50)[0]) / (2 * eps)
+    np.testing.assert_allclose(got, want, rtol=2e-3)
+
+
+def test_nested_loops_and_a_cond_inside_a_loop():
+    def f(x):
+        def outer(c, row):
+            inner = lax.fori_loop(0, 3, lambda i, v: v * 0.5 + row, c)
+            return lax.cond(inner.sum() > 0, lambda v: v - 1.0, lambda v: v * 2.0, inner), \
+                inner.sum()
+        return lax.scan(outer, jnp.zeros(3), x)
+
+    x = np.random.default_rng(3).standard_normal((5, 3)).astype(np.float32)
+    close(jax.jit(f)(x), f(x))

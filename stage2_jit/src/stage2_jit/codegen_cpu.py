@@ -486,7 +486,8 @@ class ProgramWriter:
         outs_text = " ".join(self._comment_atom(a) for a in self.jaxpr.outvars)
         summary = [f"# {name}: inputs {ins}; outputs {outs_text}"]
         decorator = f'@njit(parallel={self.parallel}, cache=True, error_model="numpy")'
-        if self.nested and not self.parallel:  # inlined into the loop: no call, no refcounts
+        if self.nested and not self.parallel and len(self.jaxpr.invars) <= _MAX_INLINED_ARGS:
+            # inlined into the loop: no call, no reference counting of its arrays
             decorator = '@njit(inline="always", cache=True, error_model="numpy")'
         return "\n".join(summary + [decorator, *lines, ""])
 
@@ -1115,12 +1116,14 @@ class ProgramWriter:
             raise UnsupportedError(f"a {kind} program with constants")
         jaxpr = dce(inline_calls(program.jaxpr))
         writer = ProgramWriter(jaxpr, self.functions, nested=True)
-        name = f"{kind}_{len(self.functions)}"
+        slot = len(self.functions)
+        self.functions.append("")  # the name is taken before the functions it calls take theirs
+        name = f"{kind}_{slot}"
         source = writer.function(name)
         if scratch is not None:
             source, allocations = _scratch_parameters(source, name)
             scratch += allocations
-        self.functions.append(source)  # after the functions it calls
+        self.functions[slot] = source
         dims = [self.dim(var, axis) for var, axis in writer.dims]
         return name, f"({', '.join(dims)},)" if dims else "(0,)"
 
@@ -1140,7 +1143,7 @@ class ProgramWriter:
         body, dims = self._called(params["jaxpr"], "scan_body", scratch)
         ops = [self._operand(a) for a in eqn.invars]
         base = self._temporary()
-        buffers, allocate = _scratch_buffers(scratch, base, f"{base}_d", f"{base}_i % 2")
+        buffers, allocate, pick = _scratch_buffers(scratch, base, f"{base}_d", f"{base}_i % 2")
         carry = [f"{base}_c{k}" for k in range(n_carry)]
         xs, ys = eqn.invars[n_consts + n_carry:], eqn.outvars[n_carry:]
         if xs:
@@ -1158,7 +1161,7 @@ class ProgramWriter:
         call = (f"{body}({base}_d, "
                 f"{', '.join([*ops[:n_consts], *carry, *sliced, *buffers])})")
         loop = [f"{step} = {length} - 1 - {base}_i" if params["reverse"] else
-                f"{step} = {base}_i", f"{base}_r = {call}"]
+                f"{step} = {base}_i", *pick, f"{base}_r = {call}"]
         loop += [f"{c} = {base}_r[{k}]" for k, c in enumerate(carry)]
         loop += [f"{self.names[y]}[{step}] = {base}_r[{n_carry + j}]"
                  f"{'[0]' if y.aval.ndim == 1 else ''}" for j, y in enumerate(ys)]
@@ -1176,21 +1179,21 @@ class ProgramWriter:
         body, body_dims = self._called(params["body_jaxpr"], "while_body", body_scratch)
         ops = [self._operand(a) for a in eqn.invars]
         base = self._temporary()
-        pred_buffers, pred_allocate = _scratch_buffers(pred_scratch, f"{base}_p", f"{base}_pd",
-                                                       f"{base}_k")
-        body_buffers, body_allocate = _scratch_buffers(body_scratch, f"{base}_b", f"{base}_bd",
-                                                       f"{base}_k")
+        pred_buffers, pred_allocate, pred_pick = _scratch_buffers(
+            pred_scratch, f"{base}_p", f"{base}_pd", f"{base}_k")
+        body_buffers, body_allocate, body_pick = _scratch_buffers(
+            body_scratch, f"{base}_b", f"{base}_bd", f"{base}_k")
         carry = [f"{base}_c{k}" for k in range(len(ops) - n_cond - n_body)]
         lines = [comment, *[f"{c} = {op}" for c, op in zip(carry, ops[n_cond + n_body:])]]
         lines += [f"{base}_pd = {pred_dims}", f"{base}_bd = {body_dims}", *pred_allocate,
                   *body_allocate, f"{base}_k = 0"]
         test = (f"{predicate}({base}_pd, "
                 f"{', '.join([*ops[:n_cond], *carry, *pred_buffers])})[0][0]")
-        step = [f"{base}_r = {body}({base}_bd, "
+        step = [*body_pick, f"{base}_r = {body}({base}_bd, "
                 f"{', '.join([*ops[n_cond:n_cond + n_body], *carry, *body_buffers])})"]
         step += [f"{c} = {base}_r[{k}]" for k, c in enumerate(carry)]
-        step.append(f"{base}_k = 1 - {base}_k")  # the other set of carry buffers next
-        lines += [f"while {test}:", *_indent(step)]
+        step += [f"{base}_k = 1 - {base}_k", *pred_pick]  # the other set of buffers next
+        lines += [*pred_pick, f"while {test}:", *_indent(step)]
         lines += [f"{self._name_of(v)} = {c}" for v, c in zip(eqn.outvars, carry)]
         self._statements(lines)
 
@@ -1240,6 +1243,8 @@ LOOP_RULES: dict[Primitive, Callable[[ProgramWriter, JaxprEqn, str], None]] = {
 
 
 # --8<-- [start:scratch]
+# Python compiles a call of more arguments than this as f(*args), which Numba cannot inline.
+_MAX_INLINED_ARGS = 24
 _ALLOCATION = re.compile(r"^    (v\d+) = np\.empty\(\(([^()]*)\), dtype=([\w.]+)\)$")
 
 
@@ -1263,25 +1268,30 @@ def _scratch_parameters(source: str, name: str) -> tuple[str, list[tuple[str, bo
             continue
         kept.append(line)
     header = next(i for i, line in enumerate(kept) if line.startswith(f"def {name}("))
-    if params:
-        kept[header] = kept[header][:-2] + ", " + ", ".join(params) + "):"
+    if params:  # one tuple parameter, however many arrays (a call's arguments stay few)
+        kept[header] = kept[header][:-2] + ", scratch):"
+        kept.insert(header + 1, f"    {', '.join(params)}, = scratch")
     return "\n".join(kept), allocations
 
 
 def _scratch_buffers(allocations: list[tuple[str, bool]], base: str, dims: str,
-                     parity: str) -> tuple[list[str], list[str]]:
-    """What to pass for a called function's scratch arrays (``parity`` picks one of two that
-    alternate), and the lines that allocate them."""
-    names, lines = [], []
+                     parity: str) -> tuple[list[str], list[str], list[str]]:
+    """What to pass for a called function's scratch arrays (a tuple, or nothing), the lines
+    that allocate them (before the loop), and the lines that pick, each step, one of two that
+    alternate (``parity``). NB: the pick is a statement of its own: Numba rejects a
+    conditional expression among many call arguments."""
+    names: list[str] = []
+    allocate, pick = [], []
     for k, (allocation, alternate) in enumerate(allocations):
         allocation = allocation.replace("{dims}", dims)
+        name = f"{base}_s{k}"
+        names.append(name)
         if alternate:
-            lines += [f"{base}_s{k}a = {allocation}", f"{base}_s{k}b = {allocation}"]
-            names.append(f"({base}_s{k}a if {parity} == 0 else {base}_s{k}b)")
+            allocate += [f"{name}a = {allocation}", f"{name}b = {allocation}"]
+            pick.append(f"{name} = {name}a if {parity} == 0 else {name}b")
         else:
-            lines.append(f"{base}_s{k} = {allocation}")
-            names.append(f"{base}_s{k}")
-    return names, lines
+            allocate.append(f"{name} = {allocation}")
+    return ([f"({', '.join(names)},)"] if names else []), allocate, pick
 # --8<-- [end:scratch]
 
 
