@@ -224,7 +224,9 @@ def dot_general_sharding_rule(avals, specs, *, dimension_numbers, preferred_elem
                          f"is ambiguous",
                          "Say which with out_sharding (out_sharding=P() for a replicated "
                          "result, an all-reduce), or reshard one operand's contracting dim "
-                         "unsplit.")
+                         "unsplit. (An eager gradient gets here when its parameter is a "
+                         "plain array: put the parameters on the mesh first, "
+                         "jax.device_put(params, P()), or take the gradient under jit.)")
     batch = []
     for dx, dy in zip(lb, rb):
         if xs[dx] and ys[dy] and xs[dx] != ys[dy]:
