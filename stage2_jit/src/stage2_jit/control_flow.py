@@ -58,7 +58,7 @@ from stage1_autodiff import primitives as lax
 from .abstract_eval import abstract_eval_rules
 from .derived import is_float, jvp_program, split_tangents, trace_flat, vjp_program
 from .jaxpr import ClosedJaxpr, Jaxpr, Var
-from .tracing import _closed_with_consts_as_args, eval_jaxpr, jaxpr_as_fun, trace_to_jaxpr
+from .tracing import eval_jaxpr, jaxpr_as_fun
 
 cond_p = Primitive("cond", multiple_results=True)
 while_p = Primitive("while", multiple_results=True)
@@ -89,8 +89,7 @@ def trace_function(fun: Callable, in_tree: Any, avals: Sequence[ShapedArray]
         out_tree.append(tree)
         return leaves
 
-    jaxpr, consts = trace_to_jaxpr(flat, list(avals))
-    program, consts = _closed_with_consts_as_args(jaxpr, consts)
+    program, consts = trace_flat(flat, avals)
     return program, consts, out_tree[0]
 
 
@@ -352,7 +351,7 @@ def while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_n
     float_carry = [is_float(get_aval(c)) for c in carry]
     const_tangents = [t for t, f in zip(tangents[cond_nconsts:cond_nconsts + body_nconsts],
                                         float_consts) if f]
-    carry_tangents = [lax.zeros_like(c) if _is_zero(t) else t for t, c, f in
+    carry_tangents = [lax.zeros_like(c) if t is None else t for t, c, f in
                       zip(tangents[cond_nconsts + body_nconsts:], carry, float_carry) if f]
     n_body, n_carry = len(body_consts), len(carry)
     n_const_t = len(const_tangents)
@@ -383,10 +382,6 @@ def while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_n
                         body_nconsts=len(body_extra) + n_body + n_const_t)
     return split_tangents(list(outs), [get_aval(c) for c in carry])
 # --8<-- [end:while_jvp]
-
-
-def _is_zero(t: Any) -> bool:
-    return t is None
 
 
 jvp_rules[while_p] = while_jvp

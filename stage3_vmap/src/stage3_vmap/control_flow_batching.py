@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stage1_autodiff.core import ShapedArray, get_aval
+from stage1_autodiff.core import get_aval
 from stage2_jit.control_flow import cond_p, join_consts, scan_p, while_p
 from stage2_jit.derived import trace_flat
 from stage2_jit.jaxpr import ClosedJaxpr
@@ -30,13 +30,7 @@ from stage2_jit.tracing import jaxpr_as_fun
 
 from stage1_autodiff import primitives as lax
 
-from .batching import AxisData, batch_fun, batching_rules, bdim_at, not_mapped
-
-
-def _with_batch(aval: ShapedArray, dim: int, size: int) -> ShapedArray:
-    shape = list(aval.shape)
-    shape.insert(dim, size)
-    return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+from .batching import AxisData, _with_batch, batch_fun, batching_rules, bdim_at, not_mapped
 
 
 def batch_program(program: ClosedJaxpr, axis_data: AxisData, in_batched: list[bool],

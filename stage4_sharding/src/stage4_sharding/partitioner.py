@@ -48,6 +48,7 @@ from stage2_jit.codegen_cpu import ELEMENTWISE
 from stage2_jit.debug import debug_print_p
 from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from stage2_jit.jit import jit_p
+from stage2_jit.passes import dce
 from stage2_jit.tracing import trace_to_jaxpr
 from stage3_vmap.batching import AxisData, BoundAxis, axis_frame, batching_rules, bound_axes
 from stage3_vmap.collectives import (
@@ -517,19 +518,8 @@ def trace_local(fun: Callable[..., list[Any]], mesh: Mesh,
             del bound_axes[-len(axes):]
 
     jaxpr, consts = trace_to_jaxpr(with_mesh_axes, list(avals))
-    return ClosedJaxpr(dead_code_eliminated(jaxpr), consts)
+    return ClosedJaxpr(dce(jaxpr), consts)  # an all-reduce a reduce-scatter replaced goes
 # --8<-- [end:trace_local]
-
-
-def dead_code_eliminated(jaxpr: Jaxpr) -> Jaxpr:
-    """Without the equations no result needs (an all-reduce a reduce-scatter replaced)."""
-    live = {v for v in jaxpr.outvars if isinstance(v, Var)}
-    kept = []
-    for eqn in reversed(jaxpr.eqns):
-        if eqn.primitive is debug_print_p or any(v in live for v in eqn.outvars):
-            kept.append(eqn)
-            live.update(a for a in eqn.invars if isinstance(a, Var))
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept[::-1])
 
 
 _partitioned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

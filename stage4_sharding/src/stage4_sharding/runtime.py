@@ -92,12 +92,16 @@ def _per_group(combine: Callable[[list[np.ndarray]], list[np.ndarray]]) -> Devic
     return run
 
 
+def _combined(ufunc: np.ufunc, values: list[np.ndarray]) -> np.ndarray:
+    total = np.array(values[0])  # a fresh buffer, combined into in place
+    for value in values[1:]:
+        ufunc(total, value, out=total)
+    return total
+
+
 def _reduce(ufunc: np.ufunc) -> DeviceOp:
     def combine(values):
-        total = np.array(values[0])  # a fresh buffer, combined into in place
-        for value in values[1:]:
-            ufunc(total, value, out=total)
-        return [total] * len(values)
+        return [_combined(ufunc, values)] * len(values)
     return lambda groups, blocks, **params: _per_group(combine)(groups, blocks)
 
 
@@ -118,9 +122,7 @@ device_ops[all_gather_p] = _all_gather
 
 def _psum_scatter(groups, blocks, *, scatter_dimension, tiled):
     def combine(values):
-        total = np.array(values[0])
-        for value in values[1:]:
-            np.add(total, value, out=total)
+        total = _combined(np.add, values)
         if tiled:
             return [np.ascontiguousarray(b) for b in np.split(total, len(values),
                                                               scatter_dimension)]
@@ -281,12 +283,10 @@ class SpmdExecutable:
         params = dict(eqn.params)
         if eqn.primitive is shard_slice_p:
             return _shard_slice(self.groups, operands[0], params["axes"])
-        names = params.pop("axis_name")
-        names = names if isinstance(names, tuple) else (names,)
+        names = _axis_names(params.pop("axis_name"))
         if eqn.primitive is axis_index_p:
             return _axis_index(self.groups, names)
-        cost = collective_cost(eqn.primitive.name, eqn.invars[0].aval,
-                               names, group_size(self.mesh.shape, names), params)
+        cost = eqn_cost(eqn, self.mesh)
         if cost is not None:
             note_executed(cost)
         return device_ops[eqn.primitive](self.groups.groups(names), operands[0], **params)
@@ -303,17 +303,20 @@ def spmd_executable(local: ClosedJaxpr, mesh: Mesh, backend: str) -> SpmdExecuta
     return per_backend[backend]
 
 
+def _axis_names(axis_name: Any) -> tuple[str, ...]:
+    return axis_name if isinstance(axis_name, tuple) else (axis_name,)
+
+
+def eqn_cost(eqn: JaxprEqn, mesh: Mesh) -> Any:
+    """A collective equation's cost on ``mesh`` (None for one that moves nothing)."""
+    names = _axis_names(eqn.params["axis_name"])
+    params = {k: v for k, v in eqn.params.items() if k != "axis_name"}
+    return collective_cost(eqn.primitive.name, eqn.invars[0].aval, names,
+                           group_size(mesh.shape, names), params)
+
+
 def static_costs(local: ClosedJaxpr, mesh: Mesh) -> list[Any]:
     """The collectives a per-device program runs, with their costs, without running it."""
-    costs = []
-    for eqn in local.jaxpr.eqns:
-        if eqn.primitive in device_ops:
-            names = eqn.params["axis_name"]
-            names = names if isinstance(names, tuple) else (names,)
-            params = {k: v for k, v in eqn.params.items() if k != "axis_name"}
-            cost = collective_cost(eqn.primitive.name, eqn.invars[0].aval, names,
-                                   group_size(mesh.shape, names), params)
-            if cost is not None:
-                costs.append(cost)
-    return costs
+    costs = [eqn_cost(eqn, mesh) for eqn in local.jaxpr.eqns if eqn.primitive in device_ops]
+    return [c for c in costs if c is not None]
 
