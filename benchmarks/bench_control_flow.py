@@ -21,7 +21,8 @@ float32, the state a pair of scalars.
 Every result is checked against the same computation in float64 NumPy (the gradient against
 the central difference) before anything is timed. JAX is timed in a child process of its own
 (see benchmarks/README.md). A summary table ends the run: each target, the ratio measured and
-met or MISSED.
+met or MISSED. The speed-ups over NumPy of 1 to 3 are drawn to
+course/assets/bench_control_flow.png (not with ``--quick``).
 
 Run from the repository root:
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import re
 import textwrap
 from collections.abc import Callable
@@ -53,6 +55,7 @@ from common import (  # benchmarks/common.py
     time_rows,
     verdict,
 )
+from plotting import PlotPanel, speedups, write_course_plot  # benchmarks/plotting.py
 
 import stage3_vmap as jax
 
@@ -388,7 +391,8 @@ def per_step(what: str, rows: TimedRows, labels: tuple[str, ...], steps: int) ->
                          subsequent_indent="    ")
 
 
-def bench_fori(sizes: Sizes, timing, others: dict, verdicts: Verdicts) -> None:
+def bench_fori(sizes: Sizes, timing, others: dict, verdicts: Verdicts,
+              plot: list[PlotPanel]) -> None:
     integrate = pendulum(jnp, jax.lax.fori_loop, jax.lax.scan, sizes.steps)[0]
     np_integrate = numpy_pendulum(sizes.steps)[0]
     f32 = np.float32
@@ -423,6 +427,8 @@ def bench_fori(sizes: Sizes, timing, others: dict, verdicts: Verdicts) -> None:
         ("  Numba by hand: (1,)-array steps", lambda: numba_array_steps(*array_args)),
     ])
     print_table(title, timed)
+    plot.append(speedups(f"fori_loop, {sizes.steps} RK4 steps: speed-up over NumPy", timed,
+                         "NumPy"))
     allocations = step_allocations(compiled, *args)
     print(per_step("per step", timed, (*MAIN_LABELS, "NumPy (2,)", "our kernel",
                                        "Numba scalars", "Numba (1,) arrays"), sizes.steps))
@@ -435,7 +441,8 @@ def bench_fori(sizes: Sizes, timing, others: dict, verdicts: Verdicts) -> None:
     add_at_most(verdicts, "fori_loop: jit / jax.jit", t_ours, t_jax, VS_JAX)
 
 
-def bench_scan(sizes: Sizes, timing, others: dict, verdicts: Verdicts) -> None:
+def bench_scan(sizes: Sizes, timing, others: dict, verdicts: Verdicts,
+              plot: list[PlotPanel]) -> None:
     trajectory = pendulum(jnp, jax.lax.fori_loop, jax.lax.scan, sizes.steps)[1]
     np_trajectory = numpy_pendulum(sizes.steps)[1]
     f32 = np.float32
@@ -460,6 +467,8 @@ def bench_scan(sizes: Sizes, timing, others: dict, verdicts: Verdicts) -> None:
     timed.append(jax_row(others, title, "JAX jit(scan)"))
     timed += timing([("  our kernel alone, no dispatch", kernel)])
     print_table(title, timed)
+    plot.append(speedups(f"scan, {sizes.steps} RK4 steps and the trajectory: speed-up over "
+                         f"NumPy", timed, "NumPy"))
     print(per_step("per step", timed, (*MAIN_LABELS, "our kernel"), sizes.steps))
 
     t_ours, t_numpy, t_jax = (best(t) for _, t in timed[:3])
@@ -467,7 +476,8 @@ def bench_scan(sizes: Sizes, timing, others: dict, verdicts: Verdicts) -> None:
     add_at_most(verdicts, "scan: jit / jax.jit", t_ours, t_jax, VS_JAX)
 
 
-def bench_batched(sizes: Sizes, timing, others: dict, verdicts: Verdicts) -> None:
+def bench_batched(sizes: Sizes, timing, others: dict, verdicts: Verdicts,
+                 plot: list[PlotPanel]) -> None:
     integrate = pendulum(jnp, jax.lax.fori_loop, jax.lax.scan, sizes.steps)[0]
     np_integrate = numpy_pendulum(sizes.steps)[0]
     f32 = np.float32
@@ -489,6 +499,8 @@ def bench_batched(sizes: Sizes, timing, others: dict, verdicts: Verdicts) -> Non
     ])
     timed.append(jax_row(others, title, "JAX jit(vmap(fori_loop))"))
     print_table(title, timed)
+    plot.append(speedups(f"vmap of fori_loop over {sizes.batch} pendulums: speed-up over NumPy",
+                         timed, "NumPy"))
     print(per_step("per pendulum and step", timed, MAIN_LABELS, sizes.steps * sizes.batch))
 
     t_ours, t_numpy, t_jax = (best(t) for _, t in timed)
@@ -551,6 +563,7 @@ def add_diagnostic(verdicts: Verdicts, what: str, ratio: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    load_at_start = os.getloadavg()[0]
     run = start(__doc__, "control-flow", argv, "")
     sizes = QUICK if run.quick else FULL
 
@@ -559,11 +572,15 @@ def main(argv: list[str] | None = None) -> None:
 
     others = jax_timed_rows(sizes, run.repeat, run.min_time, run.keep_memory)
     verdicts: Verdicts = []
-    bench_fori(sizes, timing, others, verdicts)
-    bench_scan(sizes, timing, others, verdicts)
-    bench_batched(sizes, timing, others, verdicts)
+    plot: list[PlotPanel] = []
+    bench_fori(sizes, timing, others, verdicts, plot)
+    bench_scan(sizes, timing, others, verdicts, plot)
+    bench_batched(sizes, timing, others, verdicts, plot)
     bench_grad(sizes, timing, others, verdicts)
     print_verdicts(verdicts, "targets (issue 7), each ratio of best times")
+    if not run.quick:
+        write_course_plot(plot, "bench_control_flow", "control-flow benchmark", "stage3_vmap",
+                          load_at_start)
     finish(run)
 
 

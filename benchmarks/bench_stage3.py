@@ -15,7 +15,8 @@ written for the batch and against JAX.
 
 Every result is checked equal to NumPy's before it is timed. JAX is timed in a child process
 of its own (see benchmarks/README.md). A summary table ends the run: each target, the ratio
-measured and met or MISSED.
+measured and met or MISSED. The speed-ups over the Python loops are drawn to
+course/assets/bench_stage3.png (not with ``--quick``).
 
 Run from the repository root:
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -43,6 +45,7 @@ from common import (  # benchmarks/common.py
     time_rows,
     verdict,
 )
+from plotting import PlotPanel, speedups, write_course_plot  # benchmarks/plotting.py
 
 import stage3_vmap as jax
 
@@ -249,7 +252,7 @@ def jax_row(others: dict, title: str, name: str) -> tuple[str, Timing | str]:
 
 
 def bench_pairwise(shape: tuple[int, int], sizes: Sizes, timing, others: dict,
-                   verdicts: Verdicts) -> None:
+                   verdicts: Verdicts, plot: list[PlotPanel]) -> None:
     np_x, np_y = pairwise_points(shape)
     x, y = jnp.asarray(np_x), jnp.asarray(np_y)
     expected = numpy_pairwise(np_x, np_y)
@@ -278,13 +281,16 @@ def bench_pairwise(shape: tuple[int, int], sizes: Sizes, timing, others: dict,
     ]))
     loop_timing = scaled(loop_timing, shape[0] / rows)
     jax_name, jax_timing = jax_row(others, pairwise_title(shape), "JAX jit(vmap)")
-    print_table(pairwise_title(shape), [
+    timed = [
         ("stage3_vmap vmap (eager)", eager_timing),
         ("NumPy broadcasting", numpy_timing),
         ("stage3_vmap jit(vmap)", jit_timing),
         ("Python loop of l1, pair by pair" + (" (1)" if rows < shape[0] else ""), loop_timing),
         (jax_name, jax_timing),
-    ])
+    ]
+    print_table(pairwise_title(shape), timed)
+    plot.append(speedups(f"pairwise L1 distances, {shape[0]} points of {shape[1]}: speed-up "
+                         f"over the loop", timed, "Python loop"))
     if rows < shape[0]:
         print(f"  (1) timed on {rows} of the {shape[0]} rows ({rows * shape[0]} calls of l1) "
               f"and scaled by {shape[0] / rows:g}")
@@ -302,7 +308,7 @@ def bench_pairwise(shape: tuple[int, int], sizes: Sizes, timing, others: dict,
 
 
 def bench_per_example(mlp: tuple[int, ...], sizes: Sizes, timing, others: dict,
-                      verdicts: Verdicts) -> None:
+                      verdicts: Verdicts, plot: list[PlotPanel]) -> None:
     np_params, np_x, np_labels = mlp_problem(mlp, sizes.batch)
     params = [tuple(jnp.asarray(p) for p in layer) for layer in np_params]
     x, labels = jnp.asarray(np_x), jnp.asarray(np_labels)
@@ -330,6 +336,8 @@ def bench_per_example(mlp: tuple[int, ...], sizes: Sizes, timing, others: dict,
     ])
     timed.append(jax_row(others, title, "JAX jit(vmap(grad))"))
     print_table(title, timed)
+    plot.append(speedups(f"per-example grads, MLP {'-'.join(map(str, mlp))}, batch "
+                         f"{sizes.batch}: speed-up over the loop", timed, "Python loop"))
     megabytes = sum(g.nbytes for layer in expected for g in layer) / 1e6
     print(f"  the per-example gradients are {megabytes:.3g} MB per call")
 
@@ -368,6 +376,7 @@ def add_at_least(verdicts: Verdicts, what: str, t_other: float, t_ours: float,
 
 
 def main(argv: list[str] | None = None) -> None:
+    load_at_start = os.getloadavg()[0]
     run = start(__doc__, "stage 3", argv, "")
     sizes = QUICK if run.quick else FULL
 
@@ -376,11 +385,15 @@ def main(argv: list[str] | None = None) -> None:
 
     others = jax_timed_rows(sizes, run.repeat, run.min_time, run.keep_memory)
     verdicts: Verdicts = []
+    plot: list[PlotPanel] = []
     for shape in sizes.pairwise:
-        bench_pairwise(shape, sizes, timing, others, verdicts)
+        bench_pairwise(shape, sizes, timing, others, verdicts, plot)
     for mlp in sizes.mlps:
-        bench_per_example(mlp, sizes, timing, others, verdicts)
+        bench_per_example(mlp, sizes, timing, others, verdicts, plot)
     print_verdicts(verdicts, "targets (issue 5), each ratio of best times")
+    if not run.quick:
+        write_course_plot(plot, "bench_stage3", "stage 3 benchmark", "stage3_vmap",
+                          load_at_start)
     finish(run)
 
 

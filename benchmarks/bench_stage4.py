@@ -20,7 +20,8 @@ whether the bytes the collectives move are the fewest possible.
 Every result is checked before it is timed or counted: the one-device gradients against NumPy
 backprop by hand, the 8-device ones against the one-device ones, each example's result
 against the same computation on one device. A summary table ends the run: each target, the
-figure measured and met or MISSED.
+figure measured and met or MISSED. The step's speed relative to our one-device step is drawn to
+course/assets/bench_stage4.png (not with ``--quick``).
 
 Run from the repository root:
 
@@ -50,6 +51,7 @@ from common import (  # benchmarks/common.py
     time_rows,
     verdict,
 )
+from plotting import PlotPanel, speedups, write_course_plot  # benchmarks/plotting.py
 from stage4_sharding.runtime import spmd_executable
 from stage4_sharding.sharding import NamedSharding
 from stage4_sharding.sharding import PartitionSpec as P
@@ -182,7 +184,7 @@ def generated_everywhere(step, *args) -> bool:
     executable = spmd_executable(partitioned.local, partitioned.mesh, compiled.backend)
     return all(not getattr(run, "source", "# backend").startswith(("# Not generated",
                                                                    "# backend"))
-               for run in executable.executables.values())
+               for run in executable.scheduled(executable.local)[1].values())
 
 
 def scaled(timing: Timing, factor: float) -> Timing:
@@ -242,7 +244,7 @@ def jax_timed_rows(sizes: Sizes, repeat: int, min_time: float,
 
 
 def bench_data_parallel(layers: tuple[int, ...], batch: int, timing, others: dict,
-                        verdicts: Verdicts) -> None:
+                        verdicts: Verdicts, plot: list[PlotPanel]) -> None:
     np_params, np_inputs, np_targets = mlp_problem(layers, batch)
     want = numpy_grads(np_params, np_inputs, np_targets)
     share = batch // DEVICES
@@ -284,6 +286,8 @@ def bench_data_parallel(layers: tuple[int, ...], batch: int, timing, others: dic
                                  "not installed" if not installed("jax") else
                                  "not measured (JAX has fewer CPU devices)")))
     print_table(title, timed)
+    plot.append(speedups(f"training step, MLP {mlp_name(layers)}, batch {batch}: speed over "
+                         f"ours on 1 device", timed, "ours, 1 device"))
     print(f"  (1) one device's share of the batch, timed on one device and multiplied by "
           f"{DEVICES}:\n      what the devices compute, without the collectives")
     print(f"  gradients: {DEVICES} devices against 1, max abs difference {difference:.3g}; "
@@ -409,6 +413,7 @@ def max_abs_difference_tree(a, b) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
+    load_at_start = os.getloadavg()[0]
     run = start(__doc__, "stage 4", argv, f"; {jax.device_count()} simulated devices")
     sizes = QUICK if run.quick else FULL
 
@@ -417,10 +422,14 @@ def main(argv: list[str] | None = None) -> None:
 
     others = jax_timed_rows(sizes, run.repeat, run.min_time, run.keep_memory)
     verdicts: Verdicts = []
+    plot: list[PlotPanel] = []
     for layers, batch in sizes.mlps:
-        bench_data_parallel(layers, batch, timing, others, verdicts)
+        bench_data_parallel(layers, batch, timing, others, verdicts, plot)
     bench_bytes(sizes, verdicts)
     print_verdicts(verdicts, "targets (issue 6)")
+    if not run.quick:
+        write_course_plot(plot, "bench_stage4", f"stage 4 benchmark, {DEVICES} simulated devices "
+                          f"run one after another", "ours", load_at_start)
     finish(run)
 
 

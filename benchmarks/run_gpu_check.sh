@@ -13,7 +13,8 @@
 #
 # Then run it there with .whl carried, e.g. run(command="bash benchmarks/run_gpu_check.sh",
 # carry=[".whl"], timeout_s=540). It installs the wheel into /tmp/site, prints the GPU, and
-# runs benchmarks/bench_stage2_gpu.py within BENCH_TIMEOUT_S seconds (default 420); the log
+# runs benchmarks/bench_stage2_gpu.py within BENCH_TIMEOUT_S seconds (default 420), then
+# benchmarks/bench_control_flow_gpu.py within LOOP_BENCH_TIMEOUT_S (default 120); the log
 # is also written to $OUT/gpu_check.log when OUT is set.
 #
 # The tests in tests/stage2_cuda are not run here: they are written for Numba's CUDA
@@ -45,5 +46,10 @@ if [ -n "${OUT:-}" ]; then log="$OUT/gpu_check.log"; fi
     if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
         echo "bench_stage2_gpu.py ran past ${BENCH_TIMEOUT_S:-420} s and was stopped"
     fi
+    # Issue 7's loops on the GPU (no target; what the host loop costs and where it pays).
+    PYTHONPATH="$PYTHONPATH:stage3_vmap/src" timeout --kill-after=10 \
+        "${LOOP_BENCH_TIMEOUT_S:-120}" python3 benchmarks/bench_control_flow_gpu.py
+    loops=$?
+    if [ "$status" -eq 0 ]; then status=$loops; fi
     exit "$status"
 } 2>&1 | tee "$log"

@@ -17,6 +17,7 @@ section that exist, and that exercise ids (``task1_3``) are well formed and uniq
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import re
 import sys
@@ -130,6 +131,9 @@ def _run(source: str, filename: str, module: types.ModuleType, output: io.String
 
 @pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=lambda p: str(p.relative_to(COURSE)))
 def test_page_code_blocks_run(page: Path) -> None:
+    # What earlier pages (and tests) left in reference cycles is freed first, as in a reader's
+    # fresh session: a page that counts a device's bytes must not see it freed midway.
+    gc.collect()
     module = types.ModuleType(f"course_page_{page.stem.replace('-', '_')}")
     module.__file__ = str(page)
     sys.modules[module.__name__] = module  # dataclasses and pickling look modules up here

@@ -15,13 +15,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _missing_tools() -> list[str]:
-    needed = ["mkdocs", "material", "pymdownx"]
+    needed = ["mkdocs", "material", "pymdownx", "mkdocstrings", "mkdocstrings_handlers"]
     return [name for name in needed if importlib.util.find_spec(name) is None]
 
 
 @pytest.mark.skipif(bool(_missing_tools()),
-                    reason="the site build needs mkdocs, mkdocs-material and pymdown-extensions "
-                           "(pip install -e '.[dev]')")
+                    reason="the site build needs mkdocs, mkdocs-material, pymdown-extensions and "
+                           "mkdocstrings[python] (pip install -e '.[dev]')")
 def test_mkdocs_build_strict(tmp_path: Path) -> None:
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
     result = subprocess.run(

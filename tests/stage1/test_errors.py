@@ -452,6 +452,7 @@ def test_escaped_tracer_used_outside_any_transformation(leak, use):
         use(tracer)
 
 
+@pytest.mark.task1_3
 @pytest.mark.parametrize("leak", [_leak_from_grad, _leak_from_jvp], ids=["grad", "jvp"])
 def test_escaped_tracer_used_inside_a_later_grad(leak):
     tracer = leak()
@@ -459,6 +460,7 @@ def test_escaped_tracer_used_inside_a_later_grad(leak):
         jax.grad(lambda y: y * tracer)(2.0)
 
 
+@pytest.mark.task1_3
 def test_escaped_tracer_used_inside_a_later_jvp():
     tracer = _leak_from_grad()
     with pytest.raises(UnexpectedTracerError, match=r"escaped"):

@@ -66,6 +66,7 @@ def test_key_data_of_seed(entry):
     np.testing.assert_array_equal(np.asarray(raw), np.asarray(entry["prngkey"], np.uint32))
 
 
+@pytest.mark.task1_5
 @cases("split")
 def test_split(entry):
     num = entry["num"]
@@ -84,6 +85,7 @@ def test_split(entry):
         assert isinstance(out, Array) and out.dtype == np.uint32
 
 
+@pytest.mark.task1_5
 @cases("fold_in")
 def test_fold_in(entry):
     out = jr.fold_in(make_key(entry), entry["data"])
@@ -97,6 +99,7 @@ def test_fold_in_accepts_array_data():
     np.testing.assert_array_equal(key_bits(jr.fold_in(jr.key(42), np.uint32(7))), expected)
 
 
+@pytest.mark.task1_5
 @cases("bits")
 def test_bits(entry):
     out = jr.bits(make_key(entry), tuple(entry["shape"]))
@@ -118,12 +121,14 @@ def jax_threefry_2x32(key: np.ndarray, count: np.ndarray) -> np.ndarray:
     return out[:flat.size].reshape(np.shape(count))
 
 
+@pytest.mark.task1_5
 @cases("threefry_2x32")
 def test_threefry_2x32_hash(entry):
     out = jax_threefry_2x32(np.asarray(entry["key"], np.uint32), np.asarray(entry["count"]))
     np.testing.assert_array_equal(out, np.asarray(entry["result"], np.uint32))
 
 
+@pytest.mark.task1_5
 def test_threefry_known_answer_from_the_random123_paper():
     """Random123's known-answer test for threefry2x32_20: key 0, counter 0."""
     out1, out2 = threefry2x32(*(Array(np.zeros((), np.uint32)) for _ in range(4)))
@@ -135,6 +140,7 @@ def test_threefry_known_answer_from_the_random123_paper():
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.task1_5
 @cases("uniform")
 def test_uniform(entry):
     out = jr.uniform(make_key(entry), tuple(entry["shape"]),
@@ -152,6 +158,7 @@ def test_uniform(entry):
     np.testing.assert_allclose(out, expected, rtol=0, atol=scale)
 
 
+@pytest.mark.task1_5
 @cases("normal")
 def test_normal(entry):
     out = np.asarray(jr.normal(make_key(entry), tuple(entry["shape"])))

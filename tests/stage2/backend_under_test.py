@@ -30,6 +30,12 @@ def examples(on_cpu: int) -> int:
     return on_cpu if BACKEND == "cpu" else max(3, on_cpu // 3)
 
 
+def trips(on_cpu: int) -> int:
+    """Loop trips for a test whose point is not the count: fewer on the simulator, where each
+    trip launches the body's kernels, each one a set of OS threads."""
+    return on_cpu if BACKEND == "cpu" else max(5, on_cpu // 50)
+
+
 not_on_simulator = pytest.mark.skipif(
     BACKEND == "cuda", reason="the CUDA simulator runs one kernel at a time: its fake CUDA "
     "module is swapped into a kernel's globals while it runs, so host threads collide")

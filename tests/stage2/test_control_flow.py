@@ -6,7 +6,7 @@ an RK4 pendulum integrator checked against NumPy."""
 
 import numpy as np
 import pytest
-from backend_under_test import cpu_only
+from backend_under_test import cpu_only, trips
 from stage1_autodiff.test_util import check_grads
 
 import stage2_jit as jax
@@ -181,9 +181,11 @@ def test_scan_with_pytrees_no_xs_and_no_ys():
 
 
 def test_a_long_scan_is_one_equation():
-    f = jax.jit(lambda x: lax.fori_loop(0, 10_000, lambda i, v: v * 0.999 + 0.001, x))
-    assert primitives_of(f.fun, 1.0) == ["scan"]
-    close(f(1.0), 1.0, rtol=1e-4)
+    def loop(n):
+        return jax.jit(lambda x: lax.fori_loop(0, n, lambda i, v: v * 0.999 + 0.002, x))
+    assert primitives_of(loop(10_000).fun, 1.0) == ["scan"]
+    n = trips(10_000)
+    close(loop(n)(1.0), 2.0 - 0.999 ** n, rtol=1e-4)  # v_n = 2 - 0.999**n from v_0 = 1
 
 
 def test_scan_errors_name_the_carry_leaf():
@@ -191,6 +193,44 @@ def test_scan_errors_name_the_carry_leaf():
                                         r"gives i32\[\] at \[0\], but f gives f32\[\] there"):
         jax.jit(lambda xs: lax.scan(lambda c, x: ((c[0] * 1.5, c[1]), x), (1, 0.0), xs))(
             jnp.ones(3))
+
+
+# map, a scan with an empty carry: Task 2.10.
+
+
+def loop_map(f, xs):
+    """What map means: f of each slice along the leading dim, the results stacked."""
+    leaves, tree = jax.tree_flatten(xs)
+    outs = [f(jax.tree_unflatten(tree, [x[i] for x in leaves])) for i in range(len(leaves[0]))]
+    return jax.tree_util.tree_map(lambda *ys: jnp.stack(ys), *outs)
+
+
+def slices_product(p):
+    return jnp.sin(p["a"]) * p["b"][0], {"twice": p["b"][1] * 2.0}
+
+
+@pytest.mark.task2_10
+@pytest.mark.parametrize("length", [1, 4])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3)], ids=str)
+def test_map_equals_a_loop_over_the_slices(length, shape):
+    xs = {"a": rng.standard_normal((length, *shape)).astype(np.float32),
+          "b": (rng.standard_normal(length).astype(np.float32), jnp.ones((length, 2)))}
+    want = loop_map(slices_product, xs)
+    close(lax.map(slices_product, xs), want)
+    jitted = jax.jit(lambda xs: lax.map(slices_product, xs), backend="interpreter")
+    close(jitted(xs), want)
+
+
+@pytest.mark.task2_10
+def test_map_is_one_scan_without_a_carry_under_jit_and_grad():
+    xs = jnp.arange(5.0)
+    closed = jax.make_jaxpr(lambda xs: lax.map(jnp.sin, xs))(xs)
+    assert [eqn.primitive.name for eqn in closed.jaxpr.eqns] == ["scan"]
+    assert closed.jaxpr.eqns[0].params["num_carry"] == 0
+    close(jax.jit(lambda xs: lax.map(lambda x: x * x + 1.0, xs))(xs), xs * xs + 1.0)
+    close(jax.grad(lambda xs: lax.map(jnp.sin, xs).sum())(xs), np.cos(np.arange(5.0)))
+    with pytest.raises(ValueError, match="leading dims"):
+        lax.map(lambda p: p[0] + p[1], (jnp.ones(2), jnp.ones(3)))
 
 
 def test_grad_of_scan():
@@ -320,13 +360,15 @@ def test_jitted_gradient_of_a_long_body_with_many_residuals():
     generated call must stay valid for Numba however many there are."""
     state = np.array([1.0, 0.0], np.float32)
 
+    steps = trips(50)
+
     def final_angle(length):
-        return integrate(state, length, steps=50)[0]
+        return integrate(state, length, steps=steps)[0]
 
     got = float(jax.jit(jax.grad(final_angle))(np.float32(1.0)))
     eps = 1e-3
-    want = (integrate_numpy(state, 1.0 + eps, 50)[0]
-            - integrate_numpy(state, 1.0 - eps, 50)[0]) / (2 * eps)
+    want = (integrate_numpy(state, 1.0 + eps, steps)[0]
+            - integrate_numpy(state, 1.0 - eps, steps)[0]) / (2 * eps)
     np.testing.assert_allclose(got, want, rtol=2e-3)
 
 
@@ -340,3 +382,30 @@ def test_nested_loops_and_a_cond_inside_a_loop():
 
     x = np.random.default_rng(3).standard_normal((5, 3)).astype(np.float32)
     close(jax.jit(f)(x), f(x))
+
+
+def test_the_passes_reach_inside_bodies_and_branches_without_adding_constants():
+    from stage2_jit.passes import optimize
+
+    def f(xs, p):
+        def body(c, x):
+            table = jnp.arange(3.0) * 2.0  # foldable, but no splat: stays an equation
+            return c + x, (c + x) * jnp.add(1.0, 1.0) + table[1]
+        carry, ys = lax.scan(body, 0.0, xs)
+        return lax.cond(p > 0, lambda v: jnp.sin(v) + jnp.sin(v), lambda v: v, ys), carry
+
+    xs = rng.standard_normal(4).astype(np.float32)
+    program = jax.make_jaxpr(f)(xs, 1.0)
+    optimized = optimize(program)
+    scan_eqn, cond_eqn = (e for e in optimized.jaxpr.eqns if e.primitive.name in ("scan", "cond"))
+    body = scan_eqn.params["jaxpr"]
+    traced = next(e for e in program.jaxpr.eqns if e.primitive.name == "scan").params["jaxpr"]
+    adds = [[e.primitive.name for e in b.jaxpr.eqns].count("add") for b in (traced, body)]
+    assert adds[1] < adds[0]  # CSE merged the two c + x
+    assert body.consts == [] and not body.jaxpr.constvars  # no constants were added
+    assert [v.aval for v in body.jaxpr.invars] == [v.aval for v in traced.jaxpr.invars]
+    assert len(body.jaxpr.outvars) == len(traced.jaxpr.outvars)  # the signature is kept
+    branch = cond_eqn.params["branches"][1]
+    assert [e.primitive.name for e in branch.jaxpr.eqns].count("sin") == 1  # CSE in a branch
+    for p in (1.0, -1.0):
+        close(jax.jit(f)(xs, p), f(xs, p))

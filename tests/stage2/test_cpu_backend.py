@@ -84,6 +84,47 @@ def test_float32_programs_use_typed_constants():
     assert "float64" not in code
 
 
+def powers(x):
+    return (jax.nn.sigmoid(x), x ** 3, x ** -2, x ** 0, x ** 1, x ** -1)
+
+
+def _rule_lines(source: str) -> list[str]:
+    """The kernel lines that compute logistic and integer_pow: each follows the comment that
+    shows its equation."""
+    lines = [line.strip() for line in source.splitlines()]
+    return [lines[i + 1] for i, line in enumerate(lines)
+            if line.startswith("#") and ("= logistic" in line or "= integer_pow" in line)]
+
+
+@pytest.mark.task2_5
+@cpu_only
+def test_logistic_and_integer_pow_are_expressions_of_typed_constants():
+    source, _ = generate_source(jax.make_jaxpr(powers)(jnp.ones(3)).jaxpr)
+    ours = _rule_lines(source)
+    assert len(ours) == 6 and "logistic_f32(" in ours[0]
+    # No number outside np.float32(...): a bare 1 would make Numba compute in int64 or float64.
+    untyped = [re.sub(r"np\.float32\([^()]*\)", "", line) for line in ours]
+    assert [re.findall(r"(?<!\w)\d", line) for line in untyped] == [[]] * 6
+
+
+@pytest.mark.task2_5
+@cpu_only
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_logistic_and_integer_pow_equal_eager(dtype):
+    jax.config.update("jax_enable_x64", dtype == "float64")
+    try:
+        x = jnp.asarray(np.array([0.5, 1.5, -2.0, 3.0]), dtype)
+        compiled = jax.jit(powers, backend="cpu")
+        for got, want in zip(compiled(x), powers(x)):
+            assert got.dtype == want.dtype == x.dtype
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+        if dtype == "float64":  # the formula with np.exp: no float32 helper for float64
+            source = compiled.lower(x).as_text().split("# generated source")[1]
+            assert "np.exp(" in _rule_lines(source)[0]
+    finally:
+        jax.config.update("jax_enable_x64", False)
+
+
 @cpu_only
 def test_one_kernel_serves_every_shape_of_a_rank():
     small = generate_source(jax.make_jaxpr(softmax)(jnp.ones((3, 4))).jaxpr)[0]

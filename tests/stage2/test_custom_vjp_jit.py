@@ -254,6 +254,7 @@ def test_make_jaxpr_shows_one_equation_that_keeps_the_rules():
     assert [v.aval.str_short() for v in eqn.outvars] == ["f32[3]"]
 
 
+@pytest.mark.task2_2
 def test_the_jaxpr_typechecks_and_evaluates():
     closed = jax.make_jaxpr(f)(X)
     typecheck_jaxpr(closed.jaxpr)
@@ -261,6 +262,7 @@ def test_the_jaxpr_typechecks_and_evaluates():
     np.testing.assert_allclose(out, f(X), rtol=1e-6)
 
 
+@pytest.mark.task2_2
 def test_grad_of_eval_jaxpr_uses_the_rule():
     closed = jax.make_jaxpr(f)(X)
     slope = jax.grad(lambda x: eval_jaxpr(closed.jaxpr, closed.consts, [x])[0])(X)
@@ -279,6 +281,7 @@ def test_an_ill_typed_operand_is_caught():
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.task2_4
 def test_dce_drops_an_unused_call_and_keeps_a_used_one():
     def g(x):
         scaled_sin(x)  # its result is never used

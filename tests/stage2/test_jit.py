@@ -1,6 +1,7 @@
 """jit and make_jaxpr: golden jaxprs, caching, errors, and composition with grad and jvp."""
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -162,6 +163,93 @@ def test_non_array_argument_names_its_path():
     f = jax.jit(lambda x, options: x)
     with pytest.raises(TypeError, match=r"type <class 'str'>.*path options\['mode'\].*static"):
         f(1.0, {"mode": "fast"})
+
+
+# The cache through ``lower``, which traces (and caches) without compiling: Task 2.3's tests,
+# which must pass before dead-code elimination (Task 2.4), which compiling needs, is written.
+
+
+@pytest.mark.task2_3
+def test_the_cache_key_is_structure_avals_statics_and_x64():
+    traces = []
+
+    def norm(v, scale=1.0):
+        traces.append(jax.tree_structure(v))
+        return scale * jnp.sqrt(sum(x * x for x in v))
+
+    f = jax.jit(norm)
+    f.lower((3.0, 4.0))
+    f.lower((6.0, 8.0))  # same avals: a hit
+    assert len(traces) == 1 and f._cache_size() == 1
+    f.lower([3.0, 4.0])  # a list, not a tuple: a new tree structure
+    f.lower((jnp.float32(3.0), 4.0))  # a strong float32: a new aval
+    f.lower((jnp.ones(2), 4.0))  # a new shape
+    f.lower((3.0, 4.0), scale=2.0)  # a keyword argument is part of the tree
+    assert len(traces) == 5 and f._cache_size() == 5
+    jax.config.update("jax_enable_x64", True)
+    try:
+        f.lower((3.0, 4.0))  # the same arguments, traced to other dtypes
+    finally:
+        jax.config.update("jax_enable_x64", False)
+    assert len(traces) == 6 and f._cache_size() == 6
+
+
+@pytest.mark.task2_3
+def test_static_arguments_are_keyed_by_value():
+    seen = []
+    f = jax.jit(lambda x, n: seen.append(n) or x * n, static_argnums=1)
+    f.lower(2.0, 3)
+    f.lower(5.0, 3)
+    f.lower(2.0, 4)
+    assert seen == [3, 4] and f._cache_size() == 2
+    with pytest.raises(ValueError, match=r"Non-hashable static arguments.*list"):
+        f.lower(2.0, [3])
+
+
+@pytest.mark.task2_3
+def test_a_program_closing_over_a_tracer_is_not_kept():
+    scales = []
+    f = jax.jit(lambda x: x * scales[-1])
+
+    def outer(y):
+        scales.append(y)  # a tracer of grad, a constant of f's program
+        f.lower(2.0)
+        return y * 2.0
+
+    jax.grad(outer)(3.0)
+    assert f._cache_size() == 0
+    scales.append(3.0)
+    f.lower(2.0)
+    assert f._cache_size() == 1
+
+
+@pytest.mark.task2_3
+def test_threads_that_miss_together_trace_once():
+    traces, errors = [], []
+    ready = threading.Barrier(6)
+
+    def slow_square(x):
+        traces.append(1)
+        time.sleep(0.05)  # a slow trace: every thread misses while the first one traces
+        return x * x
+
+    f = jax.jit(slow_square)
+
+    def work():
+        try:
+            ready.wait()
+            for _ in range(5):
+                f.lower(jnp.ones(3))
+        except Exception as e:  # noqa: BLE001 -- collected and re-raised below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert len(traces) == 1 and f._cache_size() == 1
 
 
 def test_unknown_backend():

@@ -21,7 +21,7 @@ from backend_under_test import BACKEND, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from stage2_jit.tracing import typecheck_jaxpr
+from stage2_jit.tracing import eval_jaxpr, typecheck_jaxpr
 
 import stage2_jit as jax
 from stage2_jit import numpy as jnp
@@ -836,6 +836,31 @@ def test_jit_equals_eager_on_random_programs(data, dtype, smooth):
     closed = jax.make_jaxpr(program)(*inputs)
     typecheck_jaxpr(closed.jaxpr)
     assert len(closed.jaxpr.invars) == len(inputs)
+
+
+@pytest.mark.task2_2
+@laws
+@given(data=st.data(), dtype=st.sampled_from([f32, i32]))
+def test_eval_jaxpr_equals_eager_on_random_programs(data, dtype):
+    """A program's jaxpr, run one equation at a time, computes what the program does."""
+    program, inputs = draw_program(data, dtype, smooth=False)
+    closed = jax.make_jaxpr(program)(*inputs)
+    want = program(*inputs)
+    got = eval_jaxpr(closed.jaxpr, closed.consts, [jnp.asarray(x) for x in inputs])
+    assert_same(jax.tree_unflatten(jax.tree_structure(want), got), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.task2_2
+def test_eval_jaxpr_returns_several_results_inputs_and_literals():
+    x = jnp.array([1.0, 2.0, 3.0])
+    closed = jax.make_jaxpr(lambda x: jax.lax.sort([x, -x]))(x)  # one equation, two results
+    assert [np.asarray(v).tolist() for v in eval_jaxpr(closed.jaxpr, [], [x])] == [
+        [1.0, 2.0, 3.0], [-1.0, -2.0, -3.0]]
+    closed = jax.make_jaxpr(lambda x, y: (y, x * 2.0, 1.0))(x, 3.0)  # an input, a literal
+    assert closed.jaxpr.outvars[0] is closed.jaxpr.invars[1]
+    y, doubled, one = eval_jaxpr(closed.jaxpr, closed.consts, [x, jnp.asarray(3.0)])
+    assert float(y) == 3.0 and np.asarray(doubled).tolist() == [2.0, 4.0, 6.0]
+    assert float(one) == 1.0
 
 
 @laws

@@ -185,6 +185,8 @@ def test_optimize_reaches_a_fixed_point(program):
     assert str(twice) == str(once)
 
 
+# Not one of task 2.4's tests: folding a nested jit of constants runs it, which compiles
+# kernels with the rules of task 2.5.
 @settings(max_examples=40, deadline=None)
 @given(programs())
 def test_optimized_programs_have_no_dead_duplicate_or_foldable_equations(program):
@@ -214,6 +216,7 @@ def names(closed_or_jaxpr):
     return [eqn.primitive.name for eqn in jaxpr.eqns]
 
 
+@pytest.mark.task2_4
 def test_dce_removes_an_unused_exp_but_keeps_a_debug_print(capsys):
     def f(x):
         jax.debug.print("x = {}", x)
@@ -227,6 +230,7 @@ def test_dce_removes_an_unused_exp_but_keeps_a_debug_print(capsys):
     assert capsys.readouterr().out == "x = 3.0\n"
 
 
+@pytest.mark.task2_4
 def test_dce_keeps_a_jit_call_that_prints_even_when_its_result_is_unused():
     printing = jax.jit(lambda y: (jax.debug.print("{}", y), y + 1.0)[1])
     pure = jax.jit(lambda y: y + 1.0)
@@ -239,12 +243,29 @@ def test_dce_keeps_a_jit_call_that_prints_even_when_its_result_is_unused():
     assert names(dce(jax.make_jaxpr(f)(1.0).jaxpr)) == ["jit"]
 
 
+@pytest.mark.task2_4
 def test_dce_closed_drops_unused_constants():
     table = jnp.arange(3.0)
     closed = jax.make_jaxpr(lambda x: (x, jnp.sum(table))[0])(1.0)
     assert len(closed.consts) == 1
     after = dce_closed(closed)
     assert after.consts == [] and after.jaxpr.constvars == [] and names(after) == []
+
+
+@pytest.mark.task2_4
+def test_dce_keeps_the_order_and_the_binders_and_leaves_its_argument_alone():
+    def f(x, y):
+        a = jnp.exp(x)
+        dead = jnp.sin(a)  # noqa: F841 -- dead, and so is a, which only it reads
+        return y * 2.0, 1.0, x + 1.0
+
+    jaxpr = jax.make_jaxpr(f)(1.0, 2.0).jaxpr
+    before = list(jaxpr.eqns)
+    kept = dce(jaxpr)
+    assert names(kept) == ["mul", "add"]
+    assert (kept.invars, kept.outvars, kept.constvars) == (
+        jaxpr.invars, jaxpr.outvars, jaxpr.constvars)
+    assert jaxpr.eqns == before
 
 
 # ------------------------------------------------------------------------------------------
@@ -457,6 +478,7 @@ def test_the_folding_limit_counts_elements(size):
     assert (counting in optimize(closed).jaxpr.eqns) == big  # small: the iota is dead
 
 
+@pytest.mark.task2_4
 @pytest.mark.parametrize("backend", ["interpreter", "cpu"])
 def test_both_backends_run_the_optimized_program(backend):
     def f(x):

@@ -37,3 +37,15 @@ def test_gpu_benchmark_smoke_checks_every_case_and_prints_the_table(tmp_path):
     for case in CASES:
         assert f"  {case}  " in table, f"no row for {case!r}"
     assert "failed" not in done.stdout
+
+
+def test_control_flow_gpu_benchmark_smoke_checks_every_case(tmp_path):
+    script = BENCHMARK.parent / "bench_control_flow_gpu.py"
+    env = dict(os.environ, JAX_FROM_NUMPY_CACHE_DIR=str(tmp_path), NUMBA_ENABLE_CUDASIM="1")
+    done = subprocess.run([sys.executable, str(script), "--smoke"], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "every result matched NumPy's" in done.stdout
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ")][2:]
+    assert [row.split(",")[0] for row in rows] == ["| 16 pendulums", "| RNN scan",
+                                                   "| 1 pendulum"]

@@ -149,6 +149,19 @@ x_special = np.array([[-2.5, -0.5, -0.0, 0.0, 0.5, 2.5, 1e9], [np.nan, np.inf, -
                       3.0, -3.0, 8388607.5, -1.5]], np.float32)
 
 
+@pytest.mark.task2_6
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint32], ids=lambda d: d.__name__)
+def test_max_min_and_sign_equal_eager(dtype):
+    if dtype == np.float32:  # NaN either side, zeros of both signs, infinities
+        a = np.array([[np.nan, 1.0, -0.0, 0.0, -np.inf], [2.0, np.nan, 0.0, -3.5, 7.0]], dtype)
+    else:
+        a = np.array([[0, 1, 7, 3, 9], [2, 0, 5, 5, 1]], dtype)
+    b = a[::-1].copy()
+    _assert_equals_eager(lambda a, b: (jnp.maximum(a, b), jnp.minimum(a, b), jnp.sign(a),
+                                       jnp.maximum(a, 1)), a, b)
+
+
+@pytest.mark.task2_6
 def test_rounding_sign_and_abs_equal_eager():
     _assert_equals_eager(lambda x: (jnp.floor(x), jnp.ceil(x), jnp.sign(x), jnp.abs(x)),
                          x_special)
@@ -276,3 +289,51 @@ def test_regressions_found_by_the_laws_on_the_cuda_backend():
     _assert_equals_eager(lambda x: x @ x, square)
     # Integer scatter min/max, whose CPU form calls a kernel_math helper.
     _assert_equals_eager(lambda i: i.at[jnp.array([0, 0, 2])].max(jnp.int32(3)), i5x7)
+
+
+# ------------------------------------------------------------------------------------------
+# Loops and branches
+# ------------------------------------------------------------------------------------------
+
+lax = jax.lax
+x6x3 = rng.standard_normal((6, 3)).astype(np.float32)
+
+LOOPS = [
+    ("scan_rnn", lambda xs, h: lax.scan(lambda c, x: (jnp.tanh(c * 0.5 + x), c.sum()), h, xs),
+     (x6x3, y3)),
+    ("scan_reverse_scalar_xs", lambda xs, h: lax.scan(
+        lambda c, x: (c + x, c * x), 0.0, xs[:, 0], reverse=True), (x6x3, y3)),
+    ("scan_no_xs", lambda xs, h: lax.scan(lambda c, _: (c * 0.9, c), h, None, length=4),
+     (x6x3, y3)),
+    ("fori_pytree_carry", lambda xs, h: lax.fori_loop(
+        1, 5, lambda i, c: (c[0] + xs[i], c[1] * 1.5 + i), (h, 1.0)), (x6x3, y3)),
+    ("while", lambda xs, h: lax.while_loop(lambda c: jnp.sum(jnp.abs(c)) < 50.0,
+                                           lambda c: c * 2.0 + 0.5, h), (x6x3, y3)),
+    ("switch", lambda xs, h: [lax.switch(i, [lambda v: v + 1.0, jnp.sin, lambda v: v * v], h)
+                              for i in (0, 1, 2, 7)], (x6x3, y3)),
+    ("cond_on_data", lambda xs, h: lax.cond(h.sum() > 0, lambda v: v - xs.sum(0),
+                                            lambda v: v * 2.0, h), (x6x3, y3)),
+    ("nested", lambda xs, h: lax.scan(
+        lambda c, x: (lax.fori_loop(0, 2, lambda i, v: v * 0.5 + x, c), c.max()), h, xs),
+     (x6x3, y3)),
+]
+
+
+@pytest.mark.parametrize("name, f, args", LOOPS, ids=[p[0] for p in LOOPS])
+def test_loops_run_as_generated_cuda_code_and_equal_eager(name, f, args):
+    jitted = jax.jit(f, backend="cuda")
+    assert "def program(" in jitted.lower(*args).as_text()  # generated, not the host fallback
+    _assert_equals_eager(f, *args)
+    out = jax.tree_util.tree_leaves(jitted(*args))
+    assert all(o.devices() == {jax.devices("gpu")[0]} for o in out)
+
+
+def test_a_long_scan_is_one_host_loop_over_its_body_kernels():
+    def source(n):
+        f = lambda x: lax.fori_loop(0, n, lambda i, v: jnp.tanh(v) * 0.5 + x, x)
+        return jax.jit(f, backend="cuda").lower(y3).as_text()
+    short, long = source(10), source(10_000)
+    assert long.replace("10000", "10") == short  # the trip count is the only difference
+    assert len(re.findall(r"^def scan_body_\d+\(", long, re.M)) == 1
+    assert re.search(r"^    for t\d+_i in range\(10000\):", long, re.M)
+    assert "@cuda.jit" in long.split("def scan_body_")[0]  # the body's kernels

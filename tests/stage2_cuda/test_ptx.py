@@ -63,6 +63,8 @@ PROGRAMS = [
     ("argmax_pad_concat", lambda x, y: jnp.concatenate(
         [jnp.argmax(x, axis=1).astype(jnp.float32), jax.lax.pad(y, 0.0, ((1, 1, 1),))])),
     ("random", lambda x, y: jax.random.normal(jax.random.key(1), (2, 3)) + x),
+    ("loops", lambda x, y: jax.lax.scan(lambda c, r: (jnp.tanh(c + r), c.sum()), y, x)[0]
+     + jax.lax.cond(y.sum() > 0, jnp.tanh, lambda v: v * 2.0, y)),
     ("bitcast_erf_inv", lambda x, y: jax.lax.bitcast_convert_type(
         jax.lax.bitcast_convert_type(x, jnp.int32) >> 1, jnp.float32) + jax.lax.erf_inv(y / 4)),
 ]

@@ -100,6 +100,39 @@ def test_all_gather(data, shape, size, seed, tiled):
     assert_trees_close(got, each_example(gathered, size))
 
 
+@pytest.mark.task3_3
+@laws
+@given(data=st.data(), shape=shapes, size=st.integers(1, 4), seed=seeds,
+       tiled=st.booleans(), mapped=st.booleans())
+def test_psum_scatter(data, shape, size, seed, tiled, mapped):
+    """Example k keeps piece k of the sum over the examples: element k along
+    ``scatter_dimension``, which goes, or (``tiled``) the k-th of ``size`` equal chunks. An
+    unmapped operand is the same for every example: its sum is ``size`` times it."""
+    dim = data.draw(st.integers(0, len(shape)), label="scatter_dimension")
+    pieces = size * data.draw(st.integers(1, 2), label="chunk") if tiled else size
+    example = (*shape[:dim], pieces, *shape[dim:])
+
+    def f(v):
+        return lax.psum_scatter(v, "i", scatter_dimension=dim, tiled=tiled)
+
+    if mapped:
+        in_axis = data.draw(st.integers(0, len(example)), label="in_axes")
+        x = distinct(seed, insert_axis(example, in_axis, size))
+        total = x.sum(axis=in_axis)
+        mapped_f, args = jax.vmap(f, in_axes=in_axis, axis_name="i"), (jnp.asarray(x),)
+    else:
+        x = distinct(seed, example)
+        total = size * x
+        mapped_f = jax.vmap(lambda _: f(jnp.asarray(x)), axis_name="i")
+        args = (jnp.zeros(size),)
+    pieces_of_total = np.split(total, size, axis=dim)
+    want = np.stack([piece if tiled else np.squeeze(piece, dim) for piece in pieces_of_total])
+    assert_trees_close(mapped_f(*args), want, rtol=1e-6, atol=1e-6)
+    names = [eqn.primitive.name for eqn in jax.make_jaxpr(mapped_f)(*args).jaxpr.eqns]
+    assert "gather" not in names  # the sum's own dim is the batch: nothing moves
+
+
+@pytest.mark.task3_3
 def test_psum_scatter_ppermute_and_all_to_all():
     """Against their meaning on the stacked examples: example k keeps the k-th piece of the
     sum; receives what perm sends it (zeros if nothing); gets piece k of every example."""
@@ -290,7 +323,9 @@ BATCH_FUNCTIONS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(BATCH_FUNCTIONS))
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.task3_3) if name.startswith("psum_scatter") else name
+    for name in sorted(BATCH_FUNCTIONS)])
 def test_gradients_through_collectives(x64, name):
     """``grad`` (VJP rules) and ``jacfwd`` (JVP rules) of the whole-batch function equal
     its numerical gradient."""

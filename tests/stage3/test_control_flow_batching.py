@@ -57,6 +57,20 @@ def test_cond_with_an_unbatched_predicate_stays_a_cond():
     assert "cond" in names and "select_n" not in names
 
 
+@pytest.mark.task2_11
+def test_each_member_takes_its_own_branch_and_an_unbatched_result_is_broadcast():
+    x = np.array([[0.5, -1.0], [-2.0, 3.0], [1.5, 0.25], [-0.5, 2.0]], np.float32)
+    offset = np.float32(0.5)  # a constant of both branches
+
+    def f(v):  # two results; the second branch ignores v for its first
+        return lax.cond(v[0] > 0, lambda u: (jnp.sin(u) + offset, u * 2.0),
+                        lambda u: (jnp.full(2, offset), -u), v)
+    assert_vmap_is_a_loop(f, x)
+    names = primitives_of(jax.vmap(f), x)
+    assert "select_n" in names and "cond" not in names
+
+
+@pytest.mark.task2_11
 def test_switch_with_batched_index():
     index = np.array([0, 2, 1, 5, -1], np.int32)
     x = np.linspace(-1, 1, 5).astype(np.float32)
@@ -105,6 +119,13 @@ def test_vmap_of_grad_through_scan_and_grad_of_vmap():
     np.testing.assert_allclose(np.asarray(per_example), want, rtol=1e-5)
     total = jax.grad(lambda a: jax.vmap(lambda x: loss(a, x))(xs).sum())(0.7)
     np.testing.assert_allclose(float(total), want.sum(), rtol=1e-5)
+
+
+@pytest.mark.task2_10
+def test_map_under_vmap_is_a_loop_and_one_scan():
+    xs = np.arange(12.0, dtype=np.float32).reshape(3, 2, 2)
+    assert_vmap_is_a_loop(lambda x: lax.map(lambda v: jnp.sin(v) * 2.0 + v, x), xs)
+    assert primitives_of(jax.vmap(lambda x: lax.map(jnp.sin, x)), xs).count("scan") == 1
 
 
 @pytest.mark.parametrize("reverse", [False, True])

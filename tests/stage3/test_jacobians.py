@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from stage2_programs import draw_program, f32
+from stage3_vmap.jacobians import jacfwd_chunked
 from test_vmap_api import assert_trees_close, loop
 
 import stage3_vmap as jax
@@ -199,6 +200,60 @@ def test_scalar_and_vector_shapes(jacobian):
     assert jacobian(jnp.sum)(v).shape == (3,)
     np.testing.assert_allclose(np.asarray(jacobian(lambda s: s * v)(2.0)), [1.0, 2.0, 3.0])
     assert jacobian(lambda m: m @ v)(jnp.ones((2, 3))).shape == (2, 2, 3)
+
+
+# ------------------------------------------------------------------------------------------
+# jacfwd_chunked: the basis pushed through a chunk at a time (Task 3.4)
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.task3_4
+@laws
+@given(data=st.data(), chunk_size=st.integers(1, 5))
+def test_jacfwd_chunked_equals_jacfwd(data, chunk_size):
+    program, inputs = draw_program(data, f32, smooth=True)
+    inputs = [jnp.asarray(x, jnp.float32) for x in inputs]
+    argnums = some_argnums(data, len(inputs))
+    assert_trees_close(jacfwd_chunked(program, chunk_size, argnums)(*inputs),
+                       jax.jacfwd(program, argnums)(*inputs), rtol=1e-5, atol=1e-5)
+
+
+def two_sums(v):
+    return jnp.stack([jnp.sum(jnp.sin(v)), jnp.sum(v ** 2)])
+
+
+def largest(closed) -> int:
+    """The size of the largest value a program computes."""
+    return max(var.aval.size for eqn in closed.jaxpr.eqns for var in eqn.outvars)
+
+
+@pytest.mark.task3_4
+@pytest.mark.parametrize("chunk_size, calls", [(1, 40), (7, 6), (40, 1), (100, 1)])
+def test_jacfwd_chunked_calls_fun_once_per_chunk_and_stays_chunk_wide(chunk_size, calls):
+    seen = []
+
+    def counted(v):
+        seen.append(1)
+        return two_sums(v)
+
+    v = jnp.linspace(0.0, 1.0, 40)
+    got = jacfwd_chunked(counted, chunk_size)(v)
+    assert len(seen) == calls
+    assert_trees_close(got, jax.jacfwd(two_sums)(v), rtol=1e-6, atol=1e-6)
+    # Nothing larger than the tangents pushed through at once (chunk_size of them, each as
+    # wide as v), except the Jacobian itself, (2, 40).
+    widest = largest(jax.make_jaxpr(jacfwd_chunked(two_sums, chunk_size))(v))
+    assert widest <= max(min(chunk_size, 40) * 40, 2 * 40)
+
+
+@pytest.mark.task3_4
+def test_jacfwd_chunked_of_pytrees_and_several_arguments(x64):
+    args = three_inputs()
+    for argnums in (1, (0, 2)):
+        assert_trees_close(jacfwd_chunked(three_args, 2, argnums)(*args),
+                           jax.jacfwd(three_args, argnums)(*args), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="chunk_size"):
+        jacfwd_chunked(three_args, 0)
 
 
 def test_hessian_of_a_quadratic_form_is_exact():

@@ -304,6 +304,7 @@ def primitives_of(closed) -> list[str]:
     return [eqn.primitive.name for eqn in closed.jaxpr.eqns]
 
 
+@pytest.mark.task3_1
 def test_batched_matvec_is_one_matmul():
     w, vs = normal(0, (4, 3)), normal(1, (6, 3))
     matvec = jax.vmap(lambda v: jnp.dot(w, v))
@@ -317,6 +318,7 @@ def test_batched_matvec_is_one_matmul():
                                rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.task3_1
 @pytest.mark.parametrize("batched", ["vector", "matrix"])
 def test_batched_matmul_operator_adds_no_equations(batched):
     """``w @ v`` under vmap: the unbatched program's equations, each once (one dot_general

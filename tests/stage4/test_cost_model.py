@@ -30,6 +30,7 @@ def link():
     jax.config.update("jax_link_bandwidth", before[1])
 
 
+@pytest.mark.task4_3
 @pytest.mark.parametrize("primitive, sent, seconds", [
     ("psum", 2 * 7 / 8 * 4096, 2 * 7 * (1e-5 + 4096 / 8 / 1e9)),
     ("pmax", 2 * 7 / 8 * 4096, 2 * 7 * (1e-5 + 4096 / 8 / 1e9)),
@@ -44,11 +45,13 @@ def test_ring_formulas(link, primitive, sent, seconds):
     assert cost.seconds == pytest.approx(seconds)
 
 
+@pytest.mark.task4_3
 def test_no_communication_in_a_group_of_one_or_for_positional_ops():
     assert collective_cost("psum", ShapedArray((4,), F32), ("a",), 1, {}).bytes_sent == 0
     assert collective_cost("axis_index", ShapedArray((), F32), ("a",), 8, {}) is None
 
 
+@pytest.mark.task4_3
 def test_static_costs_equal_what_the_runtime_records(mesh):
     x = jax.device_put(np.ones((64, 32), np.float32), NamedSharding(mesh, P("data")))
     w = np.ones((32, 16), np.float32)
@@ -63,6 +66,7 @@ def test_static_costs_equal_what_the_runtime_records(mesh):
     assert "all-gather" in text and "sent per device" in text
 
 
+@pytest.mark.task4_3
 def test_the_report_is_a_table(mesh):
     cost = collective_cost("psum", ShapedArray((8,), F32), ("data",), 8, {})
     lines = report([cost, cost]).splitlines()
@@ -77,6 +81,7 @@ def run_and_log(step, args):
     return out, log
 
 
+@pytest.mark.task4_3
 def test_data_parallel_training_is_one_all_reduce_of_the_gradients(mesh):
     sizes = examples.SMALL
     step, args = examples.data_parallel(mesh, sizes)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stage4_sharding.shard_map import varying_axes
 from stage4_sharding.sharding import NamedSharding, P
 
 import stage4_sharding as jax
@@ -92,6 +93,32 @@ def test_collectives_over_one_axis_of_a_2d_mesh(mesh2):
     np.testing.assert_allclose(out, expected, rtol=1e-6)
 
 
+@pytest.mark.task4_4
+def test_varying_axes_follows_collectives_and_nested_programs():
+    grid = jax.make_mesh((4, 2), ("data", "model"))
+
+    @jax.jit
+    def doubled_row_sums(block):
+        return lax.psum(block, "model") * 2
+
+    def body(block):
+        rows = doubled_row_sums(block)  # a psum inside a jit counts
+        everything = lax.psum(rows, "data")
+        column = lax.axis_index("model") + 0 * everything
+        swapped = lax.ppermute(everything, "data", [(0, 1), (1, 0), (2, 3), (3, 2)])
+        both = lax.psum(block, ("data", "model"))  # a tuple of names
+        return rows, everything, column, swapped, both, 2.0
+
+    specs = (P("data"), P(), P(None, "model"), P("data"), P(), P())
+    mapped = jax.shard_map(body, mesh=grid, in_specs=P("data", "model"), out_specs=specs)
+    program = jax.make_jaxpr(mapped)(np.ones((8, 4), np.float32)).jaxpr.eqns[0].params["body"]
+    found = [sorted(axes) for axes in varying_axes(program.jaxpr, [{"data", "model"}])]
+    assert found == [["data"], [], ["model"], ["data"], [], []]
+    found = [sorted(axes) for axes in varying_axes(program.jaxpr, [set()])]
+    assert found == [[], [], ["model"], ["data"], [], []]
+
+
+@pytest.mark.task4_4
 def test_out_specs_that_claim_replication_of_a_varying_value_are_an_error(mesh):
     with pytest.raises(ValueError, match=r"out_specs\[0\] = PartitionSpec\(\) says output 0 "
                                          r"\(f32\[\] per device\) is the same on every device "
@@ -124,6 +151,7 @@ def numerical_grad(f, x, eps=1e-3):
     return g
 
 
+@pytest.mark.task4_4
 @pytest.mark.parametrize("name", ["psum", "all_gather", "ppermute", "all_to_all",
                                   "psum_scatter", "replicated input"])
 def test_grad_of_shard_map_matches_numerical(mesh, name):

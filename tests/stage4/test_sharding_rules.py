@@ -4,9 +4,13 @@ errors that name the op, the operand types and the fix."""
 
 import numpy as np
 import pytest
-from stage1_autodiff.core import all_primitives
+from stage1_autodiff.core import ShapedArray, all_primitives
 from stage4_sharding.sharding import NamedSharding, P
-from stage4_sharding.sharding_rules import ShardingTypeError, sharding_rules
+from stage4_sharding.sharding_rules import (
+    ShardingTypeError,
+    dot_general_sharding_rule,
+    sharding_rules,
+)
 
 import stage4_sharding as jax
 from stage4_sharding import lax
@@ -72,6 +76,61 @@ def test_dot_general_keeps_free_dims_and_drops_one_sided_contractions(mesh):
         x @ put(x4x6, mesh, "y")
     with pytest.raises(ShardingTypeError, match="same mesh axis"):
         put(x8x4, mesh, "x") @ put(np.ones((4, 8), np.float32), mesh, None, "x")
+
+
+# dot_general's rule on types alone, nothing run (Task 4.1): the rule called directly, and
+# the types of a traced program.
+MATMUL = (((1,), (0,)), ((), ()))
+BATCHED = (((2,), (1,)), ((0,), (0,)))  # dim 0 is a batch dim; x's dim 2 meets y's dim 1
+
+
+def rule(avals, specs, dimension_numbers=MATMUL, **params):
+    shaped = [ShapedArray(shape, np.dtype(np.float32)) for shape in avals]
+    return dot_general_sharding_rule(shaped, specs, dimension_numbers=dimension_numbers,
+                                     preferred_element_type=None, **params)
+
+
+@pytest.mark.task4_1
+def test_dot_general_rule_keeps_free_and_batch_dims_and_drops_one_sided_contractions():
+    shapes = [(64, 16), (16, 4)]
+    assert rule(shapes, [(("x",), ()), ((), ("y",))]) == [(("x",), ("y",))]
+    assert rule(shapes, [((), ("x",)), ((), ())]) == [((), ())]
+    assert rule(shapes, [(("x", "y"), ()), (("y",), ())]) == [(("x", "y"), ())]
+    cube, other = (8, 4, 4), (8, 4, 2)
+    assert rule([cube, other], [((), ("y",), ()), (("x",), (), ())], BATCHED) == [
+        (("x",), ("y",), ())]
+    assert rule([cube, other], [(("x",), (), ()), (("x",), ("y",), ())], BATCHED) == [
+        (("x",), (), ())]
+
+
+@pytest.mark.task4_1
+def test_dot_general_rule_errors_name_the_problem():
+    shapes = [(64, 16), (16, 4)]
+    with pytest.raises(ShardingTypeError, match="ambiguous.*out_sharding"):
+        rule(shapes, [((), ("x",)), (("x",), ())])
+    with pytest.raises(ShardingTypeError, match="batch dims 0 and 0 are split differently"):
+        rule([(8, 4, 4), (8, 4, 2)], [(("x",), (), ()), (("y",), (), ())], BATCHED)
+    with pytest.raises(ShardingTypeError, match="same mesh axis"):
+        rule(shapes, [(("x",), ()), ((), ("x",))])
+    with pytest.raises(ShardingTypeError, match="more entries than the result has dims"):
+        rule(shapes, [((), ()), ((), ())], out_sharding=P("x", None, None))
+
+
+@pytest.mark.task4_1
+def test_out_sharding_is_the_result_spec_padded_to_its_rank(mesh):
+    shapes, split_inner = [(64, 16), (16, 4)], [((), ("x",)), (("x",), ())]
+    assert rule(shapes, split_inner, out_sharding=P("x")) == [(("x",), ())]
+    assert rule(shapes, split_inner, out_sharding=NamedSharding(mesh, P(None, "y"))) == [
+        ((), ("y",))]
+    assert rule(shapes, split_inner, out_sharding=P()) == [((), ())]
+
+
+@pytest.mark.task4_1
+def test_traced_contractions_carry_the_rules_types(mesh):
+    closed = jax.make_jaxpr(lambda a, b: (a @ b, b.T @ a.T))(
+        put(x8x4, mesh, "x", "y"), put(x4x6, mesh, None, "y"))
+    assert [v.aval.str_short() for v in closed.jaxpr.outvars] == [
+        "f32[8@x,6@y]", "f32[6@y,8@x]"]
 
 
 def test_out_sharding_resolves_the_ambiguous_contraction(mesh):

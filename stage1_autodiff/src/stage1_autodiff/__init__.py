@@ -15,6 +15,13 @@ from .config import config
 from .core import Array, ConcretizationTypeError, TracerArrayConversionError
 from .dtypes import float0
 from .test_util import check_grads
-from .tree_util import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
+from .tree_util import (
+    block_until_ready,
+    tree_flatten,
+    tree_leaves,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+)
 
 __version__ = "0.1.0"

@@ -145,6 +145,7 @@ def backward_pass(tape: Tape, cts_out: dict[int, Any]) -> dict[int, Any]:
 
 
 def _backward_pass(tape: Tape, cts_out: dict[int, Any]) -> dict[int, Any]:
+    # --8<-- [start:task1_1]
     cts = dict(cts_out)
     for entry in reversed(tape.entries):
         cts_here = [cts.pop(node, None) for node in entry.out_nodes]
@@ -166,6 +167,7 @@ def _backward_pass(tape: Tape, cts_out: dict[int, Any]) -> dict[int, Any]:
             if node is not None and ct_in is not None:
                 cts[node] = ct_in if node not in cts else lax.add(cts[node], ct_in)
     return cts
+    # --8<-- [end:task1_1]
 # --8<-- [end:backward_pass]
 
 
@@ -220,7 +222,7 @@ def _vjp(fun: Callable, primals: tuple[Any, ...], has_aux: bool):
             if t.node is not None:  # an output may appear twice: add its cotangents
                 cts_out[t.node] = ct if t.node not in cts_out else lax.add(cts_out[t.node], ct)
         cts = backward_pass(tape, cts_out)
-        cts_in = [_zero_cotangent(x) if t.node not in cts else cts[t.node]
+        cts_in = [_zero_cotangent(x) if t.node not in cts else _like_primal(cts[t.node], x)
                   for x, t in zip(primals_flat, tracers_in)]
         return tuple(tree_unflatten(in_tree, cts_in))
 
@@ -243,6 +245,15 @@ def _lower(x: Any, main: MainTrace) -> Any:
     while isinstance(x, Tracer) and x._trace.main is main:
         x = x.primal
     return x
+
+
+def _like_primal(ct: Any, x: Any) -> Any:
+    """An input's cotangent with the input's type, its sharding included (stage 4): the
+    gradient of a loop's carry must have the carry's layout, and ``grad`` returns each
+    gradient laid out as its argument, as JAX's does."""
+    if ct is None or not dtypes.is_float(get_aval(x).dtype):
+        return ct
+    return lax.with_sharding_of(ct, x)
 
 
 def _zero_cotangent(x: Any) -> Any:

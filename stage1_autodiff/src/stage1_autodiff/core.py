@@ -193,6 +193,7 @@ def full_raise(trace: Trace, val: Any) -> Any:
     level = trace.main.level
     if val._trace.main is trace.main:
         return val
+    # --8<-- [start:task1_3]
     owner = val._trace.main
     _check_alive(owner)
     if owner.level < level:
@@ -200,6 +201,7 @@ def full_raise(trace: Trace, val: Any) -> Any:
     raise UnexpectedTracerError(
         f"Can't lift a value of level {owner.level} into level {level}: the value belongs to "
         f"a transformation nested inside the one that is using it.")
+    # --8<-- [end:task1_3]
 
 
 class UnexpectedTracerError(Exception):
@@ -247,6 +249,11 @@ class EvalTrace(Trace):
         for t in tracers:  # an array that lives elsewhere (a GPU) runs the primitive there
             if type(t) is not Array:
                 return type(t).apply_primitive(prim, tracers, params)
+        placed = params.get("out_sharding")
+        if placed is not None and hasattr(placed, "apply_primitive"):
+            # A result asked for on several devices (stage 4's NamedSharding) is made there,
+            # as JAX's eager operations compile with their out_sharding.
+            return placed.apply_primitive(prim, tracers, params)
         values = [t._value for t in tracers]
         if trace_state.numpy_quiet:
             outs = impl_rules[prim](*values, **params)

@@ -34,15 +34,38 @@ def zeros_like(x: Any) -> Any:
 
 
 def full_like(x: Any, value: float | int | bool) -> Any:
-    """An array of ``value`` with the shape, dtype and weak type of ``x``."""
+    """An array of ``value`` with the shape, dtype and weak type of ``x`` (and, from stage 4
+    on, its sharding: the zeros of a cotangent are laid out as its primal)."""
     aval = get_aval(x)
-    return full(aval.shape, value, aval.dtype, aval.weak_type)
+    return full(aval.shape, value, aval.dtype, aval.weak_type, aval.sharding)
 
 
-def full(shape: Shape, value: float | int | bool, dtype: np.dtype, weak_type: bool = False) -> Any:
+def full(shape: Shape, value: float | int | bool, dtype: np.dtype, weak_type: bool = False,
+         sharding: Any = None) -> Any:
     """A broadcast scalar: in eager mode a view, so no memory is filled."""
     scalar = Array(np.asarray(value, dtype=dtype), weak_type)
-    return scalar if shape == () else broadcast_in_dim(scalar, tuple(shape), ())
+    if shape == ():
+        return scalar
+    return broadcast_in_dim(scalar, tuple(shape), (), out_sharding=sharding)
+
+
+def with_sharding_of(x: Any, like: Any) -> Any:
+    """``x`` laid out as ``like`` is (from stage 4 on; before, ``x`` itself). A cotangent has
+    its primal's type, its sharding included. A plain array counts as replicated, as it is
+    when stage 4 mixes it with sharded ones.
+
+    The change of layout is a broadcast of ``x`` to its own shape with ``out_sharding``, the
+    one way stage 1 can say it. NB: JAX's transpose rules do the same in ``_unbroadcast``
+    (jax/_src/lax/lax.py), with reshape's ``out_sharding``."""
+    aval, like_aval = get_aval(x), get_aval(like)
+    current, target = aval.sharding, like_aval.sharding
+    if current is None and target is None or current == target or aval.shape != like_aval.shape:
+        return x
+    if target is None:
+        target = current.with_spec(())  # replicated, on x's mesh
+    if (current is None or current.is_fully_replicated) and target.is_fully_replicated:
+        return x  # the same layout: every device holds all of it
+    return broadcast_in_dim(x, aval.shape, tuple(range(aval.ndim)), out_sharding=target)
 
 
 # --8<-- [start:unary_elementwise_jvp]
@@ -118,14 +141,20 @@ jvp_rules[expm1_p] = _unary_elementwise_jvp(expm1_p)
 sin_p = Primitive("sin")
 def sin(x): return sin_p.bind(x)
 impl_rules[sin_p] = np.sin
-def sin_vjp(ct, x, *, out): return [mul(ct, cos(x))]
+def sin_vjp(ct, x, *, out):
+    # --8<-- [start:task1_2]
+    return [mul(ct, cos(x))]
+    # --8<-- [end:task1_2]
 vjp_rules[sin_p] = sin_vjp
 jvp_rules[sin_p] = _unary_elementwise_jvp(sin_p)
 
 cos_p = Primitive("cos")
 def cos(x): return cos_p.bind(x)
 impl_rules[cos_p] = np.cos
-def cos_vjp(ct, x, *, out): return [neg(mul(ct, sin(x)))]
+def cos_vjp(ct, x, *, out):
+    # --8<-- [start:task1_2]
+    return [neg(mul(ct, sin(x)))]
+    # --8<-- [end:task1_2]
 vjp_rules[cos_p] = cos_vjp
 jvp_rules[cos_p] = _unary_elementwise_jvp(cos_p)
 
@@ -307,9 +336,11 @@ def div_vjp(ct, x, y, *, out):
     return [ct_x, neg(mul(ct_x, out))]  # d(x/y)/dy = -(x/y)/y
 vjp_rules[div_p] = div_vjp
 def div_jvp(primals, tangents):
+    # --8<-- [start:task1_4]
     (x, y), (x_dot, y_dot) = primals, tangents
     out = div(x, y)
     return out, sub(div(x_dot, y), mul(y_dot, div(out, y)))
+    # --8<-- [end:task1_4]
 jvp_rules[div_p] = div_jvp
 
 rem_p = Primitive("rem")
@@ -503,17 +534,22 @@ jvp_rules[stop_gradient_p] = _zero_jvp(stop_gradient_p)
 
 # --8<-- [start:broadcast_in_dim]
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
-def broadcast_in_dim(x, shape: Shape, broadcast_dimensions: Sequence[int]):
-    """Operand dim ``i`` becomes output dim ``broadcast_dimensions[i]``; the rest are new."""
-    return broadcast_in_dim_p.bind(x, shape=tuple(shape),
-                                   broadcast_dimensions=tuple(broadcast_dimensions))
-def broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
+def broadcast_in_dim(x, shape: Shape, broadcast_dimensions: Sequence[int], out_sharding=None):
+    """Operand dim ``i`` becomes output dim ``broadcast_dimensions[i]``; the rest are new.
+    ``out_sharding`` is the result's sharding (stage 4), as for ``dot_general``: a new dim
+    may be split, which the operand cannot say. NB: JAX always binds it (as ``sharding``);
+    we bind it only when given, so stages 1-3 print their equations as before."""
+    params = dict(shape=tuple(shape), broadcast_dimensions=tuple(broadcast_dimensions))
+    if out_sharding is not None:
+        params["out_sharding"] = out_sharding
+    return broadcast_in_dim_p.bind(x, **params)
+def broadcast_in_dim_impl(x, *, shape, broadcast_dimensions, out_sharding=None):
     expanded = [1] * len(shape)
     for operand_dim, out_dim in enumerate(broadcast_dimensions):
         expanded[out_dim] = x.shape[operand_dim]
     return np.broadcast_to(x.reshape(expanded), shape)  # a view: no copy in eager mode
 impl_rules[broadcast_in_dim_p] = broadcast_in_dim_impl
-def broadcast_in_dim_vjp(ct, x, *, out, shape, broadcast_dimensions):
+def broadcast_in_dim_vjp(ct, x, *, out, shape, broadcast_dimensions, out_sharding=None):
     # Sum over the new dims and over the size-1 dims that were stretched.
     x_shape = get_aval(x).shape
     new_dims = [d for d in range(len(shape)) if d not in broadcast_dimensions]
@@ -665,10 +701,11 @@ jvp_rules[iota_p] = _zero_jvp(iota_p)
 # ------------------------------------------------------------------------------------------
 
 
-def _broadcast_back(reduced, operand_shape: Shape, axes: Sequence[int]):
-    """Broadcasts a reduced array over the dims ``axes`` that were reduced away."""
+def _broadcast_back(reduced, operand_shape: Shape, axes: Sequence[int], sharding=None):
+    """Broadcasts a reduced array over the dims ``axes`` that were reduced away (laid out by
+    ``sharding``, the operand's, when given)."""
     kept = [d for d in range(len(operand_shape)) if d not in axes]
-    return broadcast_in_dim(reduced, operand_shape, kept)
+    return broadcast_in_dim(reduced, operand_shape, kept, out_sharding=sharding)
 
 
 # --8<-- [start:reduce_sum]
@@ -677,7 +714,9 @@ def reduce_sum(x, axes: Sequence[int]): return reduce_sum_p.bind(x, axes=tuple(a
 def reduce_sum_impl(x, *, axes): return np.sum(x, axis=axes, dtype=x.dtype)
 impl_rules[reduce_sum_p] = reduce_sum_impl
 def reduce_sum_vjp(ct, x, *, out, axes):
-    return [_broadcast_back(ct, get_aval(x).shape, axes)]
+    # The cotangent is laid out as x (stage 4): the reduced dims may have been split, and
+    # only the primal knows. NB: JAX's _reduce_sum_transpose_rule does the same.
+    return [_broadcast_back(ct, get_aval(x).shape, axes, get_aval(x).sharding)]
 vjp_rules[reduce_sum_p] = reduce_sum_vjp
 jvp_rules[reduce_sum_p] = _linear_jvp(reduce_sum_p)
 # --8<-- [end:reduce_sum]
@@ -1056,14 +1095,18 @@ def _rotate_left(v, distance):
 
 
 def threefry2x32_impl(key1, key2, x1, x2):
+    # --8<-- [start:task1_5]
     ks = [key1, key2, key1 ^ key2 ^ np.uint32(0x1BD11BDA)]
     x = [x1 + ks[0], x2 + ks[1]]
+    # --8<-- [end:task1_5]
     for i in range(5):  # 5 groups of 4 rounds, injecting the key after each group
         for distance in _ROTATIONS[i % 2]:
             x[0] = x[0] + x[1]
             x[1] = _rotate_left(x[1], distance) ^ x[0]
+        # --8<-- [start:task1_5]
         x[0] = x[0] + ks[(i + 1) % 3]
         x[1] = x[1] + ks[(i + 2) % 3] + np.uint32(i + 1)
+        # --8<-- [end:task1_5]
     return [np.asarray(x[0], np.uint32), np.asarray(x[1], np.uint32)]
 impl_rules[threefry2x32_p] = threefry2x32_impl
 vjp_rules[threefry2x32_p] = _zero_vjp

@@ -200,6 +200,7 @@ def register_dataclass(
         >>> tree_leaves(Linear(w=2.0)), tree_structure(Linear(w=2.0)).num_leaves
         ([2.0], 1)
     """
+    # --8<-- [start:task1_6]
     if (data_fields is None) != (meta_fields is None):
         raise TypeError("register_dataclass needs both data_fields and meta_fields, or neither.")
     if data_fields is None:
@@ -219,15 +220,18 @@ def register_dataclass(
 
     register_pytree_with_keys(nodetype, flatten_with_keys, unflatten)
     return nodetype
+    # --8<-- [end:task1_6]
 
 
 def _infer_dataclass_fields(nodetype: type, drop: Iterable[str]) -> tuple[list, list]:
+    # --8<-- [start:task1_6]
     if not dataclasses.is_dataclass(nodetype):
         raise TypeError(f"{nodetype.__name__} is not a dataclass: pass data_fields/meta_fields.")
     fields = [f for f in dataclasses.fields(nodetype) if f.init and f.name not in drop]
     meta = [f.name for f in fields if f.metadata.get("static", False)]
     data = [f.name for f in fields if not f.metadata.get("static", False)]
     return data, meta
+    # --8<-- [end:task1_6]
 
 
 def _check_dataclass_fields(nodetype: type, named: tuple, drop: Iterable[str]) -> None:
@@ -546,3 +550,20 @@ register_pytree_with_keys(
     collections.OrderedDict, _ordered_dict_flatten, _zip_dict(collections.OrderedDict)
 )
 register_pytree_with_keys(collections.defaultdict, _defaultdict_flatten, _defaultdict_unflatten)
+
+
+def block_until_ready(tree: Any) -> Any:
+    """Waits until every array in ``tree`` is computed, and returns ``tree`` (as
+    ``jax.block_until_ready`` does): a GPU array waits for its kernels; other leaves are
+    left as they are.
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> jax.block_until_ready({"w": jnp.ones(2), "step": 3})["step"]
+        3
+    """
+    for leaf in tree_leaves(tree):
+        wait = getattr(leaf, "block_until_ready", None)
+        if callable(wait):
+            wait()
+    return tree

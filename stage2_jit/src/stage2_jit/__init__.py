@@ -21,6 +21,7 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
     Array,
     ConcretizationTypeError,
     TracerArrayConversionError,
+    block_until_ready,
     check_grads,
     config,
     custom_vjp,

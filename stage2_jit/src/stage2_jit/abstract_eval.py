@@ -197,7 +197,8 @@ abstract_eval_rules[p.stop_gradient_p] = _unary(p.stop_gradient_p, _ANY)
 
 
 def broadcast_in_dim_abstract_eval(x: ShapedArray, *, shape: tuple[int, ...],
-                                   broadcast_dimensions: tuple[int, ...]) -> ShapedArray:
+                                   broadcast_dimensions: tuple[int, ...],
+                                   out_sharding: Any = None) -> ShapedArray:
     dims, target = broadcast_dimensions, _short(shape, x.dtype)
     increasing = all(a < b for a, b in zip(dims, dims[1:]))
     if len(dims) != x.ndim or not increasing or any(not 0 <= d < len(shape) for d in dims):
@@ -354,6 +355,7 @@ abstract_eval_rules[p.argmin_p] = _arg_reduction(p.argmin_p)
 def dot_general_abstract_eval(x: ShapedArray, y: ShapedArray, *, dimension_numbers,
                               preferred_element_type: np.dtype | None,
                               out_sharding: Any = None) -> ShapedArray:
+    # --8<-- [start:task2_1]
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     _check_kinds(p.dot_general_p, _NUMERIC, x, y)
     if x.dtype != y.dtype:
@@ -374,6 +376,7 @@ def dot_general_abstract_eval(x: ShapedArray, y: ShapedArray, *, dimension_numbe
     y_free = tuple(n for d, n in enumerate(y.shape) if d not in y_contract + y_batch)
     dtype = x.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
     return ShapedArray(batch + x_free + y_free, dtype, _weak_type(dtype, x, y))
+    # --8<-- [end:task2_1]
 abstract_eval_rules[p.dot_general_p] = dot_general_abstract_eval
 # --8<-- [end:abstract_eval_dot_general]
 

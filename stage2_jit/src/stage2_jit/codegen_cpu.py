@@ -67,11 +67,13 @@ def typed_constant(value: Any, dtype: np.dtype) -> str:
 
 
 def _integer_pow(args: list[str], eqn: JaxprEqn) -> str:
+    # --8<-- [start:task2_5]
     y, dtype = eqn.params["y"], eqn.outvars[0].aval.dtype
     if y == 0:
         return typed_constant(1, dtype)
     product = " * ".join([args[0]] * abs(y))
     return f"({product})" if y > 0 else f"({typed_constant(1, dtype)} / ({product}))"
+    # --8<-- [end:task2_5]
 
 
 def _is_float32(eqn: JaxprEqn) -> bool:
@@ -84,10 +86,12 @@ def _transcendental(float32_name: str, libm_name: str) -> Callable[[list[str], J
 
 
 def _logistic(args: list[str], eqn: JaxprEqn) -> str:
+    # --8<-- [start:task2_5]
     if _is_float32(eqn):
         return f"logistic_f32({args[0]})"
     one = typed_constant(1, eqn.outvars[0].aval.dtype)
     return f"({one} / ({one} + np.exp(-{args[0]})))"
+    # --8<-- [end:task2_5]
 
 
 def _extremum(float_name: str, comparison: str) -> Callable[[list[str], JaxprEqn], str]:
@@ -1134,6 +1138,18 @@ class ProgramWriter:
             return f"np.full(1, {typed_constant(atom.val, atom.aval.dtype)})"
         return self._array(atom)
 
+    def _scan_length(self, eqn: JaxprEqn) -> str:
+        """A scan's number of steps: the xs' (or the ys') leading dim, read at run time like
+        every dim, or the ``length`` param when it has neither."""
+        n_carry = eqn.params["num_carry"]
+        xs = eqn.invars[eqn.params["num_consts"] + n_carry:]
+        ys = eqn.outvars[n_carry:]
+        if xs:
+            return self.dim(xs[0], 0)
+        if ys:
+            return self.dim(ys[0], 0)
+        return str(eqn.params["length"])
+
     def _emit_scan(self, eqn: JaxprEqn, comment: str) -> None:
         """A scan is a loop that calls its body once per step: the carry goes around, each
         step's slice of the xs goes in, its ys are written at the step's row."""
@@ -1146,12 +1162,7 @@ class ProgramWriter:
         buffers, allocate, pick = _scratch_buffers(scratch, base, f"{base}_d", f"{base}_i % 2")
         carry = [f"{base}_c{k}" for k in range(n_carry)]
         xs, ys = eqn.invars[n_consts + n_carry:], eqn.outvars[n_carry:]
-        if xs:
-            length = self.dim(xs[0], 0)
-        elif ys:
-            length = self.dim(ys[0], 0)
-        else:
-            length = str(params["length"])
+        length = self._scan_length(eqn)
         step = f"{base}_t"
         lines = [comment, *[f"{c} = {op}" for c, op in zip(carry, ops[n_consts:])]]
         lines += [self._allocate(y, self._shape(y)) for y in ys]

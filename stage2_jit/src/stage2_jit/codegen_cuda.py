@@ -21,6 +21,9 @@ order; the results stay there (``GpuArray``), so jitted calls chain without copi
   are reused: they describe loop nests, and here a nest becomes a kernel (``_emit_nest``).
   The Threefry hash is written out in the kernel; bitcasts and ``erf_inv`` are statement
   rules (``CUDA_STATEMENTS``).
+- ``cond``, ``while`` and ``scan`` stay control flow in the host function: a Python loop or
+  if/elif chain that calls a host function written for each body or branch, which launches
+  that body's fused kernels (``_emit_scan`` and the others).
 
 Indices are 64-bit (``np.int64``), so arrays past 2**31 elements work; constants carry the
 program's dtype, as on the CPU, so a float32 program does no float64 math. Kernels call no
@@ -50,13 +53,16 @@ from .codegen_cpu import (
     UnsupportedError,
     _indent,
     _is_fusible,
+    inline_calls,
     np_type,
     prepare_program,
     typed_constant,
 )
+from .control_flow import cond_p, scan_p, while_p
 from .devices import GpuArray
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from .kernel_cache import load_kernel_module
+from .passes import dce
 
 # --8<-- [start:launch_config]
 THREADS_PER_BLOCK = 256
@@ -124,12 +130,14 @@ def _logistic(args: list[str], eqn: JaxprEqn) -> str:
 
 
 def _sign(args: list[str], eqn: JaxprEqn) -> str:
+    # --8<-- [start:task2_6]
     dtype, x = eqn.outvars[0].aval.dtype, args[0]
     one, zero = typed_constant(1, dtype), typed_constant(0, dtype)
     if dtype.kind == "u":
         return f"({one} if {x} > {zero} else {zero})"
     nan_or_zero = f"({zero} if {x} == {zero} else {x})"  # NaN stays NaN; -0.0 gives 0.0
     return f"({one} if {x} > {zero} else (-{one} if {x} < {zero} else {nan_or_zero}))"
+    # --8<-- [end:task2_6]
 
 
 def _rounding(name: str) -> Callable[[list[str], JaxprEqn], str]:
@@ -157,10 +165,12 @@ def _select_n(args: list[str], eqn: JaxprEqn) -> str:
 def _extremum(comparison: str) -> Callable[..., str]:
     """max and min. Floats: NaN in, NaN out, as ``np.maximum`` (``a != a`` is NaN's test)."""
     def rule(args: list[str], eqn: JaxprEqn | None, dtype: np.dtype | None = None) -> str:
+        # --8<-- [start:task2_6]
         a, b = args
         if (dtype or eqn.outvars[0].aval.dtype).kind == "f":
             return f"({a} if ({a} {comparison} {b} or {a} != {a}) else {b})"
         return f"({a} if {a} {comparison} {b} else {b})"
+        # --8<-- [end:task2_6]
     return rule
 
 
@@ -399,12 +409,22 @@ class _Reduction:
 class CudaProgramWriter(ProgramWriter):
     """Writes kernels (one per materialized value) and the host function that runs them."""
 
-    def __init__(self, jaxpr: Jaxpr) -> None:
-        super().__init__(jaxpr)
-        self.kernels: list[Kernel] = []
+    def __init__(self, jaxpr: Jaxpr, kernels: list[Kernel] | None = None,
+                 functions: list[str] | None = None) -> None:
+        super().__init__(jaxpr, functions)
+        # One list of kernels (and of host functions) for the whole module: a loop body's
+        # writer adds its kernels to its caller's, so every name is unique.
+        self.kernels: list[Kernel] = kernels if kernels is not None else []
         self.host: list[str] = []  # the host function's body: allocations and launches
 
     def write(self) -> str:
+        host = self.host_function("program")
+        kernels = [line for k in self.kernels for line in ["", *k.lines, ""]]
+        return "\n".join([*_prelude(), *kernels, *self.functions, "", *host, ""])
+
+    def host_function(self, name: str) -> list[str]:
+        """The lines of the host function ``name(dims_host, dims, *inputs)``, which
+        allocates the results and launches the kernels (added to ``self.kernels``)."""
         work = []
         for eqn in self.jaxpr.eqns:
             if not eqn.outvars:
@@ -424,13 +444,12 @@ class CudaProgramWriter(ProgramWriter):
         outs = [self._host_output(a) for a in self.jaxpr.outvars]
         header = [f"d{i} = dims_host[{i}]" for i in range(len(self.dims))]
         args = ", ".join(["dims_host", "dims", *[self.names[v] for v in self.jaxpr.invars]])
-        host = [f"def program({args}):", *_indent(
-            header + self.host + [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"])]
         ins = " ".join(self.comment_names[v] for v in self.jaxpr.invars)
         outs_text = " ".join(self._comment_atom(a) for a in self.jaxpr.outvars)
-        kernels = [line for k in self.kernels for line in ["", *k.lines, ""]]
-        return "\n".join([*_prelude(), "", f"# inputs: {ins}; outputs: {outs_text}",
-                          *kernels, "", *host, ""])
+        return [f"# {name}: inputs {ins}; outputs {outs_text}", f"def {name}({args}):",
+                *_indent(header + self.host
+                         + [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]),
+                ""]
 
     # --8<-- [start:cuda_emit]
     def _emit(self, eqn: JaxprEqn) -> None:
@@ -448,6 +467,8 @@ class CudaProgramWriter(ProgramWriter):
             self._emit_contraction(eqn, comment)  # the CPU rule, through _emit_nest below
         elif prim in CUDA_LOOP_RULES:
             CUDA_LOOP_RULES[prim](self, eqn, comment)
+        elif prim in CUDA_CONTROL_FLOW:
+            CUDA_CONTROL_FLOW[prim](self, eqn, comment)
         elif prim is p.reshape_p:
             shape = self._shape(eqn.outvars[0]) or ["1"]
             self.host += [comment, f"{self._name_of(eqn.outvars[0])} = "
@@ -919,6 +940,108 @@ class CudaProgramWriter(ProgramWriter):
             return f"to_device(np.full(1, {typed_constant(atom.val, atom.aval.dtype)}))"
         return self.names[atom]
 
+    # --8<-- [start:cuda_control_flow]
+    # Loops and branches run on the host: the generated host function keeps a Python loop
+    # (or if/elif chain) that calls, each trip, a host function written for the body, whose
+    # kernels are fused as any program's. XLA's GPU backend runs a While the same way: the
+    # body's kernels are launched from the host, and the predicate is copied back each trip.
+
+    def _called(self, program: ClosedJaxpr, kind: str,
+                scratch: list[tuple[str, bool]] | None = None) -> tuple[str, str]:
+        """A program a loop or branch runs, written as a host function of its own (its
+        kernels join this module's); its name and the tuple of dims to call it with."""
+        del scratch  # the body allocates its arrays each trip (see the course page)
+        if program.consts:
+            raise UnsupportedError(f"a {kind} program with constants")
+        writer = CudaProgramWriter(dce(inline_calls(program.jaxpr)), self.kernels,
+                                   self.functions)
+        slot = len(self.functions)
+        self.functions.append("")  # the name is taken before the functions it calls take theirs
+        name = f"{kind}_{slot}"
+        self.functions[slot] = "\n".join(writer.host_function(name))
+        dims = [self.dim(var, axis) for var, axis in writer.dims]
+        return name, f"({', '.join(dims)},)" if dims else "(0,)"
+
+    def _operand(self, atom: Any) -> str:
+        return self._host_output(atom) if isinstance(atom, Literal) else self._array(atom)
+
+    def _dims_pair(self, base: str, dims: str) -> list[str]:
+        """Lines that make a called function's dims, on the host and on the device, once
+        before the loop: ``{base}`` and ``{base}_dev``."""
+        return [f"{base} = {dims}", f"{base}_dev = to_device(np.array({base}, dtype=np.int64))"]
+
+    def _emit_scan(self, eqn: JaxprEqn, comment: str) -> None:
+        """A host loop over the steps: each calls the body's host function on the carry and
+        the step's rows of the xs (views, no copies), and copies its ys into their rows."""
+        params = eqn.params
+        n_consts, n_carry = params["num_consts"], params["num_carry"]
+        body, dims = self._called(params["jaxpr"], "scan_body")
+        ops = [self._operand(a) for a in eqn.invars]
+        base = self._temporary()
+        carry = [f"{base}_c{k}" for k in range(n_carry)]
+        ys = eqn.outvars[n_carry:]
+        length = self._scan_length(eqn)
+        step = f"{base}_t"
+        lines = [comment, *[f"{c} = {op}" for c, op in zip(carry, ops[n_consts:])]]
+        lines += [self._allocate(y, self._shape(y)) for y in ys]
+        lines += self._dims_pair(f"{base}_d", dims)
+        sliced = [f"row({op}, {step})" for op in ops[n_consts + n_carry:]]
+        call = (f"{body}({base}_d, {base}_d_dev, "
+                f"{', '.join([*ops[:n_consts], *carry, *sliced])})")
+        loop = [f"{step} = {length} - 1 - {base}_i" if params["reverse"] else
+                f"{step} = {base}_i", f"{base}_r = {call}"]
+        loop += [f"{c} = {base}_r[{k}]" for k, c in enumerate(carry)]
+        loop += [f"row({self.names[y]}, {step}).copy_to_device({base}_r[{n_carry + j}])"
+                 for j, y in enumerate(ys)]
+        lines += [f"for {base}_i in range({length}):", *_indent(loop)]
+        lines += [f"{self._name_of(v)} = {c}" for v, c in zip(eqn.outvars, carry)]
+        self.host += lines
+
+    def _emit_while(self, eqn: JaxprEqn, comment: str) -> None:
+        """A host ``while`` on the predicate's value, copied from the GPU each trip."""
+        params = eqn.params
+        n_cond, n_body = params["cond_nconsts"], params["body_nconsts"]
+        predicate, pred_dims = self._called(params["cond_jaxpr"], "while_cond")
+        body, body_dims = self._called(params["body_jaxpr"], "while_body")
+        ops = [self._operand(a) for a in eqn.invars]
+        base = self._temporary()
+        carry = [f"{base}_c{k}" for k in range(len(ops) - n_cond - n_body)]
+        lines = [comment, *[f"{c} = {op}" for c, op in zip(carry, ops[n_cond + n_body:])]]
+        lines += [*self._dims_pair(f"{base}_pd", pred_dims),
+                  *self._dims_pair(f"{base}_bd", body_dims)]
+        test = (f"host_scalar({predicate}({base}_pd, {base}_pd_dev, "
+                f"{', '.join([*ops[:n_cond], *carry])})[0])")
+        trip = [f"{base}_r = {body}({base}_bd, {base}_bd_dev, "
+                f"{', '.join([*ops[n_cond:n_cond + n_body], *carry])})"]
+        trip += [f"{c} = {base}_r[{k}]" for k, c in enumerate(carry)]
+        lines += [f"while {test}:", *_indent(trip)]
+        lines += [f"{self._name_of(v)} = {c}" for v, c in zip(eqn.outvars, carry)]
+        self.host += lines
+
+    def _emit_cond(self, eqn: JaxprEqn, comment: str) -> None:
+        """An if/elif chain on the index, copied from the GPU; each arm calls its branch."""
+        ops = [self._operand(a) for a in eqn.invars]
+        base = self._temporary()
+        lines = [comment, f"{base}_i = host_scalar({ops[0]})"]
+        branches = eqn.params["branches"]
+        for k, branch in enumerate(branches):
+            name, dims = self._called(branch, "branch")
+            test = ("else:" if k == len(branches) - 1 else
+                    f"{'if' if k == 0 else 'elif'} {base}_i == {k}:")
+            lines += [test, *_indent([*self._dims_pair(f"{base}_d", dims),
+                                      f"{base}_r = {name}({base}_d, {base}_d_dev, "
+                                      f"{', '.join(ops[1:])})"])]
+        lines += [f"{self._name_of(v)} = {base}_r[{k}]" for k, v in enumerate(eqn.outvars)]
+        self.host += lines
+    # --8<-- [end:cuda_control_flow]
+
+
+CUDA_CONTROL_FLOW: dict[Primitive, Callable[[CudaProgramWriter, JaxprEqn, str], None]] = {
+    scan_p: CudaProgramWriter._emit_scan,
+    while_p: CudaProgramWriter._emit_while,
+    cond_p: CudaProgramWriter._emit_cond,
+}
+
 
 CUDA_LOOP_RULES: dict[Primitive, Callable[[ProgramWriter, JaxprEqn, str], None]] = {
     **{prim: rule for prim, rule in LOOP_RULES.items() if prim not in CUDA_MISSING},
@@ -1028,8 +1151,8 @@ def _prelude() -> list[str]:
             "import math",
             "import numpy as np",
             "from numba import cuda",
-            "from stage2_jit.codegen_cuda import (device_array, launch_config, reduction_config,",
-            "                                     to_device)"]
+            "from stage2_jit.codegen_cuda import (device_array, host_scalar, launch_config,",
+            "                                     reduction_config, row, to_device)"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -1075,6 +1198,18 @@ def device_array(shape: tuple[int, ...], dtype: Any) -> Any:
     would see."""
     from numba import cuda
     return cuda.device_array(shape, dtype=dtype)
+
+
+def row(x: Any, t: int) -> Any:
+    """Row ``t`` of a device array, a view: a scan step's slice of an ``xs``, or where its
+    ``y`` goes. A row of a 1-D array is a scalar, which kernels store as one element."""
+    return x[t:t + 1] if x.ndim == 1 else x[t]
+
+
+def host_scalar(x: Any) -> Any:
+    """The value of a device scalar (stored as one element) on the host: a predicate or an
+    index that host code branches on. It waits for the kernels that compute it."""
+    return x.copy_to_host()[0]
 
 
 def _on_the_host(run: Callable[..., list[Array]], out_avals: list) -> Callable:

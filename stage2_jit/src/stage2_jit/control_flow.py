@@ -668,7 +668,11 @@ def scan_vjp(cts, *primals, out, needs, jaxpr, length, reverse, num_consts, num_
         g_consts, g_carry, g_xs = grads[:n_fc], grads[n_fc:n_fc + n_fca], grads[n_fc + n_fca:]
         return [*g_carry, *[a + g for a, g in zip(acc, g_consts)], *g_xs]
 
-    ct_carry = [ct for ct, f in zip(cts[:num_carry], float_carry) if f]
+    # The backward scan's carry is the cotangent of the forward carry, and a carry keeps its
+    # type: laid out as the carry (stage 4; the forward scan's result has its type even
+    # eagerly, where a plain array is replicated), whatever layout the cotangent arrives in.
+    ct_carry = [lax.with_sharding_of(ct, c) for ct, c, f in zip(cts[:num_carry], fwd,
+                                                                 float_carry) if f]
     ct_ys = [ct for ct, f in zip(cts[num_carry:], float_ys) if f]
     acc0 = [lax.zeros_like(c) for c, f in zip(consts, float_consts) if f]
     avals = [*map(get_aval, consts), *map(get_aval, ct_carry), *map(get_aval, acc0),

@@ -289,10 +289,8 @@ class Jitted:
 
     # --8<-- [start:jit_lookup]
     def _lookup(self, args, kwargs) -> tuple[_CacheEntry, list[Any]]:
-        static, dynamic = self._split(args, kwargs)
-        leaves, in_tree = tree_flatten(dynamic)
-        leaves = [leaf if isinstance(leaf, (Array, Tracer)) else self._check_leaf(dynamic, i, leaf)
-                  for i, leaf in enumerate(leaves)]
+        static, dynamic, in_tree, leaves = self._flatten_args(args, kwargs)
+        # --8<-- [start:task2_3]
         key = _cache_key(in_tree, leaves, static)
         entry = self._cache.get(key)
         if entry is not None:
@@ -300,11 +298,20 @@ class Jitted:
         with self._lock:
             entry = self._cache.get(key)
             if entry is None:
-                paths = [path for path, _ in tree_flatten_with_path(dynamic)[0]]
-                entry = self._trace(static, in_tree, leaves, paths)
+                entry = self._trace(static, dynamic, in_tree, leaves)
                 if not any(isinstance(c, Tracer) for c in entry.consts):
                     self._cache[key] = entry  # closures over tracers are not reusable
         return entry, leaves
+        # --8<-- [end:task2_3]
+
+    def _flatten_args(self, args, kwargs) -> tuple[tuple, tuple, Any, list[Any]]:
+        """The static arguments (hashable), the dynamic ones, their tree structure and their
+        leaves as arrays or tracers: what a trace, and a cache key, are made of."""
+        static, dynamic = self._split(args, kwargs)
+        leaves, in_tree = tree_flatten(dynamic)
+        leaves = [leaf if isinstance(leaf, (Array, Tracer)) else self._check_leaf(dynamic, i, leaf)
+                  for i, leaf in enumerate(leaves)]
+        return static, dynamic, in_tree, leaves
     # --8<-- [end:jit_lookup]
 
     def _split(self, args, kwargs) -> tuple[tuple, tuple]:
@@ -339,7 +346,7 @@ class Jitted:
         name = names[position] if position < len(names) else f"args[{position}]"
         return f"{name}{keystr(path[2:])}"
 
-    def _trace(self, static, in_tree, leaves, paths) -> _CacheEntry:
+    def _trace(self, static, dynamic, in_tree, leaves) -> _CacheEntry:
         out_tree_box: list[Any] = []
 
         float0_box: list[dict[int, tuple[int, ...]]] = []
@@ -355,7 +362,7 @@ class Jitted:
             float0_box.append({i: np.shape(o) for i, o in enumerate(out_flat) if _is_float0(o)})
             return [o for i, o in enumerate(out_flat) if i not in float0_box[-1]]
 
-        names = [self._describe(p) for p in paths]
+        names = [self._describe(path) for path, _ in tree_flatten_with_path(dynamic)[0]]
         jaxpr, consts = trace_to_jaxpr(flat_fun, [leaf.aval for leaf in leaves], names)
         program, consts = _closed_with_consts_as_args(jaxpr, consts)
         return _CacheEntry(program, consts, out_tree_box[0], jaxpr, float0_box[0])
@@ -374,7 +381,9 @@ class Jitted:
 def _cache_key(in_tree: Any, leaves: Sequence[Any], static: tuple) -> tuple:
     """What a traced program depends on: the arguments' structure and types (weak types
     included), the static arguments, and the configuration that changes tracing."""
+    # --8<-- [start:task2_3]
     return in_tree, tuple(leaf.aval for leaf in leaves), static, config.jax_enable_x64
+    # --8<-- [end:task2_3]
 # --8<-- [end:cache_key]
 
 
@@ -535,8 +544,9 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Calla
     static_nums = _as_tuple(static_argnums)
 
     def make_jaxpr_f(*args: Any, **kwargs: Any) -> ClosedJaxpr:
+        # A new Jitted per call, so no cache to look in: trace directly.
         jitted = Jitted(fun, static_nums, (), (), None)
-        entry, _ = jitted._lookup(args, kwargs)
+        entry = jitted._trace(*jitted._flatten_args(args, kwargs))
         return ClosedJaxpr(entry.jaxpr, entry.consts)
 
     return make_jaxpr_f

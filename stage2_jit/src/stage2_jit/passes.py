@@ -115,6 +115,7 @@ def dce(jaxpr: Jaxpr) -> Jaxpr:
         >>> print(dce(jax.make_jaxpr(f)(1.0).jaxpr))
         { lambda ; a:f32[]. let b:f32[] = mul a 2.0:f32[] in (b,) }
     """
+    # --8<-- [start:task2_4]
     live = {v for v in jaxpr.outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
@@ -123,6 +124,7 @@ def dce(jaxpr: Jaxpr) -> Jaxpr:
             live.update(v for v in eqn.invars if isinstance(v, Var))
     kept.reverse()
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept)
+    # --8<-- [end:task2_4]
 
 
 def dce_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -222,12 +224,12 @@ def _atom_key(atom: Atom) -> Hashable:
 
 
 # --8<-- [start:constant_fold]
-def constant_fold(closed: ClosedJaxpr) -> ClosedJaxpr:
+def constant_fold(closed: ClosedJaxpr, new_constants: bool = True) -> ClosedJaxpr:
     """Computes at compile time every equation whose inputs are all known and whose
     results are small (at most ``MAX_FOLDED_SIZE`` elements). A scalar result becomes a
     literal; an array of one repeated value a broadcast of a literal; any other array a new
-    constant. Effects and constants that are tracers of an outer transformation are never
-    folded.
+    constant (unless ``new_constants`` is False: then such an equation stays). Effects and
+    constants that are tracers of an outer transformation are never folded.
 
     Example:
         >>> import stage2_jit as jax, stage2_jit.numpy as jnp
@@ -255,6 +257,10 @@ def constant_fold(closed: ClosedJaxpr) -> ClosedJaxpr:
         known.update(zip(eqn.outvars, values))
         if _cheaper_than_memory(eqn):  # kept as it is; its values are known downstream
             eqns.append(eqn)
+            continue
+        if not new_constants and not all(v.aval.shape == () or _is_splat(value)
+                                         for v, value in zip(eqn.outvars, values)):
+            eqns.append(eqn)  # its values are known downstream; it stays an equation
             continue
         for var, value in zip(eqn.outvars, values):
             if var.aval.shape == ():
@@ -339,7 +345,7 @@ MAX_ROUNDS = 4
 
 
 # --8<-- [start:optimize]
-def optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
+def optimize(closed: ClosedJaxpr, new_constants: bool = True) -> ClosedJaxpr:
     """CSE, then constant folding, then DCE, repeated until the program stops shrinking.
 
     The order: CSE first, so that a value computed twice is folded once (one constant, not
@@ -362,12 +368,44 @@ def optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
             d:f32[] = add c b
           in (d,) }
     """
+    closed = _optimize_held_programs(closed)
     for _ in range(MAX_ROUNDS):
         before = [eqn.primitive for eqn in closed.jaxpr.eqns]
         jaxpr = cse(closed.jaxpr)
-        closed = constant_fold(ClosedJaxpr(jaxpr, closed.consts))
+        closed = constant_fold(ClosedJaxpr(jaxpr, closed.consts), new_constants)
         closed = dce_closed(closed)
         if [eqn.primitive for eqn in closed.jaxpr.eqns] == before:
             break
     return closed
 # --8<-- [end:optimize]
+
+
+# --8<-- [start:held_programs]
+# Primitives whose params hold programs they run (a loop's body, a cond's branches): the
+# passes optimize those programs too, as XLA optimizes the computations a While calls.
+_HOLDS_PROGRAMS = {"cond", "while", "scan"}
+
+
+def _optimize_held_programs(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """``closed`` with the programs its loops and branches hold optimized. A held program
+    keeps its inputs and outputs (the primitive's operands and results depend on them), and
+    gains no constants: folding there makes literals and splats only, since a code generator
+    writes a body as a function of its operands. Each held program is optimized once, and
+    equations that shared one still share the result, so CSE can still merge them."""
+    done: dict[int, tuple[ClosedJaxpr, ClosedJaxpr]] = {}  # id -> (held, optimized)
+
+    def held(value: Any) -> Any:
+        if isinstance(value, ClosedJaxpr):
+            if id(value) not in done:
+                done[id(value)] = value, optimize(value, new_constants=False)
+            return done[id(value)][1]
+        if isinstance(value, tuple) and value and all(isinstance(v, ClosedJaxpr)
+                                                      for v in value):
+            return tuple(held(v) for v in value)
+        return value
+
+    eqns = [eqn._replace(params={k: held(v) for k, v in eqn.params.items()})
+            if eqn.primitive.name in _HOLDS_PROGRAMS else eqn for eqn in closed.jaxpr.eqns]
+    jaxpr = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns), closed.consts)
+# --8<-- [end:held_programs]

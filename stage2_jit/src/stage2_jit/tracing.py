@@ -236,6 +236,7 @@ def _closed_with_consts_as_args(jaxpr: Jaxpr,
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
     """Runs a jaxpr by binding each equation's primitive: under no transformation that is
     NumPy (the reference backend); under grad, vmap or another trace it is transformed."""
+    # --8<-- [start:task2_2]
     env: dict[Var, Any] = {}
 
     def read(atom):
@@ -251,6 +252,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list
         for var, value in zip(eqn.outvars, outs):
             env[var] = value
     return [read(a) for a in jaxpr.outvars]
+    # --8<-- [end:task2_2]
 # --8<-- [end:eval_jaxpr]
 
 

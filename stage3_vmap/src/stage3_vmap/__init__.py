@@ -19,6 +19,7 @@ from stage2_jit import (  # noqa: F401
     Literal,
     TracerArrayConversionError,
     Var,
+    block_until_ready,
     check_grads,
     config,
     custom_vjp,

@@ -137,7 +137,7 @@ batching_rules[lax.stop_gradient_p] = _elementwise(lax.stop_gradient_p)
 # --8<-- [start:broadcast_in_dim_batching_rule]
 def broadcast_in_dim_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
                                    shape: tuple[int, ...],
-                                   broadcast_dimensions: tuple[int, ...]):
+                                   broadcast_dimensions: tuple[int, ...], out_sharding=None):
     """The batch axis is one more operand dim to map to an output dim. It goes right after
     the output dim of the operand dim before it, which keeps ``broadcast_dimensions``
     increasing without moving anything."""
@@ -146,7 +146,9 @@ def broadcast_in_dim_batching_rule(axis_data: AxisData, vals_in: list, dims_in: 
     dims = [d + (d >= out_bdim) for d in broadcast_dimensions]
     dims.insert(x_bdim, out_bdim)
     shape = shape[:out_bdim] + (axis_data.size,) + shape[out_bdim:]
-    return [lax.broadcast_in_dim(x, shape, dims)], [out_bdim]
+    if out_sharding is not None:  # stage 4: the batch dim is not split
+        out_sharding = out_sharding.inserted(out_bdim)
+    return [lax.broadcast_in_dim(x, shape, dims, out_sharding)], [out_bdim]
 batching_rules[lax.broadcast_in_dim_p] = broadcast_in_dim_batching_rule
 # --8<-- [end:broadcast_in_dim_batching_rule]
 
@@ -250,9 +252,11 @@ def _reduction(prim: Primitive) -> BatchingRule:
     past the batch axis, which shifts left by the dims reduced away before it."""
     def rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *, axes: tuple[int, ...],
              **params: Any):
+        # --8<-- [start:task3_2]
         (x,), (x_bdim,) = vals_in, dims_in
         out = prim.bind(x, axes=_renumber(axes, x_bdim), **params)
         return [out], [x_bdim - sum(a < x_bdim for a in axes)]
+        # --8<-- [end:task3_2]
     return rule
 # --8<-- [end:reduction_batching_rule]
 
@@ -279,6 +283,7 @@ def dot_general_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims,
     free dim of that operand, so a batched matrix-vector product is a matrix-matrix product.
     The result's dims are the batch dims, x's free dims, then y's free dims, each in order,
     which says where the batch axis lands."""
+    # --8<-- [start:task3_1]
     (x, y), (x_bdim, y_bdim) = vals_in, dims_in
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     if x_bdim is not not_mapped:
@@ -298,6 +303,7 @@ def dot_general_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims,
     if out_sharding is not None:  # stage 4: the batch dim is not split
         out_sharding = out_sharding.inserted(out_bdim)
     return [lax.dot_general(x, y, dims, preferred_element_type, out_sharding)], [out_bdim]
+    # --8<-- [end:task3_1]
 batching_rules[lax.dot_general_p] = dot_general_batching_rule
 # --8<-- [end:dot_general_batching_rule]
 
@@ -387,9 +393,11 @@ def sort_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *, dim
                        num_keys: int):
     """Each example sorts along its own ``dimension``: the same dim of the batch, renumbered
     past the batch axis. The operands are sorted together, so all carry the batch."""
+    # --8<-- [start:task3_2]
     vals, bdim = _aligned(axis_data, vals_in, dims_in)
     outs = lax.sort_p.bind(*vals, dimension=dimension + (dimension >= bdim), num_keys=num_keys)
     return outs, [bdim] * len(outs)
+    # --8<-- [end:task3_2]
 batching_rules[lax.sort_p] = sort_batching_rule
 # --8<-- [end:sort_batching_rule]
 

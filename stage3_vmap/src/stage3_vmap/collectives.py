@@ -303,15 +303,18 @@ def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
         >>> jax.vmap(lambda v: jax.lax.psum_scatter(v, "i"), axis_name="i")(jnp.ones((2, 2)))
         Array([2., 2.], dtype=float32)
     """
+    # --8<-- [start:task3_3]
     names = _names(axis_name)
     if len(names) != 1:
         raise NotImplementedError("psum_scatter over several axis names at once: call it once "
                                   "per name.")
     return tree_map(lambda leaf: psum_scatter_p.bind(
         leaf, axis_name=names[0], scatter_dimension=scatter_dimension, tiled=tiled), x)
+    # --8<-- [end:task3_3]
 
 
 def psum_scatter_abstract_eval(x: ShapedArray, *, axis_name, scatter_dimension, tiled):
+    # --8<-- [start:task3_3]
     size, shape = _size(axis_name), list(x.shape)
     if not 0 <= scatter_dimension < x.ndim:
         raise ValueError(f"psum_scatter: scatter_dimension {scatter_dimension} is not a dim "
@@ -326,11 +329,13 @@ def psum_scatter_abstract_eval(x: ShapedArray, *, axis_name, scatter_dimension, 
     else:
         del shape[scatter_dimension]
     return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+    # --8<-- [end:task3_3]
 abstract_eval_rules[psum_scatter_p] = psum_scatter_abstract_eval
 
 
 def psum_scatter_batching_rule(axis_data: AxisData, vals, dims, *, axis_name,
                                scatter_dimension, tiled):
+    # --8<-- [start:task3_3]
     (x,), (bdim,) = vals, dims
     if axis_name != axis_data.name:
         if bdim is not_mapped:
@@ -352,11 +357,23 @@ def psum_scatter_batching_rule(axis_data: AxisData, vals, dims, *, axis_name,
         shape[scatter_dimension:scatter_dimension + 1] = [size, shape[scatter_dimension] // size]
         total = lax.reshape(total, tuple(shape))
     return [total], [scatter_dimension]
+    # --8<-- [end:task3_3]
 batching_rules[psum_scatter_p] = psum_scatter_batching_rule
-jvp_rules[psum_scatter_p] = lambda primals, tangents, **params: (
-    psum_scatter_p.bind(primals[0], **params), psum_scatter_p.bind(tangents[0], **params))
-vjp_rules[psum_scatter_p] = lambda ct, x, *, out, axis_name, scatter_dimension, tiled: [
-    all_gather_p.bind(ct, axis_name=axis_name, axis=scatter_dimension, tiled=tiled)]
+
+
+def psum_scatter_jvp(primals, tangents, **params):
+    # --8<-- [start:task3_3]
+    return psum_scatter_p.bind(primals[0], **params), psum_scatter_p.bind(tangents[0], **params)
+    # --8<-- [end:task3_3]
+jvp_rules[psum_scatter_p] = psum_scatter_jvp
+
+
+def psum_scatter_vjp(ct, x, *, out, axis_name, scatter_dimension, tiled):
+    """The transpose of a reduce-scatter is an all-gather of the cotangent."""
+    # --8<-- [start:task3_3]
+    return [all_gather_p.bind(ct, axis_name=axis_name, axis=scatter_dimension, tiled=tiled)]
+    # --8<-- [end:task3_3]
+vjp_rules[psum_scatter_p] = psum_scatter_vjp
 # --8<-- [end:psum_scatter]
 
 

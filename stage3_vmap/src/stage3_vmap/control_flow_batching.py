@@ -76,6 +76,7 @@ def cond_batching_rule(axis_data: AxisData, vals, dims, *, branches):
         outs = cond_p.bind(index, *consts, *operands, branches=tuple(programs))
         return list(outs), [0 if f else not_mapped for f in force]
     # Each member its own branch: all branches on the whole batch, then pick per member.
+    # --8<-- [start:task2_11]
     index = bdim_at(index, index_dim, 0, size)
     per_branch = []
     for branch in branches:
@@ -89,6 +90,7 @@ def cond_batching_rule(axis_data: AxisData, vals, dims, *, branches):
         which = lax.broadcast_in_dim(index, shape, (0,))
         results.append(lax.select_n(which, *cases))
     return results, [0] * n_out
+    # --8<-- [end:task2_11]
 # --8<-- [end:cond_batching]
 
 

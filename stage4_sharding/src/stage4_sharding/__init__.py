@@ -18,6 +18,7 @@ from stage3_vmap import (  # noqa: F401
     Literal,
     TracerArrayConversionError,
     Var,
+    block_until_ready,
     check_grads,
     config,
     custom_vjp,

@@ -7,9 +7,9 @@ which is not split.
 
 Partitioning: the primitive stays, with each program it holds partitioned on its own (a
 per-device branch, body or predicate), so a loop over sharded values is still one loop
-on every device. NB: a program whose blocks need a collective inside the loop (a body that
-all-reduces) is refused for now: the runtime runs collectives between segments, and a
-loop's steps are inside one.
+on every device. A body that needs a collective (it sums over a split dim, or contracts
+one) keeps it inside: the runtime then steps through that loop itself, one iteration at a
+time, with the collectives between the body's segments (``runtime.host_rules``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from stage2_jit.control_flow import cond_p, scan_p, while_p
 from stage2_jit.jaxpr import ClosedJaxpr
 
 from .partitioner import Partitioner, partition_rules, trace_local_program
-from .runtime import DEVICE_PRIMITIVES
 from .sharded_types import spec_of_aval
 from .sharding_rules import ShardingTypeError, Spec, describe, sharding_rules
 
@@ -83,19 +82,10 @@ sharding_rules[scan_p] = scan_sharding_rule
 # ------------------------------------------------------------------------------------------
 
 
-def local_program(ctx: Partitioner, program: ClosedJaxpr, what: str) -> ClosedJaxpr:
+def local_program(ctx: Partitioner, program: ClosedJaxpr) -> ClosedJaxpr:
     """The per-device program of a program held by a control-flow primitive (its avals carry
     their shardings, as the enclosing program's do)."""
-    local = trace_local_program(ctx.mesh, program)
-    inner = [eqn.primitive.name for eqn in local.jaxpr.eqns
-             if eqn.primitive in DEVICE_PRIMITIVES]
-    if inner:
-        raise NotImplementedError(
-            f"The {what} needs {', '.join(sorted(set(inner)))} on its blocks inside the "
-            f"loop or branch, which the runtime cannot run there yet (it runs collectives "
-            f"between segments). Reshard the operands so the {what} works on whole values, "
-            f"or write the loop inside shard_map without collectives in its body.")
-    return local
+    return trace_local_program(ctx.mesh, program)
 
 
 def _operands(ctx, vals, specs, avals):
@@ -104,7 +94,7 @@ def _operands(ctx, vals, specs, avals):
 
 def cond_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *, branches):
     index = ctx.convert(vals[0], specs[0], ())
-    local = tuple(local_program(ctx, b, "cond branch") for b in branches)
+    local = tuple(local_program(ctx, b) for b in branches)
     operands = _operands(ctx, vals[1:], specs[1:], branches[0].in_avals)
     return list(cond_p.bind(index, *operands, branches=local))
 
@@ -115,8 +105,8 @@ def while_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *, co
     cond_in = _operands(ctx, vals[:n_cc] + vals[n_cc + body_nconsts:],
                         specs[:n_cc] + specs[n_cc + body_nconsts:], cond_jaxpr.in_avals)
     body_in = _operands(ctx, vals[n_cc:], specs[n_cc:], body_jaxpr.in_avals)
-    cond_local = local_program(ctx, cond_jaxpr, "while_loop's cond_fun")
-    body_local = local_program(ctx, body_jaxpr, "while_loop's body")
+    cond_local = local_program(ctx, cond_jaxpr)
+    body_local = local_program(ctx, body_jaxpr)
     return list(while_p.bind(*cond_in[:n_cc], *body_in, cond_jaxpr=cond_local,
                              body_jaxpr=body_local, cond_nconsts=n_cc,
                              body_nconsts=body_nconsts))
@@ -129,7 +119,7 @@ def scan_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *, jax
     fixed = _operands(ctx, vals[:n_fixed], specs[:n_fixed], body_avals[:n_fixed])
     xs = [ctx.convert(v, s, ((),) + spec_of_aval(a))
           for v, s, a in zip(vals[n_fixed:], specs[n_fixed:], body_avals[n_fixed:])]
-    body = local_program(ctx, jaxpr, "scan body")
+    body = local_program(ctx, jaxpr)
     return list(scan_p.bind(*fixed, *xs, jaxpr=body, length=length, reverse=reverse,
                             num_consts=num_consts, num_carry=num_carry, linear=linear,
                             unroll=unroll, _split_transpose=_split_transpose))

@@ -43,7 +43,7 @@ KINDS = {"psum": "all-reduce", "pmax": "all-reduce", "pmin": "all-reduce",
 
 @dataclass(frozen=True)
 class CollectiveCost:
-    """One collective, as the cost model sees it (bytes per device)."""
+    """One collective, as the cost model sees it (bytes per device, each time it runs)."""
     primitive: str
     kind: str
     axes: tuple[str, ...]
@@ -52,6 +52,9 @@ class CollectiveCost:
     bytes_sent: float
     bytes_received: float
     seconds: float
+    # How many times one call runs it: 1, or the trip counts of the loops around it; None
+    # inside a while_loop, whose trip count is known only when it runs.
+    count: int | None = 1
 
     def __str__(self) -> str:
         return (f"{self.kind:<18} {self.primitive:<13} {','.join(self.axes):<8} "
@@ -64,6 +67,7 @@ def collective_cost(primitive: str, operand: ShapedArray, axes: tuple[str, ...],
                     group_size: int, params: dict[str, Any]) -> CollectiveCost | None:
     """The bytes each device sends and receives, and the time, for one collective over a
     group of ``group_size`` devices; None for an operation that moves nothing."""
+    # --8<-- [start:task4_3]
     kind = KINDS.get(primitive)
     if kind is None:
         return None
@@ -85,6 +89,7 @@ def collective_cost(primitive: str, operand: ShapedArray, axes: tuple[str, ...],
         sent = size
         seconds = latency + size / bandwidth
     return CollectiveCost(primitive, kind, axes, n, operand, sent, sent, seconds)
+    # --8<-- [end:task4_3]
 # --8<-- [end:collective_cost]
 
 
@@ -127,17 +132,47 @@ def note_executed(cost: CollectiveCost) -> None:
         log.append(cost)
 
 
+def totals(costs: list[CollectiveCost]) -> dict[str, float]:
+    """Per call and per device: how many collectives run, the bytes they send and receive,
+    their estimated seconds (each counted ``count`` times). Those inside a while_loop are
+    summed apart, per iteration of the loop, when there are any."""
+    known = [c for c in costs if c.count is not None]
+    result = {
+        "collectives": float(sum(c.count for c in known)),
+        "bytes sent": sum((c.bytes_sent * c.count for c in known), 0.0),
+        "bytes received": sum((c.bytes_received * c.count for c in known), 0.0),
+        "communication seconds": sum((c.seconds * c.count for c in known), 0.0),
+    }
+    per_iteration = [c for c in costs if c.count is None]
+    if per_iteration:
+        result["collectives per while_loop iteration"] = float(len(per_iteration))
+        result["bytes sent per while_loop iteration"] = sum(
+            (c.bytes_sent for c in per_iteration), 0.0)
+    return result
+
+
 def report(costs: list[CollectiveCost]) -> str:
-    """A table of collectives with their bytes per device and estimated times."""
+    """A table of collectives with their bytes per device and estimated times, each time
+    they run; with a column of how many times one call runs them when that is not once
+    (inside a loop: its trip count, ``?`` for a while_loop's)."""
     header = (f"{'collective':<18} {'primitive':<13} {'axes':<8} {'group':>5}  "
               f"{'block':<18} {'sent/dev':>10} {'time (us)':>10}")
-    lines = [header, "-" * len(header), *map(str, costs)]
-    sent = sum((c.bytes_sent for c in costs), 0.0)
-    seconds = sum((c.seconds for c in costs), 0.0)
-    lines.append(f"{len(costs)} collectives, {_bytes(sent)} sent per device, "
-                 f"{seconds * 1e6:.1f} us estimated (latency "
-                 f"{float(config.jax_collective_latency) * 1e6:g} us, link "
+    rows = list(map(str, costs))
+    if any(c.count != 1 for c in costs):
+        header += f" {'runs':>5}"
+        rows = [f"{row} {'?' if c.count is None else c.count:>5}" for row, c in zip(rows, costs)]
+    lines = [header, "-" * len(header), *rows]
+    total = totals(costs)
+    lines.append(f"{total['collectives']:.0f} collectives, {_bytes(total['bytes sent'])} sent "
+                 f"per device, {total['communication seconds'] * 1e6:.1f} us estimated "
+                 f"(latency {float(config.jax_collective_latency) * 1e6:g} us, link "
                  f"{float(config.jax_link_bandwidth) / 1e9:g} GB/s)")
+    if "collectives per while_loop iteration" in total:
+        lines.append(f"not counted above (runs ?): "
+                     f"{total['collectives per while_loop iteration']:.0f} per iteration of a "
+                     f"while_loop, {_bytes(total['bytes sent per while_loop iteration'])} sent "
+                     f"per device each time; a while_loop's trip count is known only when it "
+                     f"runs")
     return "\n".join(lines)
 
 

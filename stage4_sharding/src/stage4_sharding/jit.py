@@ -22,7 +22,7 @@ from stage1_autodiff.tree_util import tree_flatten
 from stage2_jit.jit import Jitted, Lowered, cost_analysis
 
 from .arrays import run_program
-from .cost_model import CollectiveCost, report
+from .cost_model import CollectiveCost, report, totals
 from .partitioner import Partitioned, is_sharded, partition
 from .runtime import static_costs
 from .sharded_types import mesh_of
@@ -83,15 +83,10 @@ class ShardedCompiled:
 
     def cost_analysis(self) -> dict[str, float]:
         """Per device: flops and bytes accessed of the local program (stage 2's count), and
-        the collectives' bytes sent and received and estimated seconds."""
-        costs = self.collectives()
+        the collectives' count, bytes sent and received and estimated seconds (a loop's
+        collectives times its trip count; those of a while_loop apart, per iteration)."""
         result = cost_analysis(self.partitioned.local.jaxpr)
-        result.update({
-            "collectives": float(len(costs)),
-            "bytes sent": sum((c.bytes_sent for c in costs), 0.0),
-            "bytes received": sum((c.bytes_received for c in costs), 0.0),
-            "communication seconds": sum((c.seconds for c in costs), 0.0),
-        })
+        result.update(totals(self.collectives()))
         return result
 
 

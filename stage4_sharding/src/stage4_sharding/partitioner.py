@@ -135,6 +135,7 @@ class Partitioner:
 
     def convert(self, x: Any, src: Spec, dst: Spec) -> Any:
         """This device's block of a value laid out by ``dst``, from its block under ``src``."""
+        # --8<-- [start:task4_2]
         src, dst = list(src), list(dst)
         if src == dst:
             return x
@@ -153,6 +154,7 @@ class Partitioner:
                 src[d] = ()
         extra = tuple(tuple(dst[d][len(src[d]):]) for d in range(len(dst)))
         return self.slice(x, extra) if any(extra) else x
+        # --8<-- [end:task4_2]
 
     def gather_whole(self, x: Any, spec: Spec, dims: Sequence[int]) -> tuple[Any, Spec]:
         """``x`` with ``dims`` made whole; the new spec."""
@@ -302,7 +304,7 @@ partition_rules[p.slice_p] = _same_layout(p.slice_p, _local_slice_params)
 
 
 def broadcast_in_dim_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *,
-                                    shape, broadcast_dimensions):
+                                    shape, broadcast_dimensions, out_sharding=None):
     (x,), (spec,), (out_spec,), (aval,) = vals, specs, out_specs, avals_in
     dims = tuple(broadcast_dimensions)
     wanted = tuple(out_spec[d] if aval.shape[i] == shape[d] else ()

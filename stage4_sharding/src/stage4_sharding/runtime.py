@@ -10,6 +10,11 @@ Segments are made as large as the data dependencies allow: an equation joins the
 segment as soon as its operands exist, so independent collectives (the all-reduces of
 several gradients) gather at segment ends instead of splitting the program into slivers.
 
+A loop (or a ``cond``) whose body needs a collective cannot be compiled into a segment: the
+devices must meet inside each iteration. The runtime runs such a loop itself, a Python loop
+over iterations that runs the body's own segments and collectives (``host_rules``); a loop
+without collectives stays one compiled loop in its segment.
+
 NB: on real hardware each device runs the whole compiled program and the collectives are
 calls into NCCL or the interconnect's library; XLA schedules them to overlap computation
 (xla/service/latency_hiding_scheduler.cc).
@@ -17,12 +22,14 @@ calls into NCCL or the interconnect's library; XLA schedules them to overlap com
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from stage1_autodiff.core import Device, Primitive
+from stage2_jit.control_flow import cond_p, scan_p, while_p
 from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from stage2_jit.jit import compile_jaxpr
 from stage3_vmap.collectives import (
@@ -36,7 +43,7 @@ from stage3_vmap.collectives import (
     psum_scatter_p,
 )
 
-from .cost_model import collective_cost, group_size, note_executed
+from .cost_model import CollectiveCost, collective_cost, group_size, note_executed
 from .mesh import Mesh
 from .partitioner import shard_slice_p
 
@@ -197,9 +204,36 @@ class Segment:
         self.program = ClosedJaxpr(Jaxpr([], inputs, outputs, eqns), [])
 
 
+def held_programs(eqn: JaxprEqn) -> list[ClosedJaxpr]:
+    """The programs a control-flow equation holds: its branches, or its predicate and body."""
+    if eqn.primitive is cond_p:
+        return list(eqn.params["branches"])
+    if eqn.primitive is while_p:
+        return [eqn.params["cond_jaxpr"], eqn.params["body_jaxpr"]]
+    if eqn.primitive is scan_p:
+        return [eqn.params["jaxpr"]]
+    return []
+
+
+def device_ops_in(programs: list[ClosedJaxpr]) -> set[str]:
+    """The device operations (collectives, ``shard_slice``, ``axis_index``) that programs
+    run, at any depth of control flow."""
+    names = set()
+    for program in programs:
+        for eqn in program.jaxpr.eqns:
+            if eqn.primitive in DEVICE_PRIMITIVES:
+                names.add(eqn.primitive.name)
+            names |= device_ops_in(held_programs(eqn))
+    return names
+
+
 def schedule(jaxpr: Jaxpr) -> list[Segment | JaxprEqn]:
-    """The program as steps: segments of local equations and single device operations."""
+    """The program as steps: segments of local equations, and single steps between them:
+    device operations, and control flow whose loop body or branches hold some (the runtime
+    runs those one iteration at a time, see ``host_rules``)."""
     ready = set(jaxpr.constvars) | set(jaxpr.invars)
+    between = {id(eqn) for eqn in jaxpr.eqns
+               if eqn.primitive in DEVICE_PRIMITIVES or device_ops_in(held_programs(eqn))}
 
     def available(eqn):
         return all(isinstance(a, Literal) or a in ready for a in eqn.invars)
@@ -208,14 +242,14 @@ def schedule(jaxpr: Jaxpr) -> list[Segment | JaxprEqn]:
     while pending:
         local, rest = [], []
         for eqn in pending:
-            if eqn.primitive not in DEVICE_PRIMITIVES and available(eqn):
+            if id(eqn) not in between and available(eqn):
                 local.append(eqn)
                 ready.update(eqn.outvars)
             else:
                 rest.append(eqn)
         device, pending = [], []
         for eqn in rest:
-            if eqn.primitive in DEVICE_PRIMITIVES and available(eqn):
+            if id(eqn) in between and available(eqn):
                 device.append(eqn)
                 ready.update(eqn.outvars)
             else:
@@ -251,16 +285,34 @@ class SpmdExecutable:
     def __init__(self, local: ClosedJaxpr, mesh: Mesh, backend: str) -> None:
         self.local, self.mesh, self.backend = local, mesh, backend
         self.groups = MeshGroups(mesh)
-        self.steps = schedule(local.jaxpr)
-        self.executables = {id(s): compile_jaxpr(s.program, backend)
-                            for s in self.steps if isinstance(s, Segment)}
+        self.n = len(self.groups.devices)
+        # id(program) -> (program, its steps, its segments' executables): the top-level
+        # program's, and those of the loop bodies and branches the runtime steps through.
+        self._scheduled: dict[int, tuple[ClosedJaxpr, list, dict[int, Any]]] = {}
+        self.scheduled(local)  # compiled now; the programs inside loops on first use
+
+    def scheduled(self, program: ClosedJaxpr) -> tuple[list[Segment | JaxprEqn], dict]:
+        """A program's steps and compiled segments, made on first use (a loop body's once,
+        for all of its iterations)."""
+        if id(program) not in self._scheduled:
+            steps = schedule(program.jaxpr)
+            executables = {id(s): compile_jaxpr(s.program, self.backend)
+                           for s in steps if isinstance(s, Segment)}
+            self._scheduled[id(program)] = (program, steps, executables)
+        _, steps, executables = self._scheduled[id(program)]
+        return steps, executables
 
     def __call__(self, args: list[Blocks]) -> list[Blocks]:
         """``args[k][i]``: device i's block of argument k; the results likewise."""
-        n = len(self.groups.devices)
-        jaxpr = self.local.jaxpr
+        return self.run(self.local, args)
+
+    def run(self, program: ClosedJaxpr, args: list[Blocks]) -> list[Blocks]:
+        """Runs ``program`` (the whole per-device program, or a loop body or branch of it)
+        on every device."""
+        steps, executables = self.scheduled(program)
+        n, jaxpr = self.n, program.jaxpr
         env: dict[Var, Blocks] = {}
-        for var, value in zip(jaxpr.constvars, self.local.consts):
+        for var, value in zip(jaxpr.constvars, program.consts):
             env[var] = [np.asarray(getattr(value, "_value", value))] * n
         for var, blocks in zip(jaxpr.invars, args):
             env[var] = blocks
@@ -268,13 +320,17 @@ class SpmdExecutable:
         def read(atom) -> Blocks:
             return [np.asarray(atom.val)] * n if isinstance(atom, Literal) else env[atom]
 
-        for step in self.steps:
+        for step in steps:
             if isinstance(step, Segment):
-                run = self.executables[id(step)]
+                run = executables[id(step)]
                 inputs = [read(v) for v in step.inputs]
                 results = [run(*[blocks[i] for blocks in inputs]) for i in range(n)]
                 for k, var in enumerate(step.outputs):
                     env[var] = [np.asarray(r[k]._value) for r in results]
+            elif step.primitive in host_rules:
+                outs = host_rules[step.primitive](self, [read(a) for a in step.invars],
+                                                  **step.params)
+                env.update(zip(step.outvars, outs))
             else:
                 env[step.outvars[0]] = self.device_op(step, [read(a) for a in step.invars])
         return [read(v) for v in jaxpr.outvars]
@@ -290,6 +346,84 @@ class SpmdExecutable:
         if cost is not None:
             note_executed(cost)
         return device_ops[eqn.primitive](self.groups.groups(names), operands[0], **params)
+
+    def agreed(self, blocks: Blocks, programs: list[ClosedJaxpr], what: str,
+               label: Callable[[int], str]) -> int:
+        """The one value every device has for a scalar that decides a step (a branch index,
+        a loop's predicate); an error if the devices disagree, since a collective inside
+        the loop or branch needs every device of its group to get there."""
+        values = [int(np.asarray(b)) for b in blocks]
+        if len(set(values)) == 1:
+            return values[0]
+        where = "; ".join(f"{label(v)} on devices {[i for i, x in enumerate(values) if x == v]}"
+                          for v in sorted(set(values)))
+        inside = ", ".join(sorted(device_ops_in(programs)))
+        raise ValueError(
+            f"{what} differs between devices ({where}). Its loop body or branches run "
+            f"{inside}, so the runtime steps through them on all devices together, and every "
+            f"device must take the same path (a collective waits for every device of its "
+            f"group). Make it the same on every device: compute it from replicated values, "
+            f"or combine it over the mesh axes first (jax.lax.pmax or jax.lax.psum).")
+
+
+# ------------------------------------------------------------------------------------------
+# Control flow whose programs exchange blocks: run by the runtime, one step at a time
+# ------------------------------------------------------------------------------------------
+
+# --8<-- [start:host_rules]
+# rule(executable, operands as blocks, **params) -> results as blocks. A loop whose body runs
+# a collective cannot be one compiled loop here: the devices meet between segments. So the
+# host runs it: each iteration runs the body's own segments and collectives, and every
+# collective is logged once per iteration. (Loops without collectives stay compiled.)
+HostRule = Callable[..., list[Blocks]]
+host_rules: dict[Primitive, HostRule] = {}
+
+
+def cond_host_rule(ex: SpmdExecutable, operands, *, branches):
+    index = ex.agreed(operands[0], list(branches), "cond's choice of branch",
+                      lambda v: f"branch {v}")
+    return ex.run(branches[index], operands[1:])
+
+
+host_rules[cond_p] = cond_host_rule
+
+
+def while_host_rule(ex: SpmdExecutable, operands, *, cond_jaxpr, body_jaxpr, cond_nconsts,
+                    body_nconsts):
+    cond_consts = operands[:cond_nconsts]
+    body_consts = operands[cond_nconsts:cond_nconsts + body_nconsts]
+    carry = operands[cond_nconsts + body_nconsts:]
+    while ex.agreed(ex.run(cond_jaxpr, [*cond_consts, *carry])[0], [cond_jaxpr, body_jaxpr],
+                    "while_loop's predicate", lambda v: str(bool(v))):
+        carry = ex.run(body_jaxpr, [*body_consts, *carry])
+    return carry
+
+
+host_rules[while_p] = while_host_rule
+
+
+def scan_host_rule(ex: SpmdExecutable, operands, *, jaxpr, length, reverse, num_consts,
+                   num_carry, **params):
+    consts = operands[:num_consts]
+    carry = operands[num_consts:num_consts + num_carry]
+    xs = operands[num_consts + num_carry:]
+    ys = []
+    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+        x = [[block[i] for block in blocks] for blocks in xs]  # each device's slice
+        outs = ex.run(jaxpr, [*consts, *carry, *x])
+        carry = outs[:num_carry]
+        ys.append(outs[num_carry:])
+    if reverse:
+        ys.reverse()
+    stacked = []
+    for k, aval in enumerate(jaxpr.out_avals[num_carry:]):
+        stacked.append([np.stack([y[k][d] for y in ys]) if ys else
+                        np.zeros((0, *aval.shape), aval.dtype) for d in range(ex.n)])
+    return [*carry, *stacked]
+
+
+host_rules[scan_p] = scan_host_rule
+# --8<-- [end:host_rules]
 
 
 _executables: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -315,8 +449,31 @@ def eqn_cost(eqn: JaxprEqn, mesh: Mesh) -> Any:
                            group_size(mesh.shape, names), params)
 
 
-def static_costs(local: ClosedJaxpr, mesh: Mesh) -> list[Any]:
-    """The collectives a per-device program runs, with their costs, without running it."""
-    costs = [eqn_cost(eqn, mesh) for eqn in local.jaxpr.eqns if eqn.primitive in device_ops]
-    return [c for c in costs if c is not None]
+# --8<-- [start:static_costs]
+def static_costs(local: ClosedJaxpr, mesh: Mesh) -> list[CollectiveCost]:
+    """The collectives a per-device program runs, with their costs, without running it.
+    One inside a loop counts as many times as the loop runs (its ``count``: the product of
+    the trip counts of the ``scan``s and ``fori_loop``s around it; None inside a
+    ``while_loop``, whose trip count is known only when it runs). Of a ``cond``'s branches,
+    the costliest counts (XLA's HloCostAnalysis takes the maximum over branches too)."""
+    return _costs(local.jaxpr, mesh, 1)
+
+
+def _costs(jaxpr: Jaxpr, mesh: Mesh, count: int | None) -> list[CollectiveCost]:
+    costs: list[CollectiveCost] = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive in device_ops:
+            cost = eqn_cost(eqn, mesh)
+            costs += [] if cost is None else [dataclasses.replace(cost, count=count)]
+        elif eqn.primitive is scan_p:
+            times = None if count is None else count * eqn.params["length"]
+            costs += _costs(eqn.params["jaxpr"].jaxpr, mesh, times)
+        elif eqn.primitive is while_p:
+            for program in held_programs(eqn):
+                costs += _costs(program.jaxpr, mesh, None)
+        elif eqn.primitive is cond_p:
+            options = [_costs(b.jaxpr, mesh, count) for b in eqn.params["branches"]]
+            costs += max(options, key=lambda cs: sum(c.seconds for c in cs))
+    return costs
+# --8<-- [end:static_costs]
 

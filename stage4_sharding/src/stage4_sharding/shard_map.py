@@ -146,6 +146,7 @@ _MAKES_VARYING = {psum_scatter_p, ppermute_p, all_to_all_p, axis_index_p}
 def varying_axes(jaxpr: Jaxpr, in_axes: list[set[str]]) -> list[set[str]]:
     """For each output of a per-device program, the mesh axes along which it may differ
     between devices."""
+    # --8<-- [start:task4_4]
     env: dict[Any, set[str]] = {v: set(a) for v, a in zip(jaxpr.invars, in_axes)}
     for v in jaxpr.constvars:
         env[v] = set()
@@ -168,6 +169,7 @@ def varying_axes(jaxpr: Jaxpr, in_axes: list[set[str]]) -> list[set[str]]:
         for var in eqn.outvars:
             env[var] = axes
     return [read(v) for v in jaxpr.outvars]
+    # --8<-- [end:task4_4]
 
 
 def check_replication(body: ClosedJaxpr, in_specs: tuple[Spec, ...],

@@ -53,6 +53,20 @@ def with_spec(aval: ShapedArray, mesh: Mesh, spec: Spec) -> ShapedArray:
     return aval._replace(sharding=sharding)
 
 
+def _mesh_of_equation(prim: Primitive, avals_in: list[ShapedArray],
+                      params: dict[str, Any]) -> Mesh | None:
+    """The mesh of the operands, or of the result sharding the caller gave: a broadcast of a
+    constant is sharded when asked, though no operand is (a gradient's zeros)."""
+    mesh = mesh_of(avals_in, prim.name)
+    asked = params.get("out_sharding")
+    if not isinstance(asked, NamedSharding):
+        return mesh
+    if mesh is not None and asked.mesh != mesh:
+        raise ValueError(f"{prim.name} got arrays sharded over {mesh} and out_sharding over "
+                         f"{asked.mesh}: use one mesh.")
+    return asked.mesh
+
+
 # --8<-- [start:sharding_in_types]
 class ShardingInTypes(TypeExtension):
     """Puts shardings into the avals stage 2's tracer infers."""
@@ -66,7 +80,7 @@ class ShardingInTypes(TypeExtension):
 
     def result_avals(self, prim: Primitive, avals_in: list[ShapedArray],
                      avals_out: list[ShapedArray], params: dict[str, Any]) -> list[ShapedArray]:
-        mesh = mesh_of(avals_in, prim.name)
+        mesh = _mesh_of_equation(prim, avals_in, params)
         if mesh is None or all(a.sharding is not None for a in avals_out):
             return avals_out  # nothing sharded, or the primitive typed its results itself
         rule = sharding_rules.get(prim)

@@ -108,6 +108,21 @@ class NamedSharding:
         entries.insert(dim, None)
         return NamedSharding(self.mesh, PartitionSpec(*entries))
 
+    def with_spec(self, spec: Any) -> NamedSharding:
+        """The same mesh, another spec."""
+        return NamedSharding(self.mesh, spec)
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        """Whether every device holds the whole array (no dim is split)."""
+        return not any(self.spec.axes_of(d) for d in range(len(self.spec)))
+
+    def apply_primitive(self, prim: Any, arrays: list[Any], params: dict[str, Any]) -> Any:
+        """Runs an eager ``prim`` asked for a result of this sharding (``out_sharding``) on
+        the mesh's devices, though no operand is on them yet."""
+        from .arrays import run_primitive
+        return run_primitive(prim, arrays, params)
+
     def num_shards(self, dim: int) -> int:
         return math.prod(self.mesh.shape[name] for name in self.spec.axes_of(dim))
 

@@ -101,8 +101,16 @@ for _prim in [*ELEMENTWISE, p.threefry2x32_p]:
 # ------------------------------------------------------------------------------------------
 
 
-def broadcast_in_dim_sharding_rule(avals, specs, *, shape, broadcast_dimensions):
+def broadcast_in_dim_sharding_rule(avals, specs, *, shape, broadcast_dimensions,
+                                   out_sharding=None):
     (aval,), (spec,) = avals, specs
+    if out_sharding is not None:  # the caller said (a cotangent says its primal's layout)
+        given = out_sharding.spec if hasattr(out_sharding, "spec") else out_sharding
+        if len(given) > len(shape):
+            raise _error(p.broadcast_in_dim_p, avals, specs, f"out_sharding {given} has more "
+                         f"entries than the result has dims ({len(shape)})",
+                         "Give one entry per result dim (or fewer: the rest are not split).")
+        return [spec_of(given, len(shape))]
     out: list[tuple[str, ...]] = [()] * len(shape)
     for d, axes in zip(broadcast_dimensions, spec):
         if axes and aval.shape[list(broadcast_dimensions).index(d)] != shape[d]:
@@ -206,6 +214,7 @@ for _prim in [p.reduce_sum_p, p.reduce_max_p, p.reduce_min_p, p.reduce_prod_p,
 
 def dot_general_sharding_rule(avals, specs, *, dimension_numbers, preferred_element_type,
                               out_sharding=None):
+    # --8<-- [start:task4_1]
     (lc, rc), (lb, rb) = dimension_numbers
     (x, y), (xs, ys) = avals, specs
     if out_sharding is not None:  # the caller said (a gradient says its primal's layout)
@@ -239,6 +248,7 @@ def dot_general_sharding_rule(avals, specs, *, dimension_numbers, preferred_elem
     out = (*batch, *x_free, *y_free)
     _check_no_axis_twice(p.dot_general_p, avals, specs, out)
     return [out]
+    # --8<-- [end:task4_1]
 sharding_rules[p.dot_general_p] = dot_general_sharding_rule
 
 
