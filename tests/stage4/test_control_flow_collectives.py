@@ -302,3 +302,27 @@ def test_a_reductions_cotangent_is_laid_out_as_its_operand(mesh):
     eager = lax.broadcast_in_dim(np.float32(1.0), (8, 16), (),
                                  out_sharding=NamedSharding(mesh, P("d")))
     assert str(jax.typeof(eager)) == "float32[8@d,16]"
+
+
+# ------------------------------------------------------------------------------------------
+# vmap of loops over sharded values
+# ------------------------------------------------------------------------------------------
+
+VMAPPED_LOOPS = [
+    ("fori", lambda v, w: lax.fori_loop(0, 3, lambda i, c: jnp.tanh(c @ w) + v, v)),
+    ("scan", lambda v, w: lax.scan(lambda c, x: (c * 0.5 + x, jnp.sum(c * x)), v, w)),
+    ("cond", lambda v, w: lax.cond(w[0, 0] > 0, lambda u: u @ w, lambda u: u - 1.0, v)),
+    ("while", lambda v, w: lax.while_loop(lambda c: c[1] < 3,
+                                          lambda c: (c[0] * 0.5 + v, c[1] + 1), (v, 0))[0]),
+]
+
+
+@pytest.mark.parametrize("name, loop", VMAPPED_LOOPS, ids=[n for n, _ in VMAPPED_LOOPS])
+@pytest.mark.parametrize("spec", [("d", None), (None, "d")], ids=["batch_split", "dim_split"])
+def test_vmap_of_loops_over_sharded_values_equals_unsharded(mesh, name, loop, spec):
+    """The batched body keeps its operands' layouts (a carry split over the mesh stays
+    split), so the carry's type does not change between steps."""
+    x = rng.standard_normal((8, 8, 16)).astype(np.float32)
+    batched = jax.vmap(loop, in_axes=(0, None))
+    assert_sharded_equals_unsharded(batched, [x, W],
+                                    [put(x, mesh, *spec), put(W, mesh)])

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from stage1_autodiff.core import get_aval
-from stage2_jit.control_flow import cond_p, join_consts, scan_p, while_p
+from stage2_jit.control_flow import cond_p, join_consts, scan_p, step_aval, while_p
 from stage2_jit.derived import trace_flat
 from stage2_jit.jaxpr import ClosedJaxpr
 from stage2_jit.tracing import jaxpr_as_fun
@@ -34,13 +34,17 @@ from .batching import AxisData, _with_batch, batch_fun, batching_rules, bdim_at,
 
 
 def batch_program(program: ClosedJaxpr, axis_data: AxisData, in_batched: list[bool],
-                  force_out: list[bool] | None = None
+                  force_out: list[bool] | None = None, operands: list | None = None
                   ) -> tuple[ClosedJaxpr, list[Any], list[bool]]:
     """``program`` over a batch: inputs batched at dim 0 where ``in_batched``; outputs
     batched at dim 0 where the batch reaches them or ``force_out`` says. Returns the
-    program, the constants it takes first, and which outputs are batched."""
+    program, the constants it takes first, and which outputs are batched. ``operands``: the
+    types of the values the primitive will pass the program, where known; their shardings
+    (stage 4's) become the inputs' (a batched carry split over a mesh stays split)."""
     size = axis_data.size
     avals = [_with_batch(a, 0, size) if b else a for a, b in zip(program.in_avals, in_batched)]
+    if operands is not None:
+        avals = [_laid_out_as(a, o) for a, o in zip(avals, operands)]
     batched_out: list[list[bool]] = []
 
     def run(*args):
@@ -53,6 +57,15 @@ def batch_program(program: ClosedJaxpr, axis_data: AxisData, in_batched: list[bo
 
     traced, consts = trace_flat(run, avals)
     return traced, consts, batched_out[0]
+
+
+def _laid_out_as(aval: Any, operand: Any) -> Any:
+    """``aval`` with the sharding of ``operand`` (a type) when their shapes agree: the
+    batched program then sees its operands laid out as they are. NB: JAX's batched types
+    keep the batch dim's sharding the same way (``spmd_axis_name`` names it explicitly)."""
+    if operand is None or operand.sharding is None or operand.shape != aval.shape:
+        return aval
+    return aval._replace(sharding=operand.sharding)
 
 
 def _at(values: list, dims: list, dst: int, size: int, wanted: list[bool] | None = None):
@@ -69,9 +82,10 @@ def cond_batching_rule(axis_data: AxisData, vals, dims, *, branches):
     in_batched = [d is not not_mapped for d in dims[1:]]
     n_out = len(branches[0].out_avals)
     if index_dim is not_mapped:  # one branch for all: a cond of batched branches
-        first = [batch_program(b, axis_data, in_batched)[2] for b in branches]
+        types = [get_aval(o) for o in operands]
+        first = [batch_program(b, axis_data, in_batched, operands=types)[2] for b in branches]
         force = [any(f[k] for f in first) for k in range(n_out)]
-        traced = [batch_program(b, axis_data, in_batched, force) for b in branches]
+        traced = [batch_program(b, axis_data, in_batched, force, types) for b in branches]
         programs, consts = join_consts([(p, c) for p, c, _ in traced])
         outs = cond_p.bind(index, *consts, *operands, branches=tuple(programs))
         return list(outs), [0 if f else not_mapped for f in force]
@@ -125,8 +139,11 @@ def while_batching_rule(axis_data: AxisData, vals, dims, *, cond_jaxpr, body_jax
     carry = [bdim_at(c, not_mapped, 0, size) if want and not has else c
              for c, want, has in zip(carry, carry_b, batched[cond_nconsts + body_nconsts:])]
     if not pred_batched:  # all members stop together
-        body, body_consts, _ = batch_program(body_jaxpr, axis_data, bc_b + carry_b, carry_b)
-        pred, pred_consts, _ = batch_program(cond_jaxpr, axis_data, cc_b + carry_b)
+        carry_types = [get_aval(c) for c in carry]
+        body, body_consts, _ = batch_program(body_jaxpr, axis_data, bc_b + carry_b, carry_b,
+                                             [*map(get_aval, bc), *carry_types])
+        pred, pred_consts, _ = batch_program(cond_jaxpr, axis_data, cc_b + carry_b,
+                                             operands=[*map(get_aval, cc), *carry_types])
         outs = while_p.bind(*pred_consts, *cc, *body_consts, *bc, *carry, cond_jaxpr=pred,
                             body_jaxpr=body, cond_nconsts=len(pred_consts) + len(cc),
                             body_nconsts=len(body_consts) + len(bc))
@@ -182,8 +199,10 @@ def scan_batching_rule(axis_data: AxisData, vals, dims, *, jaxpr, length, revers
     carry = [bdim_at(c, not_mapped, 0, size) if want and not has else c
              for c, want, has in zip(carry, carry_b, batched[num_consts:num_consts + num_carry])]
     n_y = len(jaxpr.out_avals) - num_carry
+    types = [*map(get_aval, consts), *map(get_aval, carry),
+             *(step_aval(get_aval(x)) for x in xs)]
     body, body_consts, out_b = batch_program(jaxpr, axis_data, consts_b + carry_b + xs_b,
-                                             carry_b + [False] * n_y)
+                                             carry_b + [False] * n_y, types)
     outs = scan_p.bind(*body_consts, *consts, *carry, *xs, jaxpr=body, length=length,
                        reverse=reverse, num_consts=len(body_consts) + num_consts,
                        num_carry=num_carry,
