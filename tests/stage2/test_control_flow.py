@@ -409,3 +409,18 @@ def test_the_passes_reach_inside_bodies_and_branches_without_adding_constants():
     assert [e.primitive.name for e in branch.jaxpr.eqns].count("sin") == 1  # CSE in a branch
     for p in (1.0, -1.0):
         close(jax.jit(f)(xs, p), f(xs, p))
+
+
+def test_cost_analysis_counts_loop_bodies_by_their_trips_and_the_costliest_branch():
+    x = np.ones(100, np.float32)
+
+    def cost(f):
+        return jax.jit(f).lower(x).compile().cost_analysis()
+
+    body = cost(lambda v: jnp.sin(v) * 2.0)
+    looped = cost(lambda v: lax.fori_loop(0, 7, lambda i, c: jnp.sin(c) * 2.0, v))
+    assert looped["flops"] >= 7 * body["flops"] and looped["flops"] < 8 * body["flops"]
+    cheap, dear = cost(lambda v: v + 1.0), cost(lambda v: jnp.exp(v) @ v + v)
+    branches = cost(lambda v: lax.cond(v[0] > 0, lambda u: u + 1.0,
+                                       lambda u: jnp.exp(u) @ u + u, v))
+    assert dear["flops"] <= branches["flops"] < dear["flops"] + cheap["flops"]

@@ -46,7 +46,7 @@ from .abstract_eval import abstract_eval_rules
 from .codegen_cpu import compile_cpu
 from .derived import jvp_program, split_tangents, vjp_program
 from .devices import GpuArray
-from .jaxpr import ClosedJaxpr, Jaxpr, Literal
+from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
 from .passes import optimize
 from .tracing import _closed_with_consts_as_args, eval_jaxpr, trace_to_jaxpr
 
@@ -517,6 +517,11 @@ def cost_analysis(jaxpr: Jaxpr) -> dict[str, float]:
     flops = 0.0
     bytes_accessed = 0.0
     for eqn in jaxpr.eqns:
+        held = _held_cost(eqn)
+        if held is not None:
+            flops += held["flops"]
+            bytes_accessed += held["bytes accessed"]
+            continue
         out_sizes = [np.prod(v.aval.shape) for v in eqn.outvars]
         in_sizes = [np.prod(a.aval.shape) for a in eqn.invars if not isinstance(a, Literal)]
         if eqn.primitive.name == "dot_general":
@@ -530,6 +535,26 @@ def cost_analysis(jaxpr: Jaxpr) -> dict[str, float]:
         bytes_accessed += sum(float(np.prod(a.aval.shape)) * a.aval.dtype.itemsize
                               for a in eqn.invars if not isinstance(a, Literal))
     return {"flops": flops, "bytes accessed": bytes_accessed}
+
+
+def _held_cost(eqn: JaxprEqn) -> dict[str, float] | None:
+    """The cost of an equation that runs programs it holds, from those programs: a scan's
+    body times its length, a while's predicate and body once (its trip count is known only
+    when it runs; XLA's cost analysis counts a While's body once too), a cond's costliest
+    branch, a nested jit's program. None for any other equation."""
+    name, params = eqn.primitive.name, eqn.params
+    if name == "scan":
+        body = cost_analysis(params["jaxpr"].jaxpr)
+        return {k: v * params["length"] for k, v in body.items()}
+    if name == "while":
+        parts = [cost_analysis(params[k].jaxpr) for k in ("cond_jaxpr", "body_jaxpr")]
+        return {k: sum(part[k] for part in parts) for k in parts[0]}
+    if name == "cond":
+        return max((cost_analysis(b.jaxpr) for b in params["branches"]),
+                   key=lambda cost: cost["flops"])
+    if isinstance(params.get("jaxpr"), ClosedJaxpr):
+        return cost_analysis(params["jaxpr"].jaxpr)
+    return None
 # --8<-- [end:cost_analysis]
 
 
