@@ -166,11 +166,14 @@ def test_the_skeleton_of_every_stage_imports(skeleton_repo):
 @pytest.mark.skipif(importlib.util.find_spec("setuptools.command.bdist_wheel") is None,
                     reason="an offline editable install needs setuptools 70.1 or later")
 def test_a_stage_of_the_skeleton_installs_with_pip(skeleton_repo, tmp_path):
-    """``pip install -e`` of the skeleton's stage 1, into a prefix of its own (the test's
-    environment is left alone), then imported from there."""
+    """``pip install -e`` of the skeleton's stage 1, into a prefix of its own, then imported
+    from there. NB: ``--ignore-installed``, or pip would first uninstall the test
+    environment's own stage1_autodiff (``--prefix`` does not stop it), breaking every later
+    test that starts a Python process."""
     prefix = tmp_path / "prefix"
     install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-               "--no-build-isolation", "--no-index", "--prefix", str(prefix), "-e",
+               "--no-build-isolation", "--no-index", "--ignore-installed",
+               "--prefix", str(prefix), "-e",
                str(skeleton_repo / "stage1_autodiff")]
     result = subprocess.run(install, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
