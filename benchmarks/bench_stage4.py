@@ -286,8 +286,8 @@ def bench_data_parallel(layers: tuple[int, ...], batch: int, timing, others: dic
                                  "not installed" if not installed("jax") else
                                  "not measured (JAX has fewer CPU devices)")))
     print_table(title, timed)
-    plot.append(speedups(f"training step, MLP {mlp_name(layers)}, batch {batch}: speed over "
-                         f"ours on 1 device", timed, "ours, 1 device"))
+    plot.append(speedups(f"MLP {mlp_name(layers)}, batch {batch}, a training step: speed-up",
+                         timed, "ours, 1 device"))
     print(f"  (1) one device's share of the batch, timed on one device and multiplied by "
           f"{DEVICES}:\n      what the devices compute, without the collectives")
     print(f"  gradients: {DEVICES} devices against 1, max abs difference {difference:.3g}; "
