@@ -54,20 +54,13 @@ SMOKE = Sizes(batch=16, batch_steps=3, rnn=(3, 4, 8), steps=3, repeat=1)
 
 
 def timed(call: Callable[[], Any], repeat: int) -> float:
-    """The median seconds of ``repeat`` calls, each waited for."""
+    """The median seconds of ``repeat`` calls, each waited for (GPU arrays' kernels
+    included), after one call that compiles (for NumPy, a warm-up)."""
     def once() -> float:
         start = time.perf_counter()
         jax.block_until_ready(call())
         return time.perf_counter() - start
-    once()  # compiles
-    return statistics.median(once() for _ in range(repeat))
-
-
-def numpy_timed(call: Callable[[], Any], repeat: int) -> float:
-    def once() -> float:
-        start = time.perf_counter()
-        call()
-        return time.perf_counter() - start
+    once()
     return statistics.median(once() for _ in range(repeat))
 
 
@@ -89,7 +82,7 @@ def batched_pendulum(sizes: Sizes, gpu: Any) -> tuple[str, float, float]:
     want = reference(theta.astype(np.float64), omega.astype(np.float64), G, LENGTH)
     check("batched pendulum", f(*args), want, rtol=1e-3)
     ours = timed(lambda: f(*args), sizes.repeat)
-    theirs = numpy_timed(lambda: reference(theta, omega, np.float32(G), np.float32(LENGTH)),
+    theirs = timed(lambda: reference(theta, omega, np.float32(G), np.float32(LENGTH)),
                          sizes.repeat)
     return (f"{sizes.batch} pendulums, RK4, {sizes.batch_steps} steps (fori_loop)", ours,
             theirs)
@@ -120,7 +113,7 @@ def rnn(sizes: Sizes, gpu: Any) -> tuple[str, float, float]:
     want = numpy_run(h0.astype(np.float64), w.astype(np.float64), xs.astype(np.float64))
     check("rnn", f(*args), want, rtol=2e-3)
     ours = timed(lambda: f(*args), sizes.repeat)
-    theirs = numpy_timed(lambda: numpy_run(h0, w, xs), sizes.repeat)
+    theirs = timed(lambda: numpy_run(h0, w, xs), sizes.repeat)
     return f"RNN scan, {steps} steps, batch {batch}, hidden {hidden}", ours, theirs
 
 
@@ -131,7 +124,7 @@ def single_pendulum(sizes: Sizes) -> tuple[str, float, float]:
     reference, _, _ = pendulum(np, python_fori_loop, python_scan, sizes.steps)
     check("single pendulum", f(*args), reference(1.0, 0.0, G, LENGTH), rtol=1e-3)
     ours = timed(lambda: f(*args), sizes.repeat)
-    theirs = numpy_timed(lambda: reference(*args), sizes.repeat)
+    theirs = timed(lambda: reference(*args), sizes.repeat)
     return f"1 pendulum, RK4, {sizes.steps} steps (launch-bound)", ours, theirs
 
 

@@ -1118,18 +1118,25 @@ class ProgramWriter:
         (``{dims}`` in those lines stands for the dims tuple)."""
         if program.consts:
             raise UnsupportedError(f"a {kind} program with constants")
-        jaxpr = dce(inline_calls(program.jaxpr))
-        writer = ProgramWriter(jaxpr, self.functions, nested=True)
+        writer = self._nested_writer(dce(inline_calls(program.jaxpr)))
         slot = len(self.functions)
         self.functions.append("")  # the name is taken before the functions it calls take theirs
         name = f"{kind}_{slot}"
-        source = writer.function(name)
+        source = writer.called_function(name)
         if scratch is not None:
             source, allocations = _scratch_parameters(source, name)
             scratch += allocations
         self.functions[slot] = source
         dims = [self.dim(var, axis) for var, axis in writer.dims]
         return name, f"({', '.join(dims)},)" if dims else "(0,)"
+
+    def _nested_writer(self, jaxpr: Jaxpr) -> ProgramWriter:
+        """The writer of a program this one calls (a backend's own kind of writer)."""
+        return ProgramWriter(jaxpr, self.functions, nested=True)
+
+    def called_function(self, name: str) -> str:
+        """The source of this (nested) program as the function ``name`` its caller calls."""
+        return self.function(name)
 
     def _operand(self, atom: Any) -> str:
         """An operand as an array (a literal becomes an array of one element, as 0-d values

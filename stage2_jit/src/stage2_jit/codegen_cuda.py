@@ -53,7 +53,6 @@ from .codegen_cpu import (
     UnsupportedError,
     _indent,
     _is_fusible,
-    inline_calls,
     np_type,
     prepare_program,
     typed_constant,
@@ -62,7 +61,6 @@ from .control_flow import cond_p, scan_p, while_p
 from .devices import GpuArray
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from .kernel_cache import load_kernel_module
-from .passes import dce
 
 # --8<-- [start:launch_config]
 THREADS_PER_BLOCK = 256
@@ -946,21 +944,13 @@ class CudaProgramWriter(ProgramWriter):
     # kernels are fused as any program's. XLA's GPU backend runs a While the same way: the
     # body's kernels are launched from the host, and the predicate is copied back each trip.
 
-    def _called(self, program: ClosedJaxpr, kind: str,
-                scratch: list[tuple[str, bool]] | None = None) -> tuple[str, str]:
-        """A program a loop or branch runs, written as a host function of its own (its
-        kernels join this module's); its name and the tuple of dims to call it with."""
-        del scratch  # the body allocates its arrays each trip (see the course page)
-        if program.consts:
-            raise UnsupportedError(f"a {kind} program with constants")
-        writer = CudaProgramWriter(dce(inline_calls(program.jaxpr)), self.kernels,
-                                   self.functions)
-        slot = len(self.functions)
-        self.functions.append("")  # the name is taken before the functions it calls take theirs
-        name = f"{kind}_{slot}"
-        self.functions[slot] = "\n".join(writer.host_function(name))
-        dims = [self.dim(var, axis) for var, axis in writer.dims]
-        return name, f"({', '.join(dims)},)" if dims else "(0,)"
+    def _nested_writer(self, jaxpr: Jaxpr) -> CudaProgramWriter:
+        """A body's writer: its kernels join this module's, and it writes a host function
+        that allocates its arrays each trip (see the course page)."""
+        return CudaProgramWriter(jaxpr, self.kernels, self.functions)
+
+    def called_function(self, name: str) -> str:
+        return "\n".join(self.host_function(name))
 
     def _operand(self, atom: Any) -> str:
         return self._host_output(atom) if isinstance(atom, Literal) else self._array(atom)
