@@ -57,12 +57,18 @@ def test_grad_with_allow_int_returns_float0():
     assert g.dtype == jax.dtypes.float0
 
 
-@pytest.mark.parametrize("argnums", [1, -2, (0, 3)])
-def test_grad_argnums_out_of_range_names_argnums_and_argument_count(argnums):
+@pytest.mark.parametrize("argnums, error, message", [
+    (1, TypeError, r"argument 1 \(argnums=1\).*at least 2 positional.*called with 1"),
+    ((0, 3), TypeError, r"argument 3 \(argnums=\(0, 3\)\).*at least 4 positional"),
+    (-2, ValueError, r"argnums contains -2.*out of range.*1 positional argument"),
+])
+def test_grad_argnums_out_of_range_names_argnums_and_argument_count(argnums, error, message):
+    """As JAX (tests/stage2/test_arguments_and_errors.py asks it): too few positional
+    arguments is a TypeError, a negative number past the start a ValueError."""
     def f(x):
         return x * 2.0
 
-    with pytest.raises(ValueError, match=r"argnums.*out of bounds.*1 positional argument"):
+    with pytest.raises(error, match=message):
         jax.grad(f, argnums=argnums)(1.0)
 
 
@@ -257,8 +263,9 @@ def test_x64_types_canonicalize_without_x64_and_exist_with_it(x64):
 
 
 def test_64_bit_types_become_32_bit_without_x64():
-    assert jnp.zeros(2, dtype=np.float64).dtype == np.float32
-    assert jnp.asarray(np.ones(2, np.uint64)).dtype == np.uint32
+    with pytest.warns(UserWarning, match=r"dtype float64 in zeros"):  # asked for by name
+        assert jnp.zeros(2, dtype=np.float64).dtype == np.float32
+    assert jnp.asarray(np.ones(2, np.uint64)).dtype == np.uint32  # data: silently, as JAX
 
 
 # ------------------------------------------------------------------------------------------
@@ -273,10 +280,9 @@ def test_too_many_indices():
         X23[0, 0, 0]
 
 
-@pytest.mark.parametrize("idx, axis, size", [(5, 0, 2), (-3, 0, 2), ((0, 3), 1, 3)])
-def test_out_of_bounds_static_index_names_axis_and_size(idx, axis, size):
-    with pytest.raises(IndexError, match=rf"out of bounds for axis {axis} with size {size}"):
-        X23[idx]
+def test_static_index_into_an_empty_dim_names_axis_and_size():
+    with pytest.raises(IndexError, match=r"out of bounds for axis 0 with size 0"):
+        jnp.zeros((0, 3))[0]
 
 
 def test_float_index():

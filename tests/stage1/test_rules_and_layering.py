@@ -65,6 +65,11 @@ def a(values, dtype=np.float32) -> Array:
 X = a([0.25, 0.5, 0.75])          # float32, in the domain of every unary op
 Y = a([1.5, 2.0, 2.5])
 M = a([[1.0, 2.0], [3.0, 4.0]])
+ROWS = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+                                  start_index_map=(0,))
+POINTS = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
+                                    start_index_map=(0,))
+ROW_UPDATES = lax.ScatterDimensionNumbers((1,), (0,), (0,))  # whole rows at an index each
 N = a([3, -7, 8], np.int32)
 J = a([2, 3, -5], np.int32)
 U = a([3, 7, 0xFFFFFFFF], np.uint32)
@@ -177,13 +182,18 @@ DTYPE_CASES: dict[str, list[DtypeCase]] = {
                     (lambda: lax.dot_general(a(np.ones((2, 2, 3))), a(np.ones((2, 3, 4))),
                                              (((2,), (1,)), ((0,), (0,)))), (f32,)),
                     (lambda: lax.dot_general(N, J, (((0,), (0,)), ((), ()))), (i32,))],
-    "gather": [(lambda: lax.gather(M, IDX), (f32,)),
-               (lambda: lax.gather(N, a([[2], [0]], np.int32)), (i32,))],
-    "scatter_add": [(lambda: lax.scatter_add(M, IDX, a([[1.0, 1.0], [2.0, 2.0]])), (f32,))],
-    "scatter": [(lambda: lax.scatter(M, IDX, a([[1.0, 1.0], [2.0, 2.0]])), (f32,))],
-    "scatter_mul": [(lambda: lax.scatter_mul(M, IDX, a([[1.0, 1.0], [2.0, 2.0]])), (f32,))],
-    "scatter_min": [(lambda: lax.scatter_min(M, IDX, a([[1.0, 1.0], [2.0, 2.0]])), (f32,))],
-    "scatter_max": [(lambda: lax.scatter_max(N, a([[1]], np.int32), a([9], np.int32)),
+    "gather": [(lambda: lax.gather(M, IDX, ROWS, (1, 2)), (f32,)),
+               (lambda: lax.gather(N, a([[2], [0]], np.int32), POINTS, (1,)), (i32,))],
+    "scatter_add": [(lambda: lax.scatter_add(M, IDX, a([[1.0, 1.0], [2.0, 2.0]]), ROW_UPDATES),
+                     (f32,))],
+    "scatter": [(lambda: lax.scatter(M, IDX, a([[1.0, 1.0], [2.0, 2.0]]), ROW_UPDATES),
+                 (f32,))],
+    "scatter_mul": [(lambda: lax.scatter_mul(M, IDX, a([[1.0, 1.0], [2.0, 2.0]]), ROW_UPDATES),
+                     (f32,))],
+    "scatter_min": [(lambda: lax.scatter_min(M, IDX, a([[1.0, 1.0], [2.0, 2.0]]), ROW_UPDATES),
+                     (f32,))],
+    "scatter_max": [(lambda: lax.scatter_max(N, a([[1]], np.int32), a([9], np.int32),
+                                             lax.ScatterDimensionNumbers((), (0,), (0,))),
                      (i32,))],
     "sort": [(lambda: lax.sort([X]), (f32,)),
              (lambda: lax.sort([N, X], 0, num_keys=1), (i32, f32))],

@@ -39,3 +39,33 @@ def trips(on_cpu: int) -> int:
 not_on_simulator = pytest.mark.skipif(
     BACKEND == "cuda", reason="the CUDA simulator runs one kernel at a time: its fake CUDA "
     "module is swapped into a kernel's globals while it runs, so host threads collide")
+
+
+def leading_gather_numbers(operand_ndim: int, indices_shape: tuple) -> tuple:
+    """Dimension numbers (and slice sizes' shape rule) of the commonest gather: index
+    vectors of length k pick ``operand[i_0, ..., i_{k-1}, ...]``, the rest whole."""
+    from stage2_jit import lax
+    k, nb = indices_shape[-1], len(indices_shape) - 1
+    return lax.GatherDimensionNumbers(tuple(range(nb, nb + operand_ndim - k)), tuple(range(k)),
+                                      tuple(range(k)))
+
+
+def gather_leading(operand, indices, **params):
+    """``lax.gather`` of the leading ``k`` dims (see ``leading_gather_numbers``)."""
+    from stage2_jit import lax
+    k = indices.shape[-1]
+    numbers = leading_gather_numbers(operand.ndim, indices.shape)
+    return lax.gather(operand, indices, numbers, (1,) * k + tuple(operand.shape[k:]), **params)
+
+
+def scatter_leading(scatter):
+    """``scatter`` (any of lax's) into the leading ``k`` dims: updates of shape
+    ``indices.shape[:-1] + operand.shape[k:]``."""
+    from stage2_jit import lax
+
+    def scatter_rows(operand, indices, updates, **params):
+        dn = leading_gather_numbers(operand.ndim, indices.shape)
+        numbers = lax.ScatterDimensionNumbers(dn.offset_dims, dn.collapsed_slice_dims,
+                                              dn.start_index_map)
+        return scatter(operand, indices, updates, numbers, **params)
+    return scatter_rows

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
+from backend_under_test import gather_leading, scatter_leading
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -45,9 +46,10 @@ def test_abstract_eval_rules_hold_only_registered_primitives():
 
 
 def test_rules_are_registered_in_primitives_py_order():
-    """One block per primitive, in the order of stage 1's primitives.py (STYLE.md)."""
+    """One block per primitive, in the order of stage 1's primitives.py and slicing.py
+    (STYLE.md): the order they are made in."""
     registered = [p.name for p in abstract_eval_rules if p.name in STAGE1_PRIMITIVES]
-    assert registered == list(STAGE1_PRIMITIVES)
+    assert registered == [p.name for p in core.all_primitives if p.name in STAGE1_PRIMITIVES]
 
 
 # ------------------------------------------------------------------------------------------
@@ -249,15 +251,21 @@ def _operand_and_indices(data, dtype):
     return values(data, operand_shape, dtype), indices.astype(np.int32), batch, k
 
 
+MODES = st.sampled_from(["clip", "fill", "promise_in_bounds"])
+
+
 def gather_case(data, dtype):
     operand, indices, _, _ = _operand_and_indices(data, dtype)
-    return lax.gather, [operand, indices]
+    mode = data.draw(MODES)
+    return lambda x, i: gather_leading(x, i, mode=mode), [operand, indices]
 
 
 def scatter(fn) -> Case:
     def build(data, dtype):
         operand, indices, batch, k = _operand_and_indices(data, dtype)
-        return fn, [operand, indices, values(data, batch + operand.shape[k:], dtype)]
+        mode = data.draw(MODES)
+        return (lambda x, i, u: scatter_leading(fn)(x, i, u, mode=mode),
+                [operand, indices, values(data, batch + operand.shape[k:], dtype)])
     return build
 
 
@@ -409,7 +417,10 @@ def test_weak_type_examples():
     convert = abstract_eval_rules[lax.convert_element_type_p]
     assert convert(strong, new_dtype=i32, weak_type=True) == ShapedArray((3,), i32, True)
     indices = ShapedArray((2, 1), i32)
-    assert abstract_eval_rules[lax.gather_p](weak, indices) == ShapedArray((2,), f32, True)
+    rows = {"dimension_numbers": lax.GatherDimensionNumbers((), (0,), (0,)),
+            "slice_sizes": (1,), "mode": lax.GatherScatterMode.CLIP, "fill_value": None}
+    assert abstract_eval_rules[lax.gather_p](weak, indices, **rows) == ShapedArray((2,), f32,
+                                                                                   True)
 
 
 # ------------------------------------------------------------------------------------------
@@ -426,6 +437,11 @@ def aval(short: str) -> ShapedArray:
 
 
 MATMUL = {"dimension_numbers": (((1,), (0,)), ((), ())), "preferred_element_type": None}
+
+GATHER_ROWS = {"dimension_numbers": lax.GatherDimensionNumbers((1,), (0,), (0,)),
+               "slice_sizes": (1, 2), "mode": lax.GatherScatterMode.CLIP, "fill_value": None}
+SCATTER_ROWS = {"dimension_numbers": lax.ScatterDimensionNumbers((1,), (0,), (0,)),
+                "mode": lax.GatherScatterMode.FILL_OR_DROP}
 
 # (primitive, operands, params, what the message must say)
 ERROR_CASES = [
@@ -448,9 +464,13 @@ ERROR_CASES = [
      "broadcast_in_dim can't broadcast f32[3] to f32[2,4]"),
     (lax.broadcast_in_dim_p, "f32[3,1]", {"shape": (1, 3), "broadcast_dimensions": (1, 0)},
      "broadcast_in_dim can't broadcast f32[3,1] to f32[1,3]"),
-    (lax.gather_p, "f32[3,2] f32[2,1]", {}, "gather requires integer indices"),
-    (lax.scatter_add_p, "f32[3,2] i32[2,1] f32[2,3]", {},
-     "scatter_add requires updates of type f32[2,2]"),
+    (lax.gather_p, "f32[3,2] f32[2,1]", GATHER_ROWS, "gather requires integer indices"),
+    (lax.gather_p, "f32[3,2] i32[2,2]", GATHER_ROWS, "gather requires index vectors of "
+                                                     "length 1 (one per indexed dim (0,))"),
+    (lax.gather_p, "f32[3,2] i32[2,1]", {**GATHER_ROWS, "slice_sizes": (1, 3)},
+     "gather requires one slice size per operand dim, each at most the dim's size"),
+    (lax.scatter_add_p, "f32[3,2] i32[2,1] f32[2,3]", SCATTER_ROWS,
+     "scatter_add requires updates whose windows fit the operand"),
     (lax.select_n_p, "f32[3] f32[3] f32[3]", {}, "select_n requires a bool or int32 predicate"),
     (lax.select_n_p, "bool[3] f32[3] i32[3]", {}, "select_n requires arguments of equal shapes "
                                                   "and dtypes, got f32[3] and i32[3]"),

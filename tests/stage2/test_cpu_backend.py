@@ -1,13 +1,9 @@
 """The CPU backend: generated Numba kernels equal the interpreter, fuse, keep float32 math,
-share one kernel across shapes, and cache compiled kernels on disk across processes.
+and share one kernel across shapes (the cache on disk: test_kernel_cache.py).
 
 The equality tests also run on the cuda backend (see ``backend_under_test.py``)."""
 
-import os
 import re
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -150,36 +146,3 @@ def test_lowered_text_shows_jaxpr_and_generated_source():
     assert "{ lambda ; a:f32[3]." in text and "@njit(parallel=False" in text
     large = jax.jit(lambda x: x * 2.0, backend="cpu").lower(jnp.ones(100_000)).as_text()
     assert "@njit(parallel=True" in large and "prange(" in large
-
-
-CHILD = textwrap.dedent("""
-    import numpy as np, stage2_jit as jax, stage2_jit.numpy as jnp
-    f = jax.jit(lambda x: jnp.sin(x) * 3.0 + 1.0, backend="cpu")
-    out = f(jnp.ones(5))
-    kernel = f.lower(jnp.ones(5)).compile()._executable.kernel
-    stats = kernel.stats
-    print(float(out[0]), sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
-""")
-
-
-def _run_child(cache: str) -> list[str]:
-    env = dict(os.environ, JAX_FROM_NUMPY_CACHE_DIR=cache)
-    done = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
-                          text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.split()
-
-
-@pytest.mark.slow
-@cpu_only
-def test_disk_cache_across_processes_and_corrupt_entries(tmp_path):
-    cache = str(tmp_path)
-    value, hits, misses = _run_child(cache)
-    assert float(value) == pytest.approx(np.sin(1.0) * 3 + 1) and int(misses) >= 1
-    _, hits, _ = _run_child(cache)  # a new process loads the compiled kernel
-    assert int(hits) >= 1
-    for path in tmp_path.rglob("*"):
-        if path.is_file():
-            path.write_bytes(b"\x00 not a kernel \x00")  # corrupt every entry
-    value, _, _ = _run_child(cache)  # rebuilt, never a crash
-    assert float(value) == pytest.approx(np.sin(1.0) * 3 + 1)

@@ -14,7 +14,14 @@ import sys
 
 import numpy as np
 import pytest
-from backend_under_test import BACKEND, cpu_only, examples, generated_executable_type
+from backend_under_test import (
+    BACKEND,
+    cpu_only,
+    examples,
+    gather_leading,
+    generated_executable_type,
+    scatter_leading,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -155,9 +162,10 @@ def test_random_normal_within_rounding():
 def test_gather_clamps_out_of_range_indices():
     x = jnp.asarray(np.arange(20, dtype=np.float32).reshape(4, 5))
     rows = jnp.asarray(np.array([[0], [3], [-1], [7], [2]], np.int32))
-    check(lambda x, i: lax.gather(jnp.exp(x * 0.1) * 2.0, i), x, rows)  # an inlined operand
+    check(lambda x, i: gather_leading(jnp.exp(x * 0.1) * 2.0, i), x, rows)  # an inlined operand
     pairs = jnp.asarray(np.array([[[0, 0], [3, 4]], [[-2, 9], [1, -1]]], np.int32))
-    check(lax.gather, x, pairs)  # batch rank 2, two indexed dims
+    check(gather_leading, x, pairs)  # batch rank 2, two indexed dims
+    check(lambda x, i: gather_leading(x, i, mode="fill"), x, pairs)  # NaN where out of range
 
 
 @few
@@ -166,7 +174,7 @@ def test_gather_of_random_indices(data):
     n, m, batch = (data.draw(st.integers(1, 5)) for _ in range(3))
     x = np.arange(n * m, dtype=np.float32).reshape(n, m)
     rows = data.draw(hnp.arrays(np.int32, (batch, 1), elements=st.integers(-8, 8)))
-    check(lax.gather, jnp.asarray(x), jnp.asarray(rows))
+    check(gather_leading, jnp.asarray(x), jnp.asarray(rows))
 
 
 def test_take_along_axis_and_indexing():
@@ -176,9 +184,8 @@ def test_take_along_axis_and_indexing():
     check(lambda x, i: x[i, 1:], x, jnp.asarray(np.array([2, -1, 0], np.int32)))
 
 
-SCATTERS = {"scatter": lax.scatter, "scatter_add": lax.scatter_add,
-            "scatter_mul": lax.scatter_mul, "scatter_min": lax.scatter_min,
-            "scatter_max": lax.scatter_max}
+SCATTERS = {name: scatter_leading(getattr(lax, name)) for name in
+            ["scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max"]}
 
 
 @pytest.mark.parametrize("name", SCATTERS)
@@ -189,13 +196,14 @@ def test_scatter_combines_repeated_indices_in_order_and_drops_out_of_range(name)
     updates = np.random.default_rng(1).standard_normal((7, 3)).astype(np.float32)
     updates[0, 2] = np.nan  # min and max propagate NaN
     check(lambda x, i, u: scatter(x + 1.0, i, u * 2.0), x, indices, jnp.asarray(updates))
+    check(lambda x, i, u: scatter(x, i, u, mode="clip"), x, indices, jnp.asarray(updates))
 
 
 def test_integer_scatter_add_wraps_and_scatter_max_compares():
     x = jnp.asarray(np.array([2**31 - 1, 0, -5], np.int32))
     indices = jnp.asarray(np.array([[0], [0], [2], [5], [2]], np.int32))
     updates = jnp.asarray(np.array([1, 7, -3, 9, 4], np.int32))
-    check(lambda x, i, u: (lax.scatter_add(x, i, u), lax.scatter_max(x, i, u)),
+    check(lambda x, i, u: (SCATTERS["scatter_add"](x, i, u), SCATTERS["scatter_max"](x, i, u)),
           x, indices, updates)
 
 
@@ -204,7 +212,7 @@ def test_scatter_updates_stay_serial_beside_a_parallel_loop():
     """A parallel loop over the same dim must not merge with the serial pass (which would
     then run in parallel, racing on repeated indices)."""
     n = 100_000
-    f = lambda x, i, u: (lax.scatter_add(x, i, u), jnp.exp(u) * 2.0)
+    f = lambda x, i, u: (SCATTERS["scatter_add"](x, i, u), jnp.exp(u) * 2.0)
     args = jnp.zeros(8), jnp.zeros((n, 1), jnp.int32), jnp.ones(n)
     source, _ = generate_source(jax.make_jaxpr(f)(*args).jaxpr)
     updates = source.split("then the updates")[0].rsplit("\n", 2)[-2]

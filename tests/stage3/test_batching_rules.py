@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from stage1_autodiff.core import all_primitives
+from stage1_autodiff.slicing import gather_shape
 from stage2_jit.debug import debug_print_p
 from stage2_jit.tracing import typecheck_jaxpr
 from stage3_vmap.batching import batching_rules
@@ -319,26 +320,40 @@ CASES[p.dot_general_p] = dot_general_case
 # --- gather and scatter
 
 
-def indexing(draw) -> tuple[Operand, Operand, tuple[int, ...]]:
-    """An operand, indices into its first k dims (out of bounds by one on either side, to
-    check clamping and dropping), and the shape a gather gives (the scatters' updates)."""
+def indexing(draw) -> tuple[Operand, Operand, Any, tuple[int, ...], Any, tuple[int, ...]]:
+    """An operand, index vectors (out of bounds by one on either side, to check clamping,
+    filling and dropping), random dimension numbers (any indexed dims in any order, windows
+    of any size, window dims anywhere in the result), slice sizes, a mode, and the shape
+    the gather gives (the scatters' updates)."""
     operand_shape = draw(shapes(min_dims=1))
-    k = draw(st.integers(1, len(operand_shape)))
+    nd = len(operand_shape)
+    indexed = tuple(draw(st.permutations(range(nd)))[:draw(st.integers(1, nd))])
+    collapsed = tuple(sorted(d for d in indexed if draw(st.booleans())))
+    sizes = tuple(1 if d in collapsed else draw(st.integers(min(1, n), n))
+                  for d, n in enumerate(operand_shape))
     index_batch = draw(shapes(max_dims=2))
-    indices = Operand(index_batch + (k,), i32, -1, max(operand_shape[:k]) + 1)
+    rank = len(index_batch) + nd - len(collapsed)
+    offset_dims = tuple(sorted(draw(st.permutations(range(rank)))[:nd - len(collapsed)]))
+    numbers = p.GatherDimensionNumbers(offset_dims, collapsed, indexed)
+    indices = Operand(index_batch + (len(indexed),), i32, -1, max(operand_shape) + 1)
     dtype = draw(st.sampled_from([f32, i32]))
-    return Operand(operand_shape, dtype), indices, index_batch + operand_shape[k:]
+    mode = draw(st.sampled_from(list(p.GatherScatterMode)))
+    shape = gather_shape(operand_shape, indices.shape, numbers, sizes)
+    return Operand(operand_shape, dtype), indices, numbers, sizes, mode, shape
 
 
 def gather_case(draw):
-    operand, indices, _ = indexing(draw)
-    return p.gather, [operand, indices]
+    operand, indices, numbers, sizes, mode, _ = indexing(draw)
+    return lambda x, i: p.gather(x, i, numbers, sizes, mode=mode), [operand, indices]
 
 
 def scatter(prim) -> Case:
     def build(draw):
-        operand, indices, updates_shape = indexing(draw)
-        return prim.bind, [operand, indices, operand._replace(shape=updates_shape)]
+        operand, indices, dn, _, mode, updates_shape = indexing(draw)
+        numbers = p.ScatterDimensionNumbers(dn.offset_dims, dn.collapsed_slice_dims,
+                                            dn.start_index_map)
+        fn = lambda x, i, u: prim.bind(x, i, u, dimension_numbers=numbers, mode=mode)
+        return fn, [operand, indices, operand._replace(shape=updates_shape)]
     return build
 
 
@@ -497,7 +512,8 @@ def test_elementwise_and_reductions_keep_the_batch_axis_where_it_is(axis):
 
 def test_gather_with_unbatched_indices_moves_nothing():
     indices = jnp.asarray(np.array([[1], [0]], np.int32))
-    batched = jax.vmap(lambda x: p.gather(x, indices), in_axes=1, out_axes=1)
+    points = p.GatherDimensionNumbers((), (0,), (0,))
+    batched = jax.vmap(lambda x: p.gather(x, indices, points, (1,)), in_axes=1, out_axes=1)
     assert primitives_in(batched, jnp.ones((2, 3))) == ["gather"]
 
 

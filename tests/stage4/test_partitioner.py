@@ -123,14 +123,21 @@ CASES: dict[str, tuple[Callable, tuple]] = {
         x.T, x[None], jnp.reshape(x, (8, 4, 4)), jnp.squeeze(x[:, None], 1),
         jnp.broadcast_to(x[:, :1], (8, 16)), x[:, ::2],
         lax.pad(x, np.float32(0), ((0, 0, 0), (1, 2, 1))), jnp.flip(x, 1),
-        jnp.concatenate([x, y], 1), lax.sort(x, dimension=1), jnp.arange(16.0) + x), (F, G)),
-    "whole dims": (lambda x, y: (  # dim 0 must be whole
-        jnp.reshape(x, (128,)), x[1:5], lax.pad(x, np.float32(0), ((1, 1, 0), (0, 0, 0))),
-        jnp.flip(x, 0), jnp.concatenate([x, y], 0), lax.sort(x, dimension=0)), (F, G)),
-    "indexing": (lambda x, y: (  # the primitives: jnp's .at[] flattens the operand first
-        x[IDX[:, 0]], x[IDX[:2]], primitives.scatter_add(x, IDX, y[:4]),
-        primitives.scatter(x, IDX, y[:4]), primitives.scatter_mul(x, IDX, y[:4]),
-        primitives.scatter_min(x, IDX, y[:4]), primitives.scatter_max(x, IDX, y[:4])), (F, G)),
+        jnp.concatenate([x, x * 2.0], 1), lax.sort(x, dimension=1), jnp.arange(16.0) + x),
+        (F, G)),
+    "moved dims": (lambda x, y: (  # dim 0 may stay split, and its elements change devices
+        jnp.reshape(x, (128,)), jnp.flip(x, 0), jnp.concatenate([x, x * 2.0], 0),
+        lax.pad(x, np.float32(0), ((4, 4, 0), (0, 0, 0)))[3:11], x[::-1] + y), (F, G)),
+    "whole dims": (lambda x, y: (  # dim 0 must be whole (or split as y is), as in JAX
+        x[1:5], lax.pad(x, np.float32(0), ((1, 1, 0), (0, 0, 0))),
+        jnp.concatenate([x, y], 0), lax.sort(x, dimension=0)), (F, G)),
+    "indexing": (lambda x, y: (  # gathers and scatters, rows indexed (some repeated)
+        x[IDX[:, 0]], x[IDX[:2]], x.at[IDX[:, 0]].add(y[:4]), x.at[IDX[:, 0]].set(y[:4]),
+        x.at[IDX[:, 0]].multiply(y[:4]), x.at[IDX[:, 0]].min(y[:4]),
+        x.at[IDX[:, 0]].max(y[:4])), (F, G)),
+    "column updates": (lambda x, y: (  # a column of every row: dim 0 may stay split
+        x.at[:, 3].add(y[:, 0]), x.at[..., np.array([1, 20, -1])].set(y[:, :3]),
+        x[:, np.array([0, 15, 16])], jnp.take(x, np.array([2, 99]), axis=1)), (F, G)),
     "programs": (lambda x: (jax.jit(lambda v: jnp.sin(v).sum(1))(x), clipped_square(x),
                             jax.grad(lambda v: clipped_square(v).sum())(x)), (F,)),
     "control flow": (lambda x: (

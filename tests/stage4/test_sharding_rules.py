@@ -51,21 +51,25 @@ def test_reductions_drop_the_reduced_dims(mesh):
     check(jnp.argmax(x, axis=0), np.argmax(x8x4, axis=0), "int32[4@y]")
 
 
-def test_shape_ops_carry_splits_or_ask_for_whole_dims(mesh):
+def test_shape_ops_carry_splits_or_raise_where_jax_does(mesh):
+    """(tests/stage4/test_shape_ops_vs_jax.py compares every shape op with JAX itself.)"""
     x = put(x8x4, mesh, "x", "y")
     check(x.T, x8x4.T, "float32[4@y,8@x]")
     check(x[None], x8x4[None], "float32[1,8@x,4@y]")
     check(jnp.reshape(put(x8x4, mesh, "x"), (8, 2, 2)), x8x4.reshape(8, 2, 2),
           "float32[8@x,2,2]")
-    with pytest.raises(ShardingTypeError, match="splits or merges dim 0"):
-        jnp.reshape(put(x8x4, mesh, "x"), (32,))
-    with pytest.raises(ShardingTypeError, match="slice got .* dim 0 is split over"):
-        x[1:5]
+    check(jnp.reshape(put(x8x4, mesh, "x"), (32,)), x8x4.reshape(32), "float32[32@x]")
+    with pytest.raises(ShardingTypeError, match="neither splits one dim nor merges"):
+        jnp.reshape(put(x8x4, mesh, "x"), (2, 16))
+    check(x[1:5], x8x4[1:5], "float32[4@x,4@y]")
+    with pytest.raises(ShardingTypeError, match=r"slice got .* dim 0, split over \('x',\) "
+                                                r"\(4 blocks\), would have size 2"):
+        x[1:3]
     check(put(x8x4, mesh, "x")[:, 1:3], x8x4[:, 1:3], "float32[8@x,2]")
-    with pytest.raises(ShardingTypeError, match="concatenate .* needs it whole"):
-        jnp.concatenate([x, x], axis=1)
-    check(jnp.concatenate([put(x8x4, mesh, "x"), put(x8x4, mesh, "x")], axis=1),
-          np.concatenate([x8x4, x8x4], 1), "float32[8@x,8]")
+    check(jnp.flip(x, 0), x8x4[::-1], "float32[8@x,4@y]")
+    check(jnp.concatenate([x, x], axis=1), np.concatenate([x8x4, x8x4], 1), "float32[8@x,8@y]")
+    with pytest.raises(ShardingTypeError, match="concatenate .* laid out differently"):
+        jnp.concatenate([x, put(x8x4, mesh, "x")], axis=1)
 
 
 def test_dot_general_keeps_free_dims_and_drops_one_sided_contractions(mesh):

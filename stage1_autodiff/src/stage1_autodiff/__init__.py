@@ -9,11 +9,12 @@ Use it as JAX:
     0.41997433
 """
 
-from . import core, dtypes, lax, nn, numpy, random, tree, tree_util
+from . import core, dtypes, errors, lax, nn, numpy, random, tree, tree_util
 from .autodiff import custom_vjp, grad, jvp, value_and_grad, vjp
 from .config import config
-from .core import Array, ConcretizationTypeError, TracerArrayConversionError
+from .core import Array
 from .dtypes import float0
+from .errors import ConcretizationTypeError, TracerArrayConversionError
 from .test_util import check_grads
 from .tree_util import (
     block_until_ready,

@@ -22,8 +22,16 @@ import numpy as np
 
 from . import dtypes
 from . import primitives as lax
+from .api_util import (
+    check_callable,
+    check_enough_positional,
+    ensure_index_tuple,
+    is_single_index,
+    normalize_argnums,
+)
 from .core import (
     Array,
+    ConcretizationTypeError,
     MainTrace,
     Primitive,
     Trace,
@@ -90,9 +98,27 @@ class PrimalTracer(Tracer):
     dtype = property(lambda self: self.primal.dtype)
     weak_type = property(lambda self: self.primal.weak_type)
 
-    def _concrete_value(self, context: str) -> np.ndarray:
+    def _concrete_value(self, context: str,
+                        error: type[TypeError] = ConcretizationTypeError) -> np.ndarray:
         # The primal is known, so Python control flow on it just works.
-        return self.primal._concrete_value(context)
+        return self.primal._concrete_value(context, error)
+
+    # NB: float() and tolist() are refused even though the primal is known, as in JAX
+    # (jax/_src/core.py: Tracer.__float__): a Python number would carry the value without
+    # its derivative, so the gradient would be silently cut. bool(), int() and item() stay
+    # allowed: Python control flow needs them.
+    def __float__(self) -> float:
+        raise self._lost_derivative("float(x)", "x.astype(float)")
+
+    def tolist(self) -> Any:
+        raise self._lost_derivative("x.tolist()", "the array itself")
+
+    def _lost_derivative(self, context: str, instead: str) -> ConcretizationTypeError:
+        return ConcretizationTypeError(
+            f"{context} was called on {self.aval.str_short()} while it is being "
+            f"differentiated ({type(self).__name__}): the Python value would have no "
+            f"derivative. Use {instead} to keep it an array, or compute the Python value "
+            f"outside the differentiated function.")
 
 
 class TapeTracer(PrimalTracer):
@@ -192,6 +218,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
         >>> f_vjp(1.0)
         (Array(1., dtype=float32, weak_type=True),)
     """
+    check_callable(fun)
     out_primal, pullback, out_tree, primals_out, aux = _vjp(fun, primals, has_aux)
 
     def vjp_fun(ct: Any) -> tuple[Any, ...]:
@@ -286,17 +313,11 @@ def _check_cotangents(ct: Any, out_tree: Any, primals_out: list[Any]) -> list[An
 
 
 def _check_argnums(argnums: int | Sequence[int], num_args: int, name: str) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    if num_args == 0:
-        raise TypeError(f"{name} requires at least one positional argument to differentiate "
-                        f"with respect to, but the function was called with none.")
-    for n in nums:
-        if not -num_args <= n < num_args:
-            raise ValueError(
-                f"{name}: argnums {argnums} is out of bounds for a function called with "
-                f"{num_args} positional argument(s). Pass argnums between 0 and "
-                f"{num_args - 1}, or call the function with more arguments.")
-    return tuple(n % num_args for n in nums)
+    """As JAX: too few positional arguments for ``argnums`` is a ``TypeError`` (as for a
+    Python call missing an argument), a negative number past the start a ``ValueError``."""
+    nums = ensure_index_tuple(argnums)
+    check_enough_positional(nums, num_args, name)
+    return normalize_argnums(nums, num_args, name)
 
 
 def _leaf_dtype(leaf: Any) -> np.dtype:
@@ -347,6 +368,9 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         >>> print(value, g)
         5.0 [2. 4.]
     """
+    check_callable(fun)
+    ensure_index_tuple(argnums)  # a malformed argnums fails here, its range at the call
+
     def value_and_grad_f(*args, **kwargs):
         nums = _check_argnums(argnums, len(args), "grad")
         _check_input_dtypes(args, nums, allow_int, "grad")
@@ -361,7 +385,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         value, pullback, _, _, aux = _vjp(f_of_diff_args, diff_args, has_aux)
         _check_scalar_output(value, "grad")
         g = pullback([lax.full_like(value, 1)])
-        g = g[0] if isinstance(argnums, int) else g
+        g = g[0] if is_single_index(argnums) else g
         return ((value, aux), g) if has_aux else (value, g)
 
     return value_and_grad_f
@@ -440,6 +464,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
         >>> print(y, y_dot)
         0.0 2.0
     """
+    check_callable(fun)
     primals_flat, tangents_flat, in_tree = _check_jvp_args(primals, tangents)
     with new_main(JVPTrace) as main:
         trace = main.trace

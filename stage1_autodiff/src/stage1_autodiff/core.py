@@ -22,6 +22,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import dtypes
+from .errors import (
+    ConcretizationTypeError,
+    TracerArrayConversionError,
+    TracerBoolConversionError,
+    TracerIntegerConversionError,
+    UnexpectedTracerError,
+)
 
 # --8<-- [start:shaped_array]
 _SHORT_DTYPE_NAMES = {
@@ -202,10 +209,6 @@ def full_raise(trace: Trace, val: Any) -> Any:
         f"Can't lift a value of level {owner.level} into level {level}: the value belongs to "
         f"a transformation nested inside the one that is using it.")
     # --8<-- [end:task1_3]
-
-
-class UnexpectedTracerError(Exception):
-    """A tracer was used outside the transformation that made it."""
 # --8<-- [end:trace_stack]
 
 
@@ -293,14 +296,6 @@ def _result_weak_type(args: list[Array], out_dtype: np.dtype, params: dict[str, 
 
 
 trace_state = _TraceState()
-
-
-class ConcretizationTypeError(TypeError):
-    """A concrete Python value was needed from an abstract (traced) array."""
-
-
-class TracerArrayConversionError(TypeError):
-    """A traced value was converted to a NumPy array."""
 
 
 # --8<-- [start:array_methods]
@@ -446,21 +441,38 @@ class ArrayMethods:
         value = self._concrete_value("np.asarray(x)")
         return value if dtype is None else value.astype(dtype)
 
-    def __bool__(self) -> bool: return bool(self._concrete_value("bool(x)"))
+    def __bool__(self) -> bool:
+        _check_bool_conversion(self.shape)  # known from the type: no need to concretize
+        return bool(self._concrete_value("bool(x)", TracerBoolConversionError))
+
     def __float__(self) -> float: return float(self._concrete_value("float(x)"))
     def __int__(self) -> int: return int(self._concrete_value("int(x)"))
 
     def __index__(self) -> int:
-        if not dtypes.is_int(self.dtype):
-            raise TypeError(f"Only integer arrays can be used as an index, got {self.dtype}.")
-        return int(self._concrete_value("operator.index(x)"))
+        if not dtypes.is_int(self.dtype) or self.shape != ():
+            raise TypeError(f"Only integer scalar arrays can be converted to a scalar index, "
+                            f"got an array of dtype {self.dtype} and shape {self.shape}.")
+        return int(self._concrete_value("operator.index(x)", TracerIntegerConversionError))
 
     def item(self): return self._concrete_value("x.item()").item()
     def tolist(self): return self._concrete_value("x.tolist()").tolist()
 
-    def _concrete_value(self, context: str) -> np.ndarray:
+    def _concrete_value(self, context: str,
+                        error: type[TypeError] = ConcretizationTypeError) -> np.ndarray:
+        """The NumPy value, for ``context`` (``"bool(x)"``); a tracer whose value is not
+        known raises ``error``: JAX's class for that conversion."""
         raise NotImplementedError
 # --8<-- [end:array_methods]
+
+
+def _check_bool_conversion(shape: tuple[int, ...]) -> None:
+    size = int(np.prod(shape))
+    if size == 0:
+        raise ValueError("The truth value of an empty array is ambiguous: it has no element "
+                         "to test. Use x.size > 0 to ask whether it is empty.")
+    if size > 1:
+        raise ValueError(f"The truth value of an array with more than one element (shape "
+                         f"{shape}) is ambiguous. Use x.any() or x.all().")
 
 
 def _no_out(out: Any) -> None:
@@ -493,8 +505,9 @@ class Tracer(ArrayMethods):
     @property
     def weak_type(self) -> bool: return self.aval.weak_type
 
-    def _concrete_value(self, context: str) -> np.ndarray:
-        raise ConcretizationTypeError(
+    def _concrete_value(self, context: str,
+                        error: type[TypeError] = ConcretizationTypeError) -> np.ndarray:
+        raise error(
             f"{context} needs a concrete value, but it was called on an abstract tracer "
             f"{self.aval.str_short()} ({type(self).__name__}).")
 
@@ -585,7 +598,8 @@ class Array(ArrayMethods):
         2's arrays on a GPU) decides how its primitives run."""
         raise NotImplementedError(f"{cls.__name__} does not say where its primitives run.")
 
-    def _concrete_value(self, context: str) -> np.ndarray:
+    def _concrete_value(self, context: str,
+                        error: type[TypeError] = ConcretizationTypeError) -> np.ndarray:
         return self._value
 
     def __repr__(self) -> str:
@@ -622,9 +636,24 @@ def asarray(x: Any, dtype: Any = None) -> Array:
         if value.dtype == object:
             raise TypeError(f"Can't convert {type(x).__name__} to an array: {x!r}.")
         target = dtypes.canonicalize_dtype(value.dtype if dtype is None else dtype)
+        if isinstance(x, (list, tuple)):
+            _check_python_ints_fit(value, target)
         if value.dtype != target:
             value = value.astype(target)
     return Array(value, weak)
+
+
+def _check_python_ints_fit(value: np.ndarray, dtype: np.dtype) -> None:
+    """The Python ints of a list must fit ``dtype``, as a lone one must: NumPy made them
+    int64, and narrowing that to 32 bits would wrap them silently."""
+    if value.dtype.kind not in "iu" or not dtypes.is_int(dtype) or value.size == 0:
+        return
+    info = np.iinfo(dtype)
+    for extreme in (int(value.min()), int(value.max())):
+        if not info.min <= extreme <= info.max:
+            raise OverflowError(f"Python int {extreme} in the list is too large to convert to "
+                                f"{dtype}. Pass a NumPy array of the type you want, or turn on "
+                                f"jax_enable_x64 for 64-bit integers.")
 
 
 def _python_scalar_to_numpy(x: bool | int | float, dtype: np.dtype) -> np.ndarray:

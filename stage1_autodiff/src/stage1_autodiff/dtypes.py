@@ -7,6 +7,8 @@ lattice, as in JAX; 64-bit types exist only with ``jax_enable_x64``.
 
 from __future__ import annotations
 
+import sys
+import warnings
 from functools import cache, lru_cache
 from typing import Any
 
@@ -56,6 +58,85 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
     if dtype in _X64_ONLY and not config.jax_enable_x64:
         return _TO_32[dtype]
     return dtype
+
+
+# Python's own types name "the default" rather than a width: ``dtype=float`` is float32, or
+# float64 with jax_enable_x64, and asking for it is never a request for 64 bits.
+_PYTHON_TYPES = (bool, int, float)
+
+
+def check_and_canonicalize_user_dtype(dtype: Any, fun_name: str) -> np.dtype:
+    """The dtype that ``fun_name`` computes in when its caller asks for ``dtype``: as
+    :func:`canonicalize_dtype`, and a ``UserWarning`` when the request is a 64-bit type that
+    jax_enable_x64 being off narrows to 32 bits (data converted without a dtype named is
+    narrowed silently, as in JAX).
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     check_and_canonicalize_user_dtype(np.float64, "zeros")
+        dtype('float32')
+        >>> "float64" in str(caught[0].message)
+        True
+    """
+    canonical = canonicalize_dtype(dtype)
+    if isinstance(dtype, type) and dtype in _PYTHON_TYPES:
+        return canonical
+    requested = np.dtype(dtype)
+    if requested != canonical:
+        # The message starts as JAX's does, so warning filters written for JAX match it.
+        warnings.warn(
+            f"Explicitly requested dtype {requested} in {fun_name} is not available without "
+            f"jax_enable_x64: the result is {canonical}. Turn 64-bit types on with "
+            f"jax.config.update('jax_enable_x64', True) (or JAX_ENABLE_X64=1 in the "
+            f"environment) before creating arrays, or ask for {canonical} to silence this.",
+            UserWarning, stacklevel=_caller_stacklevel())
+    return canonical
+
+
+_OUR_PACKAGES = ("stage1_autodiff", "stage2_jit", "stage3_vmap", "stage4_sharding")
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside this project's packages, so that a
+    warning names the user's line however deep inside the library it was raised."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(_OUR_PACKAGES):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def convert_values(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``value.astype(dtype)`` with XLA's conversion semantics, which JAX's
+    ``convert_element_type`` has on every backend.
+
+    Floats to integers round toward zero and saturate: NaN becomes 0, and a value past the
+    integer range (inf too) becomes the nearest end of it. NumPy leaves those to the C cast,
+    which is undefined (x86 gives the most negative integer for all of them) and warns.
+    Every other conversion is NumPy's: integers wrap, a float too large for a narrower float
+    becomes inf, without a warning.
+
+    Example:
+        >>> convert_values(np.array([np.nan, np.inf, -1e10, -2.7], np.float32), int32)
+        array([          0,  2147483647, -2147483648,          -2], dtype=int32)
+    """
+    if is_float(value.dtype) and is_int(dtype):
+        return _saturating_float_to_int(value, dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return value.astype(dtype)
+
+
+def _saturating_float_to_int(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    info = np.iinfo(dtype)
+    # Both ends are powers of two (or 0), so exact in every float type: the lowest integer,
+    # and one past the highest.
+    low = np.array(info.min, value.dtype)
+    past_high = np.array(2.0 ** (info.bits - (info.min < 0)), value.dtype)
+    inside = (value > low) & (value < past_high)  # False for NaN
+    out = np.where(inside, value, 0).astype(dtype)
+    out = np.where(value >= past_high, np.array(info.max, dtype), out)
+    return np.where(value <= low, np.array(info.min, dtype), out)
 
 
 def is_float(dtype: np.dtype) -> bool:

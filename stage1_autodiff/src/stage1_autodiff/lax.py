@@ -80,6 +80,7 @@ from .primitives import (
     transpose,
     zeros_like,
 )
+from .slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 
 
 def select(pred, on_true, on_false):
@@ -88,6 +89,7 @@ def select(pred, on_true, on_false):
 
 
 __all__ = [
+    "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers",
     "abs", "add", "argmax", "argmin", "atan2", "bitcast_convert_type", "bitwise_and",
     "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast_in_dim", "ceil", "concatenate",
     "convert_element_type", "cos", "div", "dot_general", "eq", "erf_inv", "exp", "expand_dims",

@@ -43,6 +43,7 @@ def full_like(x: Any, value: float | int | bool) -> Any:
 def full(shape: Shape, value: float | int | bool, dtype: np.dtype, weak_type: bool = False,
          sharding: Any = None) -> Any:
     """A broadcast scalar: in eager mode a view, so no memory is filled."""
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "full")
     scalar = Array(np.asarray(value, dtype=dtype), weak_type)
     if shape == ():
         return scalar
@@ -498,9 +499,12 @@ jvp_rules[select_n_p] = select_n_jvp
 
 convert_element_type_p = Primitive("convert_element_type")
 def convert_element_type(x, new_dtype, weak_type: bool = False):
-    return convert_element_type_p.bind(x, new_dtype=np.dtype(new_dtype), weak_type=weak_type)
+    new_dtype = dtypes.check_and_canonicalize_user_dtype(new_dtype, "convert_element_type")
+    return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
 def convert_element_type_impl(x, *, new_dtype, weak_type):
-    return x.astype(new_dtype)
+    # XLA's conversion: a float becomes an integer by saturating (NaN to 0), where NumPy's
+    # cast is undefined. The generated kernels spell the same (kernel_math.float_to_int).
+    return dtypes.convert_values(x, new_dtype)
 impl_rules[convert_element_type_p] = convert_element_type_impl
 def convert_element_type_vjp(ct, x, *, out, new_dtype, weak_type):
     x_aval = get_aval(x)
@@ -686,7 +690,8 @@ jvp_rules[rev_p] = _linear_jvp(rev_p)
 iota_p = Primitive("iota")
 def iota(dtype, shape: Shape, dimension: int = 0):
     """Counts 0, 1, 2, ... along ``dimension`` of an array of ``shape``."""
-    return iota_p.bind(dtype=np.dtype(dtype), shape=tuple(shape), dimension=dimension)
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "iota")
+    return iota_p.bind(dtype=dtype, shape=tuple(shape), dimension=dimension)
 def iota_impl(*, dtype, shape, dimension):
     line = np.arange(shape[dimension], dtype=dtype)
     expanded = [1] * len(shape)
@@ -906,175 +911,31 @@ jvp_rules[dot_general_p] = dot_general_jvp
 # --8<-- [end:dot_general]
 
 # ------------------------------------------------------------------------------------------
-# Gather and scatter. NB: JAX's gather/scatter take XLA's general dimension numbers
-# (jax/_src/lax/slicing.py). Ours index the leading dims only: ``indices`` has shape
-# ``batch + (k,)`` and picks ``operand[i_0, ..., i_{k-1}, ...]`` for each batch position. The
-# numpy module moves the indexed dims to the front first, which covers NumPy's indexing.
+# Gather, scatter and sort live in slicing.py (they are built on the primitives above); named
+# here too, in their place, so that ``primitives`` stays the one table of stage 1's primitives.
 # ------------------------------------------------------------------------------------------
-
-
-def _index_tuple(operand, indices):
-    k = indices.shape[-1]
-    return tuple(indices[..., i] for i in range(k)), operand.shape[:k]
-
-
-# --8<-- [start:gather]
-gather_p = Primitive("gather")
-def gather(operand, indices): return gather_p.bind(operand, indices)
-def gather_impl(operand, indices):
-    index, dims = _index_tuple(operand, indices)
-    # Out-of-bounds indices are clamped, as JAX does for retrieval.
-    return operand[tuple(np.clip(i, 0, n - 1) for i, n in zip(index, dims))]
-impl_rules[gather_p] = gather_impl
-def gather_vjp(ct, operand, indices, *, out):
-    return [scatter_add(zeros_like(operand), indices, ct), None]
-vjp_rules[gather_p] = gather_vjp
-def gather_jvp(primals, tangents):
-    (operand, indices), (operand_dot, _) = primals, tangents
-    return gather(operand, indices), gather(operand_dot, indices)
-jvp_rules[gather_p] = gather_jvp
-# --8<-- [end:gather]
-
-
-def _scatter_impl(ufunc):
-    def impl(operand, indices, updates):
-        index, dims = _index_tuple(operand, indices)
-        in_bounds = np.ones(indices.shape[:-1], dtype=bool)
-        for i, n in zip(index, dims):
-            in_bounds &= (i >= 0) & (i < n)
-        index = tuple(i[in_bounds] for i in index)  # out-of-bounds updates are dropped
-        out = operand.copy()
-        if ufunc is None:
-            out[index] = updates[in_bounds]
-        else:
-            ufunc.at(out, index, updates[in_bounds])
-        return out
-    return impl
-
-
-# --8<-- [start:scatter_add]
-scatter_add_p = Primitive("scatter_add")
-def scatter_add(operand, indices, updates):
-    return scatter_add_p.bind(operand, indices, updates)
-impl_rules[scatter_add_p] = _scatter_impl(np.add)
-def scatter_add_vjp(ct, operand, indices, updates, *, out):
-    return [ct, None, gather(ct, indices)]
-vjp_rules[scatter_add_p] = scatter_add_vjp
-def scatter_add_jvp(primals, tangents):
-    (operand, indices, updates), (operand_dot, _, updates_dot) = primals, tangents
-    return scatter_add(operand, indices, updates), scatter_add(operand_dot, indices, updates_dot)
-jvp_rules[scatter_add_p] = scatter_add_jvp
-# --8<-- [end:scatter_add]
-
-scatter_p = Primitive("scatter")
-def scatter(operand, indices, updates): return scatter_p.bind(operand, indices, updates)
-impl_rules[scatter_p] = _scatter_impl(None)
-# NB: with repeated indices one update wins and the others get a zero cotangent in JAX;
-# here every repeat gets the cotangent of the winning position.
-def scatter_vjp(ct, operand, indices, updates, *, out):
-    return [scatter(ct, indices, zeros_like(updates)), None, gather(ct, indices)]
-vjp_rules[scatter_p] = scatter_vjp
-def scatter_jvp(primals, tangents):
-    (operand, indices, updates), (operand_dot, _, updates_dot) = primals, tangents
-    return scatter(operand, indices, updates), scatter(operand_dot, indices, updates_dot)
-jvp_rules[scatter_p] = scatter_jvp
-
-scatter_mul_p = Primitive("scatter_mul")
-def scatter_mul(operand, indices, updates): return scatter_mul_p.bind(operand, indices, updates)
-impl_rules[scatter_mul_p] = _scatter_impl(np.multiply)
-# NB: exact for unique indices, as JAX's rule (which requires unique_indices=True).
-def scatter_mul_vjp(ct, operand, indices, updates, *, out):
-    return [scatter_mul(ct, indices, updates), None, gather(mul(ct, operand), indices)]
-vjp_rules[scatter_mul_p] = scatter_mul_vjp
-def scatter_mul_jvp(primals, tangents):
-    (operand, indices, updates), (operand_dot, _, updates_dot) = primals, tangents
-    out = scatter_mul(operand, indices, updates)
-    from_operand = scatter_mul(operand_dot, indices, updates)
-    from_updates = scatter_mul(operand, indices, updates_dot)
-    only_updates = scatter(zeros_like(operand), indices, full_like(updates, 1))
-    return out, add(from_operand, mul(only_updates, from_updates))
-jvp_rules[scatter_mul_p] = scatter_mul_jvp
-
-
-def _scatter_chooser_vjp(ct, operand, indices, updates, *, out):
-    """For scatter_min/max: the cotangent goes to whichever side ended up in ``out``."""
-    operand_won = convert_element_type(eq(out, operand), get_aval(ct).dtype)
-    update_won = convert_element_type(eq(gather(out, indices), updates), get_aval(ct).dtype)
-    return [mul(ct, operand_won), None, mul(gather(ct, indices), update_won)]
-
-
-def _scatter_chooser_jvp(prim):
-    def jvp(primals, tangents):
-        operand, indices, updates = primals
-        out = prim.bind(operand, indices, updates)
-        ct_operand, _, ct_updates = _scatter_chooser_vjp(
-            full_like(out, 1), operand, indices, updates, out=out)
-        from_updates = scatter(zeros_like(operand), indices, mul(ct_updates, tangents[2]))
-        return out, add(mul(ct_operand, tangents[0]), from_updates)
-    return jvp
-
-
-scatter_min_p = Primitive("scatter_min")
-def scatter_min(operand, indices, updates): return scatter_min_p.bind(operand, indices, updates)
-impl_rules[scatter_min_p] = _scatter_impl(np.minimum)
-vjp_rules[scatter_min_p] = _scatter_chooser_vjp
-jvp_rules[scatter_min_p] = _scatter_chooser_jvp(scatter_min_p)
-
-scatter_max_p = Primitive("scatter_max")
-def scatter_max(operand, indices, updates): return scatter_max_p.bind(operand, indices, updates)
-impl_rules[scatter_max_p] = _scatter_impl(np.maximum)
-vjp_rules[scatter_max_p] = _scatter_chooser_vjp
-jvp_rules[scatter_max_p] = _scatter_chooser_jvp(scatter_max_p)
-
-
-def index_grid(shape: Shape, axis: int, index_along_axis) -> Any:
-    """Indices (shape + (ndim,)) that pick ``x[..., index_along_axis, ...]`` from every
-    position: an iota for each dim, with ``index_along_axis`` in place of dim ``axis``."""
-    columns = []
-    for d in range(len(shape)):
-        column = index_along_axis if d == axis else iota(np.int32, shape, d)
-        columns.append(broadcast_in_dim(column, tuple(shape) + (1,), tuple(range(len(shape)))))
-    return concatenate(columns, len(shape))
-
-# ------------------------------------------------------------------------------------------
-# Sorting
-# ------------------------------------------------------------------------------------------
-
-
-sort_p = Primitive("sort", multiple_results=True)
-def sort(operand: Any, dimension: int = -1, is_stable: bool = True,
-         num_keys: int = 1) -> Any:
-    """Sorts ``operand`` along ``dimension``; given a sequence of arrays, sorts them all by
-    the first ``num_keys`` and returns a tuple. The sort is always stable."""
-    del is_stable
-    single = not isinstance(operand, (list, tuple))
-    operands = [operand] if single else list(operand)
-    ndim = get_aval(operands[0]).ndim
-    outs = sort_p.bind(*operands, dimension=dimension % ndim, num_keys=num_keys)
-    return outs[0] if single else tuple(outs)
-def sort_impl(*operands, dimension, num_keys):
-    keys = [np.moveaxis(k, dimension, -1) for k in operands[:num_keys]]
-    order = np.moveaxis(np.lexsort(keys[::-1], axis=-1), -1, dimension)
-    return [np.take_along_axis(x, order, axis=dimension) for x in operands]
-impl_rules[sort_p] = sort_impl
-def _sort_permutation(operands, dimension, num_keys):
-    shape = get_aval(operands[0]).shape
-    return sort([*operands[:num_keys], iota(np.int32, shape, dimension)],
-                dimension, num_keys)[-1]
-def sort_vjp(cts, *operands, out, dimension, num_keys):
-    # Each output element came from position perm[i]: send its cotangent back there.
-    shape = get_aval(operands[0]).shape
-    perm = _sort_permutation(operands, dimension, num_keys)
-    indices = index_grid(shape, dimension, perm)
-    return [scatter_add(zeros_like(x), indices, ct) if dtypes.is_float(get_aval(x).dtype)
-            else None for x, ct in zip(operands, cts)]
-vjp_rules[sort_p] = sort_vjp
-def sort_jvp(primals, tangents, *, dimension, num_keys):
-    shape = get_aval(primals[0]).shape
-    indices = index_grid(shape, dimension, _sort_permutation(primals, dimension, num_keys))
-    outs = sort(primals, dimension, num_keys)
-    return outs, [gather(t, indices) for t in tangents]
-jvp_rules[sort_p] = sort_jvp
+from .slicing import (  # noqa: E402
+    GatherDimensionNumbers,
+    GatherScatterMode,
+    ScatterDimensionNumbers,
+    gather,
+    gather_p,
+    index_grid,
+    point_dimension_numbers,
+    point_gather,
+    scatter,
+    scatter_add,
+    scatter_add_p,
+    scatter_max,
+    scatter_max_p,
+    scatter_min,
+    scatter_min_p,
+    scatter_mul,
+    scatter_mul_p,
+    scatter_p,
+    sort,
+    sort_p,
+)
 
 # ------------------------------------------------------------------------------------------
 # The PRNG's hash
@@ -1112,3 +973,4 @@ impl_rules[threefry2x32_p] = threefry2x32_impl
 vjp_rules[threefry2x32_p] = _zero_vjp
 jvp_rules[threefry2x32_p] = _zero_jvp(threefry2x32_p)
 # --8<-- [end:threefry]
+

@@ -254,7 +254,7 @@ def bits(key: Any, shape: Shape = (), dtype: Any = np.uint32) -> Any:
     """
     k1, k2, _ = _single_key(key, "bits")
     shape = _shape(shape, "bits")
-    dtype = dtypes.canonicalize_dtype(dtype)
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "bits")
     bits1, bits2 = _hash_counters(k1, k2, shape)
     if dtype == dtypes.uint32:
         return lax.bitwise_xor(bits1, bits2)
@@ -266,7 +266,7 @@ def bits(key: Any, shape: Shape = (), dtype: Any = np.uint32) -> Any:
 
 
 def _float_dtype(dtype: Any, name: str) -> np.dtype:
-    dtype = dtypes.canonicalize_dtype(dtype)
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, name)
     if not dtypes.is_float(dtype):
         raise TypeError(f"{name}: dtype must be a float dtype, got {dtype}.")
     return dtype
@@ -341,7 +341,7 @@ def randint(key: Any, shape: Shape, minval: Any, maxval: Any, dtype: Any = np.in
         >>> bool((r >= 3).all() and (r < 7).all())
         True
     """
-    dtype = dtypes.canonicalize_dtype(dtype)
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "randint")
     shape = _shape(shape, "randint")
     if not dtypes.is_int(dtype):
         raise TypeError(f"randint: dtype must be an integer dtype, got {dtype}.")

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from stage1_autodiff.autodiff import custom_vjp_call_p
 from stage1_autodiff.core import Primitive, ShapedArray
+from stage1_autodiff.slicing import GatherDimensionNumbers, gather_shape, window_operand_dims
 
 from stage1_autodiff import primitives as p
 
@@ -381,36 +382,64 @@ abstract_eval_rules[p.dot_general_p] = dot_general_abstract_eval
 # --8<-- [end:abstract_eval_dot_general]
 
 # ------------------------------------------------------------------------------------------
-# Gather and scatter: ``indices`` of shape batch + (k,) index the operand's first k dims.
+# Gather and scatter, with XLA's dimension numbers (stage1_autodiff/slicing.py says what they
+# mean): the index vectors are the last dim of ``indices``.
 # ------------------------------------------------------------------------------------------
 
 
-def _check_indices(prim: Primitive, operand: ShapedArray, indices: ShapedArray) -> None:
-    if (indices.dtype.kind not in _INT or indices.ndim == 0
-            or indices.shape[-1] > operand.ndim):
-        raise TypeError(f"{prim.name} requires integer indices of shape batch + (k,) with k <= "
-                        f"the operand's rank, got operand {operand.str_short()} and indices "
-                        f"{indices.str_short()}.")
+def _check_indices(prim: Primitive, operand: ShapedArray, indices: ShapedArray,
+                   indexed: tuple[int, ...], dropped: tuple[int, ...],
+                   batching: tuple[int, ...]) -> None:
+    problem = None
+    if indices.dtype.kind not in _INT or indices.ndim == 0:
+        problem = "integer indices with the index vectors along their last dim"
+    elif indices.shape[-1] != len(indexed):
+        problem = f"index vectors of length {len(indexed)} (one per indexed dim {indexed})"
+    elif any(not 0 <= d < operand.ndim for d in (*indexed, *dropped, *batching)):
+        problem = f"dims within the operand's rank {operand.ndim}"
+    if problem:
+        raise TypeError(f"{prim.name} requires {problem}, got operand {operand.str_short()} "
+                        f"and indices {indices.str_short()}.")
 
 
-def gather_abstract_eval(operand: ShapedArray, indices: ShapedArray) -> ShapedArray:
-    _check_indices(p.gather_p, operand, indices)
-    shape = indices.shape[:-1] + operand.shape[indices.shape[-1]:]
+def gather_abstract_eval(operand: ShapedArray, indices: ShapedArray, *, dimension_numbers,
+                         slice_sizes, mode, fill_value) -> ShapedArray:
+    dn = dimension_numbers
+    _check_indices(p.gather_p, operand, indices, dn.start_index_map, dn.collapsed_slice_dims,
+                   dn.operand_batching_dims)
+    if len(slice_sizes) != operand.ndim or any(
+            not 0 <= s <= n for s, n in zip(slice_sizes, operand.shape)):
+        raise TypeError(f"gather requires one slice size per operand dim, each at most the "
+                        f"dim's size, got slice_sizes={slice_sizes} for operand "
+                        f"{operand.str_short()}.")
+    shape = gather_shape(operand.shape, indices.shape, dn, slice_sizes)
     return ShapedArray(shape, operand.dtype, _weak_type(operand.dtype, operand, indices))
 abstract_eval_rules[p.gather_p] = gather_abstract_eval
 
 
 def _scatter(prim: Primitive) -> AbstractEvalRule:
-    """Scatters ``updates``, of the shape a gather with ``indices`` would give, into a copy of
-    ``operand``: the result has the operand's shape and dtype."""
-    def rule(operand: ShapedArray, indices: ShapedArray, updates: ShapedArray) -> ShapedArray:
-        _check_indices(prim, operand, indices)
-        expected = indices.shape[:-1] + operand.shape[indices.shape[-1]:]
-        if updates.shape != expected or updates.dtype != operand.dtype:
-            raise TypeError(f"{prim.name} requires updates of type "
-                            f"{_short(expected, operand.dtype)}, got operand "
-                            f"{operand.str_short()}, indices {indices.str_short()} and updates "
-                            f"{updates.str_short()}.")
+    """Scatters ``updates`` into a copy of ``operand``: the result has the operand's type.
+    The updates' shape is the indices' batch dims with the windows' dims among them."""
+    def rule(operand: ShapedArray, indices: ShapedArray, updates: ShapedArray, *,
+             dimension_numbers, mode) -> ShapedArray:
+        dn = dimension_numbers
+        _check_indices(prim, operand, indices, dn.scatter_dims_to_operand_dims,
+                       dn.inserted_window_dims, dn.operand_batching_dims)
+        window = window_operand_dims(operand.ndim, dn.inserted_window_dims,
+                                     dn.operand_batching_dims)
+        sizes = [1] * operand.ndim
+        for d, u in zip(window, dn.update_window_dims):
+            sizes[d] = updates.shape[u] if u < updates.ndim else -1
+        numbers = GatherDimensionNumbers(*dn)  # the gather that reads the same windows
+        expected = None if len(window) != len(dn.update_window_dims) else gather_shape(
+            operand.shape, indices.shape, numbers, sizes)
+        if (updates.shape != expected or updates.dtype != operand.dtype
+                or any(not 0 <= s <= n for s, n in zip(sizes, operand.shape))):
+            raise TypeError(f"{prim.name} requires updates whose windows fit the operand and "
+                            f"whose other dims are the indices' batch dims, of the operand's "
+                            f"dtype, got operand {operand.str_short()}, indices "
+                            f"{indices.str_short()} and updates {updates.str_short()} with "
+                            f"{dn}.")
         weak_type = _weak_type(operand.dtype, operand, indices, updates)
         return ShapedArray(operand.shape, operand.dtype, weak_type)
     return rule

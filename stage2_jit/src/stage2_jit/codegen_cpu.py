@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import pickle
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -31,13 +30,14 @@ from typing import Any
 
 import numpy as np
 from stage1_autodiff.core import Array, Primitive
+from stage1_autodiff.slicing import GatherScatterMode, window_operand_dims
 
 from stage1_autodiff import primitives as p
 
 from . import kernel_math
 from .control_flow import cond_p, scan_p, while_p
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, _Names
-from .kernel_cache import cache_dir, forget_compiled_code, load_kernel_module, source_hash
+from .kernel_cache import call_kernel, load_kernel_module, source_hash
 from .passes import dce, optimize
 
 PARALLEL_MIN_ELEMENTS = 1 << 15  # smaller loops run serially: threads cost more than they save
@@ -120,7 +120,12 @@ def _cast(value: str, dtype: np.dtype) -> str:
 
 
 def _convert(args: list[str], eqn: JaxprEqn) -> str:
-    return _cast(args[0], eqn.params["new_dtype"])
+    """XLA's conversion: a float to an integer saturates (kernel_math's ``float_to_int``),
+    where Numba's cast is undefined for NaN and for values out of range."""
+    new_dtype = eqn.params["new_dtype"]
+    if eqn.invars[0].aval.dtype.kind == "f" and new_dtype.kind in "iu":
+        return f"float_to_int({args[0]}, {np_type(new_dtype)})"
+    return _cast(args[0], new_dtype)
 
 
 def _bitcast(args: list[str], eqn: JaxprEqn) -> str:
@@ -357,15 +362,49 @@ def _equal_axes(eqn: JaxprEqn):
 
 
 def _indexed_axes(eqn: JaxprEqn):
-    """A gather's result (a scatter's updates) has the indices' batch dims, then the
-    operand's dims after the ``k`` indexed ones; a scatter's result is the operand's shape."""
+    """A gather's result (a scatter's updates) has the indices' batch dims, in order, among
+    its window dims; a window dim that spans its whole operand dim is that dim. A scatter's
+    result is its operand's shape."""
     operand, indices = eqn.invars[:2]
-    k, batch = indices.aval.shape[-1], indices.aval.ndim - 1
     gathered = eqn.outvars[0] if eqn.primitive is p.gather_p else eqn.invars[2]
-    yield from ((indices, d, gathered, d) for d in range(batch))
-    yield from ((operand, k + d, gathered, batch + d) for d in range(operand.aval.ndim - k))
+    window, batch = _window_layout(eqn)
+    yield from ((indices, i, gathered, d) for i, d in enumerate(batch))
+    for d, g in window.items():
+        if operand.aval.shape[d] == gathered.aval.shape[g]:
+            yield operand, d, gathered, g
     if eqn.primitive in SCATTERS:
         yield from ((operand, d, eqn.outvars[0], d) for d in range(operand.aval.ndim))
+
+
+def _index_dims(eqn: JaxprEqn) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """A gather's (scatter's) indexed operand dims, its batching operand dims and their
+    indices batch dims."""
+    dn = eqn.params["dimension_numbers"]
+    if eqn.primitive is p.gather_p:
+        return dn.start_index_map, dn.operand_batching_dims, dn.start_indices_batching_dims
+    return (dn.scatter_dims_to_operand_dims, dn.operand_batching_dims,
+            dn.scatter_indices_batching_dims)
+
+
+def _batch_and_window(eqn: JaxprEqn, gathered: Var) -> tuple[list[int], list[int]]:
+    """The dims of a gather's result (a scatter's updates) that are the indices' batch dims,
+    and the window's: loops over the first read each index vector once."""
+    _, batch = _window_layout(eqn)
+    return batch, [d for d in range(gathered.aval.ndim) if d not in batch]
+
+
+def _window_layout(eqn: JaxprEqn) -> tuple[dict[int, int], list[int]]:
+    """For a gather (scatter): which dim of the result (updates) each window operand dim
+    is, and which dims are the indices' batch dims, in order."""
+    dn, gathered = eqn.params["dimension_numbers"], eqn.outvars[0]
+    if eqn.primitive is p.gather_p:
+        window_dims, dropped = dn.offset_dims, dn.collapsed_slice_dims
+    else:
+        window_dims, dropped, gathered = dn.update_window_dims, dn.inserted_window_dims, \
+            eqn.invars[2]
+    operand_dims = window_operand_dims(eqn.invars[0].aval.ndim, dropped, dn.operand_batching_dims)
+    batch = [d for d in range(gathered.aval.ndim) if d not in window_dims]
+    return dict(zip(operand_dims, window_dims)), batch
 # --8<-- [end:dim_classes]
 
 
@@ -887,35 +926,68 @@ class ProgramWriter:
 
     # --8<-- [start:emit_gather]
     def _emit_gather(self, eqn: JaxprEqn, comment: str) -> None:
-        """``out[batch, rest] = operand[i_0, ..., i_{k-1}, rest]`` where ``i_j`` is
-        ``indices[batch, j]`` clamped into range, as eager's gather clamps. The indices are
-        read once per batch position, outside the loops over the rest."""
-        operand, indices = eqn.invars
-        out = eqn.outvars[0]
+        """Loops over the result: the outer ones over the indices' batch dims, where each
+        index vector is read once and its window's start put inside the operand (or, in
+        ``fill`` mode, found not to fit: the fill value); the inner ones over the window,
+        reading the operand at start + offset."""
+        operand, out = eqn.invars[0], eqn.outvars[0]
         shape, index = self._shape(out), _loop_index(out.aval.ndim)
-        batch = indices.aval.ndim - 1
         body: list[str] = []
-        picked = []
-        for j in range(indices.aval.shape[-1]):
-            raw = self.expr(indices, (*index[:batch], str(j)), body, {})
-            position = self._temporary()
-            body.append(f"{position} = {_clamped(raw, indices.aval.dtype, self.dim(operand, j))}"
-                        f"  # index {j}, clamped")
-            picked.append(position)
+        position, fits = self._window_position(eqn, out, index, body, clip=True)
         copy: list[str] = []
-        copy.append(f"{self._at(out, index)} = "
-                    f"{self.expr(operand, (*picked, *index[batch:]), copy, {})}")
-        body += _nest(copy, index[batch:], shape[batch:])
-        self._emit_nest([self._allocate(out, shape)], shape[:batch], index[:batch], comment,
-                        body, out.aval.size, {out}, {out})
+        value = self.expr(operand, position, copy, {})
+        copy.append(f"{self._at(out, index)} = {value}")
+        if eqn.params["mode"] is GatherScatterMode.FILL_OR_DROP:
+            fill = typed_constant(eqn.params["fill_value"], out.aval.dtype)
+            copy = [f"if {fits}:", *_indent(copy),
+                    "else:", f"    {self._at(out, index)} = {fill}"]
+        outer, inner = _batch_and_window(eqn, out)
+        body += _nest(copy, tuple(index[d] for d in inner), [shape[d] for d in inner])
+        rows = {out} if outer == list(range(len(outer))) else set()  # written at [row, ...]?
+        self._emit_nest([self._allocate(out, shape)], [shape[d] for d in outer],
+                        tuple(index[d] for d in outer), comment, body, out.aval.size, {out},
+                        rows)
     # --8<-- [end:emit_gather]
+
+    # --8<-- [start:window_position]
+    def _window_position(self, eqn: JaxprEqn, gathered: Var, index: tuple[str, ...],
+                         body: list[str], clip: bool) -> tuple[tuple[str, ...], str]:
+        """The operand position that element ``index`` of a gather's result (a scatter's
+        updates, ``gathered``) reads (writes), and a condition: its window fits."""
+        operand, indices = eqn.invars[:2]
+        indexed, batching, indices_batching = _index_dims(eqn)
+        window, batch = _window_layout(eqn)
+        batch_index = [index[d] for d in batch]
+        position, fits = [], []
+        for d in range(operand.aval.ndim):
+            if d in batching:  # example b reads example b
+                position.append(batch_index[indices_batching[batching.index(d)]])
+                continue
+            offset = index[window[d]] if d in window else None
+            if d not in indexed:
+                position.append(offset or "0")
+                continue
+            size = self.dim(gathered, window[d]) if d in window else "1"
+            bound = f"{self.dim(operand, d)} - {size}"
+            raw = self.expr(indices, (*batch_index, str(indexed.index(d))), body, {})
+            start = self._temporary()
+            body.append(f"{start} = np.int64({raw})  # start on operand dim {d}")
+            fits.append(f"0 <= {start} <= {bound}")
+            if clip:
+                clipped = self._temporary()
+                body.append(f"{clipped} = min(max({start}, 0), {bound})")
+                start = clipped
+            position.append(start if offset is None else f"{start} + {offset}")
+        return tuple(position), " and ".join(fits) or "True"
+    # --8<-- [end:window_position]
 
     def _emit_scatter(self, eqn: JaxprEqn, comment: str) -> None:
         """Two loops: a copy of the operand, then one serial pass over the updates in order,
-        each combined into the element its indices pick. An update with an index out of
-        range is dropped; repeated indices combine one after another, as eager's
-        ``ufunc.at`` does (for plain scatter, the last one wins)."""
-        operand, indices, updates = eqn.invars
+        each combined into the element its index vector and window offset pick. An update
+        whose window does not fit is dropped (clamped into range in ``clip`` mode);
+        repeated indices combine one after another, as eager's ``ufunc.at`` does (for plain
+        scatter, the last one wins)."""
+        operand, updates = eqn.invars[0], eqn.invars[2]
         out = eqn.outvars[0]
         shape, index = self._shape(out), _loop_index(out.aval.ndim)
         body: list[str] = []
@@ -923,25 +995,22 @@ class ProgramWriter:
         self._emit_nest([self._allocate(out, shape)], shape, index, comment, body,
                         out.aval.size, {out}, {out})
         self.reads = [(out, ":")]  # read anywhere: this pass cannot join the copy's loop
-        batch = indices.aval.ndim - 1
         update_index = _loop_index(updates.aval.ndim)
-        body, memo, picked = [], {}, []
-        for j in range(indices.aval.shape[-1]):
-            raw = self.expr(indices, (*update_index[:batch], str(j)), body, memo)
-            position = self._temporary()
-            body.append(f"{position} = {raw}  # index {j}")
-            picked.append(position)
-        lower = "" if indices.aval.dtype.kind == "u" else "0 <= "
-        in_range = " and ".join(f"{lower}{t} < {self.dim(operand, j)}"
-                                for j, t in enumerate(picked)) or "True"
+        body = []
+        clip = eqn.params["mode"] is GatherScatterMode.CLIP
+        position, fits = self._window_position(eqn, updates, update_index, body, clip)
         update: list[str] = []
         new = self.expr(updates, update_index, update, {})
-        target = self._at(out, (*picked, *update_index[batch:]))
+        target = self._at(out, position)
         combined = self._scatter_combine(eqn.primitive, out.aval.dtype, target, new)
         update.append(f"{target} = {combined}")
-        rest = [self.dim(updates, d) for d in range(batch, updates.aval.ndim)]
-        body += [f"if {in_range}:", *_indent(_nest(update, update_index[batch:], rest))]
-        self._emit_nest([], [self.dim(updates, d) for d in range(batch)], update_index[:batch],
+        outer, inner = _batch_and_window(eqn, updates)
+        update_shape = self._shape(updates)
+        update = _nest(update, tuple(update_index[d] for d in inner),
+                       [update_shape[d] for d in inner])
+        body += update if clip else [f"if {fits}:", *_indent(update)]
+        self._emit_nest([], [update_shape[d] for d in outer],
+                        tuple(update_index[d] for d in outer),
                         "#   then the updates, in order (serial: repeated indices combine)",
                         body, updates.aval.size, {out}, set(), serial=True)
 
@@ -1313,14 +1382,20 @@ def _scratch_buffers(allocations: list[tuple[str, bool]], base: str, dims: str,
 # --8<-- [end:scratch]
 
 
-def _comment_param(value: Any) -> Any:
+def _comment_param(value: Any) -> str:
     """A param as a comment shows it: a program held by a loop or branch by its size only
-    (its function, written above, shows it in full)."""
+    (its function, written above, shows it in full); a string with ``repr``, and any other
+    value whose text is not one printable line too. A param comes from the user (a function's
+    name, a format string, an axis name): a newline in it must not end the comment line and
+    turn the rest into code."""
     if isinstance(value, ClosedJaxpr):
         return f"<{len(value.jaxpr.eqns)} equations>"
     if isinstance(value, tuple) and value and all(isinstance(v, ClosedJaxpr) for v in value):
         return "(" + ", ".join(_comment_param(v) for v in value) + ")"
-    return value
+    if isinstance(value, str):
+        return repr(value)
+    text = str(value)
+    return text if text.isprintable() else repr(text)
 
 
 def _loop_index(ndim: int) -> tuple[str, ...]:
@@ -1352,14 +1427,6 @@ def _worst(dtype: np.dtype, better: str) -> Any:
         return -np.inf if better == ">" else np.inf
     info = np.iinfo(dtype)
     return info.min if better == ">" else info.max
-
-
-def _clamped(raw: str, dtype: np.dtype, size: str) -> str:
-    """An index clamped into [0, size - 1]. Unsigned indices need no lower bound (and mixing
-    uint64 with int64 would make Numba compute in float64)."""
-    if dtype.kind == "u":
-        return f"min({raw}, np.uint64({size} - 1))"
-    return f"min(max({raw}, 0), {size} - 1)"
 
 
 def _strided(start: int, i: str, stride: int) -> str:
@@ -1409,8 +1476,8 @@ def _prelude() -> list[str]:
             "import numpy as np",
             "from numba import njit, prange",
             "from stage2_jit.kernel_math import (add_reassoc, bitcast, div_toward_zero,",
-            "    erf_inv_f32, erf_inv_f64, exp_f32, logistic_f32, max_reassoc, maximum,",
-            "    min_reassoc, minimum, mul_reassoc, rem_toward_zero, select, shift_left,",
+            "    erf_inv_f32, erf_inv_f64, exp_f32, float_to_int, logistic_f32, max_reassoc,",
+            "    maximum, min_reassoc, minimum, mul_reassoc, rem_toward_zero, select, shift_left,",
             "    shift_right_arithmetic, shift_right_logical, tanh_f32, threefry2x32)",
             ""]
 
@@ -1437,12 +1504,13 @@ class CpuExecutable:
 
     def __init__(self, closed: ClosedJaxpr, source: str, writer: ProgramWriter,
                  optimized: ClosedJaxpr) -> None:
-        self.closed = closed
+        # NB: nothing here refers to ``closed``: jit keeps executables in a table weakly keyed
+        # by the program, and a reference back would keep both alive for ever.
         self.optimized = optimized  # the program the kernel computes, for reading
         self.consts = [np.ascontiguousarray(np.asarray(c)) for c in optimized.consts]
         self.source = source
-        self.kernel = load_kernel_module(source).program
-        self.checked = False  # whether a first call has loaded or compiled the kernel
+        self.module = load_kernel_module(source)
+        self.kernel = self.module.program
         self.dims = np.array([var.aval.shape[k] for var, k in writer.dims], dtype=np.int64)
         self.in_avals = closed.in_avals
         self.out_avals = closed.out_avals
@@ -1455,16 +1523,7 @@ class CpuExecutable:
                 for o, aval in zip(outs, self.out_avals)]
 
     def _call(self, arrays: list[np.ndarray]) -> Any:
-        if self.checked:
-            return self.kernel(self.dims, *arrays)
-        try:
-            outs = self.kernel(self.dims, *arrays)
-        except (EOFError, pickle.UnpicklingError, ImportError, AttributeError):
-            # Numba's cached code for this kernel was unreadable: forget it and compile.
-            forget_compiled_code(cache_dir(), source_hash(self.source))
-            outs = self.kernel(self.dims, *arrays)
-        self.checked = True
-        return outs
+        return call_kernel(self.module, self.kernel, self.dims, *arrays)
 # --8<-- [end:cpu_executable]
 
 

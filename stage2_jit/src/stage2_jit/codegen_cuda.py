@@ -60,7 +60,7 @@ from .codegen_cpu import (
 from .control_flow import cond_p, scan_p, while_p
 from .devices import GpuArray
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-from .kernel_cache import load_kernel_module
+from .kernel_cache import call_kernel, load_kernel_module
 
 # --8<-- [start:launch_config]
 THREADS_PER_BLOCK = 256
@@ -196,15 +196,34 @@ def _div(args: list[str], eqn: JaxprEqn) -> str:
 
 
 def _rem(args: list[str], eqn: JaxprEqn) -> str:
-    """Integers: the remainder with x's sign (``np.fmod``); x where y == 0, 0 where y == -1."""
+    """Integers: the remainder with x's sign (``np.fmod``); x where y == 0, 0 where y == -1.
+    Floats: C's ``fmod``, NaN where y == 0 or x is infinite, which the conditional decides
+    before calling ``math.fmod`` (Python's, which the simulator runs, raises there)."""
     dtype, (x, y) = eqn.outvars[0].aval.dtype, args
-    if dtype.kind not in "iu":
-        return _math("fmod")(args, eqn)
     zero = typed_constant(0, dtype)
+    if dtype.kind not in "iu":
+        inf, nan = typed_constant(np.inf, dtype), typed_constant(np.nan, dtype)
+        return f"({_math('fmod')(args, eqn)} if {y} != {zero} and abs({x}) != {inf} else {nan})"
     remainder = f"({x} - {y} * {_quotient_toward_zero(x, y, dtype)})"
     if dtype.kind == "i":
         remainder = f"({zero} if {y} == {typed_constant(-1, dtype)} else {remainder})"
     return f"({x} if {y} == {zero} else {remainder})"
+
+
+def _convert(args: list[str], eqn: JaxprEqn) -> str:
+    """XLA's conversion, as kernel_math's ``float_to_int`` on the CPU: a float becomes an
+    integer rounded toward zero, NaN gives 0, and a value past the integer's range (inf too)
+    the nearest end of it. The conditional tests x before the cast, which is done only for
+    values in range (LLVM's cast is undefined for the others)."""
+    source, target = eqn.invars[0].aval.dtype, eqn.params["new_dtype"]
+    if source.kind != "f" or target.kind not in "iu":
+        return ELEMENTWISE[eqn.primitive](args, eqn)
+    x, info = args[0], np.iinfo(target)
+    low = typed_constant(info.min, source)  # 0 or -2**(bits-1): exact in every float type
+    past_high = typed_constant(2.0 ** (info.bits - (info.min < 0)), source)  # a power of 2
+    in_range = f"({np_type(target)}({x}) if {x} == {x} else {typed_constant(0, target)})"
+    return (f"({typed_constant(info.max, target)} if {x} >= {past_high} else "
+            f"({typed_constant(info.min, target)} if {x} <= {low} else {in_range}))")
 
 
 def _shift(direction: str) -> Callable[[list[str], JaxprEqn], str]:
@@ -247,6 +266,7 @@ CUDA_ELEMENTWISE: dict[Primitive, Callable[[list[str], JaxprEqn], str]] = {
     p.max_p: _extremum(">"),
     p.min_p: _extremum("<"),
     p.select_n_p: _select_n,
+    p.convert_element_type_p: _convert,
     p.shift_left_p: _shift("left"),
     p.shift_right_logical_p: _shift("right_logical"),
     p.shift_right_arithmetic_p: _shift("right_arithmetic"),
@@ -258,7 +278,8 @@ CUDA_ELEMENTWISE: dict[Primitive, Callable[[list[str], JaxprEqn], str]] = {
 
 # Rules whose expression uses an operand more than once.
 REPEATED_OPERANDS = {p.sign_p, p.floor_p, p.ceil_p, p.div_p, p.rem_p, p.max_p, p.min_p,
-                     p.shift_left_p, p.shift_right_logical_p, p.shift_right_arithmetic_p}
+                     p.shift_left_p, p.shift_right_logical_p, p.shift_right_arithmetic_p,
+                     p.convert_element_type_p}
 
 # No CUDA rule: a program with one of these runs on the host.
 CUDA_MISSING = {p.sort_p}
@@ -1160,14 +1181,16 @@ class CudaExecutable:
         from numba import cuda
         self.optimized = optimized
         self.source = source
-        self.program = load_kernel_module(source).program
+        self.module = load_kernel_module(source)
+        self.program = self.module.program
         self.consts = [to_device(np.asarray(c)) for c in optimized.consts]  # copied once
         self.dims_host = np.array([var.aval.shape[k] for var, k in writer.dims], dtype=np.int64)
         self.dims = cuda.to_device(self.dims_host if self.dims_host.size else np.zeros(1, np.int64))
         self.out_avals = closed.out_avals
 
     def __call__(self, *args: Any) -> list[GpuArray]:
-        outs = self.program(self.dims_host, self.dims, *self.consts, *map(to_device, args))
+        outs = call_kernel(self.module, self.program, self.dims_host, self.dims, *self.consts,
+                           *map(to_device, args))
         return [GpuArray(o, aval) for o, aval in zip(outs, self.out_avals)]
 
 

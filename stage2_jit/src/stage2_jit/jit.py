@@ -18,6 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from stage1_autodiff.api_util import (
+    check_callable,
+    check_no_intersection,
+    check_static_argnames,
+    check_static_argnums,
+    ensure_index_tuple,
+)
 from stage1_autodiff.config import config
 from stage1_autodiff.core import (
     Array,
@@ -149,13 +156,15 @@ def compile_jaxpr(jaxpr: ClosedJaxpr, backend: str) -> Callable[..., list[Array]
 def _interpreter_compile(jaxpr: ClosedJaxpr) -> Callable[..., list[Array]]:
     """The reference backend: the optimized program (``passes.optimize``), its equations
     evaluated one by one with NumPy."""
-    in_avals, optimized = jaxpr.in_avals, optimize(jaxpr)
+    # NB: ``run`` closes over the avals, not ``jaxpr``: ``_compiled`` is weakly keyed by the
+    # program, and an executable that referred to its key would keep both alive for ever.
+    in_avals, out_avals, optimized = jaxpr.in_avals, jaxpr.out_avals, optimize(jaxpr)
 
     def run(*args: np.ndarray) -> list[Array]:
         arrays = [Array(np.asarray(x), aval.weak_type) for x, aval in zip(args, in_avals)]
         with numpy_warnings_off():
             outs = eval_jaxpr(optimized.jaxpr, optimized.consts, arrays)
-        return [_as_output(o, aval) for o, aval in zip(outs, jaxpr.out_avals)]
+        return [_as_output(o, aval) for o, aval in zip(outs, out_avals)]
 
     run.optimized = optimized
     return run
@@ -227,13 +236,18 @@ class _CacheEntry:
 class Jitted:
     """A function compiled on first use for each new signature of its arguments."""
 
-    def __init__(self, fun: Callable, static_argnums: Sequence[int], static_argnames:
-                 Sequence[str], donate_argnums: Sequence[int], backend: str | None) -> None:
+    def __init__(self, fun: Callable, static_argnums: int | Sequence[int] | None,
+                 static_argnames: str | Sequence[str] | None,
+                 donate_argnums: int | Sequence[int] | None, backend: str | None,
+                 donate_argnames: str | Sequence[str] | None = None) -> None:
+        check_callable(fun)
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.static_argnums = _as_tuple(static_argnums)
-        self.static_argnames = _as_tuple(static_argnames)
-        self.donate_argnums = _as_tuple(donate_argnums)  # NB: accepted; buffers are not reused
+        self.static_argnums = _as_nums(static_argnums, "static_argnums")
+        self.static_argnames = _as_names(static_argnames)
+        # NB: donation is accepted and checked as in JAX; buffers are not reused.
+        self.donate_argnums = _as_nums(donate_argnums, "donate_argnums")
+        self.donate_argnames = _as_names(donate_argnames)
         backend = BACKEND_ALIASES.get(backend, backend)
         if backend is not None and backend not in BACKENDS:
             raise ValueError(f"Unknown backend {backend!r} for jit. Available backends: "
@@ -250,6 +264,24 @@ class Jitted:
             names.index(n) for n in self.static_argnames if n in names}
         self._static_names = set(self.static_argnames) | {
             names[i] for i in self.static_argnums if 0 <= i < len(names)}
+        self._check_argument_options(names)
+
+    def _check_argument_options(self, names: list[str]) -> None:
+        """JAX's checks, made at ``jit()``: each static or donated argument number and name
+        is an argument of the function, and no argument is both static and donated."""
+        fun, signature = self.fun, self._signature
+        check_static_argnums(fun, signature, self.static_argnums, "static_argnums")
+        check_static_argnums(fun, signature, self.donate_argnums, "donate_argnums")
+        check_static_argnames(fun, signature, self.static_argnames, "static_argnames")
+        check_static_argnames(fun, signature, self.donate_argnames, "donate_argnames")
+        if signature is None:
+            return
+        donated = set(self.donate_argnames) | {
+            names[i] for i in self.donate_argnums if -len(names) <= i < len(names)}
+        static = set(self.static_argnames) | {
+            names[i] for i in self.static_argnums if -len(names) <= i < len(names)}
+        check_no_intersection(static, donated, "static_argnums/static_argnames and "
+                              "donate_argnums/donate_argnames")
 
     # --8<-- [start:jit_call]
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -411,8 +443,14 @@ def _hashable(value: Any, where: int | str) -> Any:
     return value
 
 
-def _as_tuple(x: int | str | Sequence) -> tuple:
-    return (x,) if isinstance(x, (int, str)) else tuple(x)
+def _as_nums(nums: int | Sequence[int] | None, option: str) -> tuple[int, ...]:
+    return () if nums is None else ensure_index_tuple(nums, option)
+
+
+def _as_names(names: str | Sequence[str] | None) -> tuple[str, ...]:
+    if names is None:
+        return ()
+    return (names,) if isinstance(names, str) else tuple(names)
 
 
 def _positional_names(signature: inspect.Signature | None) -> list[str]:
@@ -430,11 +468,17 @@ def _signature_or_none(fun: Callable) -> inspect.Signature | None:
 
 
 # --8<-- [start:jit]
-def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
-        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
+def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Sequence[str] | None = None,
+        donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Sequence[str] | None = None,
         backend: str | None = None) -> Any:
     """Compiles ``fun``: traced to a jaxpr on first call for each new signature (pytree
     structure, shapes, dtypes, weak types and static arguments), then run from the cache.
+
+    Static and donated arguments are checked against ``fun``'s signature at once, as JAX
+    does: a number or name that is no argument of ``fun`` raises ``ValueError``. NB: donated
+    buffers are not reused.
 
     ``backend`` is ``"cpu"`` (one fused Numba kernel per program, the default) or
     ``"interpreter"`` (the optimized jaxpr run one NumPy call per equation: the reference);
@@ -452,8 +496,10 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     if fun is None:  # used as @jit(static_argnums=...)
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, backend=backend)
-    return Jitted(fun, static_argnums, static_argnames, donate_argnums, backend)
+                                 donate_argnums=donate_argnums,
+                                 donate_argnames=donate_argnames, backend=backend)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums, backend,
+                  donate_argnames)
 # --8<-- [end:jit]
 
 
@@ -566,7 +612,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Calla
         >>> print(jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(1.0))
         { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }
     """
-    static_nums = _as_tuple(static_argnums)
+    check_callable(fun)
+    static_nums = _as_nums(static_argnums, "static_argnums")
 
     def make_jaxpr_f(*args: Any, **kwargs: Any) -> ClosedJaxpr:
         # A new Jitted per call, so no cache to look in: trace directly.

@@ -15,8 +15,9 @@ its body can be done on a vector of elements. Three things in a plain Numba loop
 
 Integer arithmetic has a different problem: Numba widens ``int32 + int32`` to 64 bits, and
 LLVM's shifts and divisions are undefined for some operands (a shift by the bit width or more,
-a division by zero). The integer intrinsics here work in the operands' own type and give every
-operand the result the eager (NumPy) implementation gives. The rest are helpers with loops or
+a division by zero), as is its float to integer cast (of NaN, inf, or a value out of range).
+The integer intrinsics here work in the operands' own type and give every operand the result
+the eager (NumPy) implementation gives, which is XLA's. The rest are helpers with loops or
 several results: ``erf_inv``, the Threefry hash.
 
 The generated source imports these by name; the prelude records a hash of this file so that
@@ -171,6 +172,30 @@ shift_right_arithmetic = _integer_binary(_shift_right_arithmetic)
 div_toward_zero = _integer_binary(_div_toward_zero)
 rem_toward_zero = _integer_binary(_rem_toward_zero)
 # --8<-- [end:integer_intrinsics]
+
+
+# --8<-- [start:float_to_int]
+@intrinsic
+def float_to_int(typingctx, x, dtype):
+    """The float ``x`` as the integer type ``dtype`` (``np.int32``...), rounded toward zero,
+    as XLA converts: NaN gives 0, and a value past the type's range (inf too) gives the
+    nearest end of it. Numba's own cast is LLVM's ``fptosi``, whose result for those values
+    is poison (x86 happens to give the most negative integer); LLVM's saturating
+    conversions ``llvm.fptosi.sat`` and ``llvm.fptoui.sat`` are defined for every input and
+    are exactly XLA's (and eager's, ``dtypes.convert_values``)."""
+    if not (isinstance(x, types.Float) and isinstance(dtype, types.NumberClass)
+            and isinstance(dtype.instance_type, types.Integer)):
+        return None
+    target = dtype.instance_type
+
+    def codegen(context, builder, sig, args):
+        int_type = context.get_value_type(target)
+        name = "llvm.fptosi.sat" if target.signed else "llvm.fptoui.sat"
+        fnty = ir.FunctionType(int_type, [args[0].type])
+        function = builder.module.declare_intrinsic(name, [int_type, args[0].type], fnty)
+        return builder.call(function, [args[0]])
+    return target(x, dtype), codegen
+# --8<-- [end:float_to_int]
 
 
 @intrinsic

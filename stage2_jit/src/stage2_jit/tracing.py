@@ -29,6 +29,7 @@ from stage1_autodiff.core import (
 )
 
 from .abstract_eval import abstract_eval_rules
+from .errors import JaxprTypeError
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 
 
@@ -52,11 +53,12 @@ class JaxprTracer(Tracer):
     dtype = property(lambda self: self._aval.dtype)
     weak_type = property(lambda self: self._aval.weak_type)
 
-    def _concrete_value(self, context: str) -> np.ndarray:
+    def _concrete_value(self, context: str,
+                        error: type[TypeError] = ConcretizationTypeError) -> np.ndarray:
         names = self._trace.builder.argument_names(self)
         origin = (f"the value depends on the argument{'s' if len(names) > 1 else ''} "
                   f"{', '.join(names)}" if names else "the value is traced")
-        raise ConcretizationTypeError(
+        raise error(
             f"Abstract tracer value encountered where a concrete value is expected: "
             f"{context} was called on a traced {self.aval.str_short()} while tracing with jit "
             f"({origin}). A Python `if`, `while`, bool(), int() or float() needs the actual "
@@ -275,23 +277,23 @@ custom_vjp_call_p.jaxpr_as_fun = jaxpr_as_fun
 # --8<-- [start:typecheck_jaxpr]
 def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
     """Checks that every variable is defined before use and every equation's output types
-    are what its primitive's abstract-eval rule says. Raises TypeError otherwise."""
+    are what its primitive's abstract-eval rule says. Raises JaxprTypeError otherwise."""
     defined = set(jaxpr.constvars) | set(jaxpr.invars)
     for i, eqn in enumerate(jaxpr.eqns):
         for atom in eqn.invars:
             if isinstance(atom, Var) and atom not in defined:
-                raise TypeError(f"Equation {i} ({eqn.primitive}) uses a variable that is not "
-                                f"defined before it.")
+                raise JaxprTypeError(f"Equation {i} ({eqn.primitive}) uses a variable that is "
+                                     f"not defined before it.")
         expected = abstract_eval_rules[eqn.primitive](*[a.aval for a in eqn.invars],
                                                       **eqn.params)
         expected = expected if eqn.primitive.multiple_results else [expected]
         found = [v.aval for v in eqn.outvars]
         if [(a.shape, a.dtype) for a in expected] != [(a.shape, a.dtype) for a in found]:
-            raise TypeError(f"Equation {i} ({eqn.primitive}) has output types "
-                            f"{[a.str_short() for a in found]}, but its rule gives "
-                            f"{[a.str_short() for a in expected]}.")
+            raise JaxprTypeError(f"Equation {i} ({eqn.primitive}) has output types "
+                                 f"{[a.str_short() for a in found]}, but its rule gives "
+                                 f"{[a.str_short() for a in expected]}.")
         defined.update(eqn.outvars)
     for atom in jaxpr.outvars:
         if isinstance(atom, Var) and atom not in defined:
-            raise TypeError("The jaxpr returns a variable that is never defined.")
+            raise JaxprTypeError("The jaxpr returns a variable that is never defined.")
 # --8<-- [end:typecheck_jaxpr]

@@ -46,6 +46,7 @@ from . import (  # noqa: F401
     batching_rules,  # noqa: F401 -- registers the rules
     control_flow_batching,  # noqa: F401 -- and those of cond, while and scan
     debug,
+    errors,
     lax,
     nn,
     numpy,

@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from stage1_autodiff.api_util import check_callable
 from stage1_autodiff.core import (
     MainTrace,
     Primitive,
@@ -206,6 +207,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         ...                                                        jnp.ones(2))
         Array([2., 2., 2.], dtype=float32)
     """
+    check_callable(fun)
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if not (in_axes is None or type(in_axes) is int or isinstance(in_axes, tuple)):

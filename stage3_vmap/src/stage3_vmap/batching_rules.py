@@ -23,6 +23,11 @@ from typing import Any
 
 import numpy as np
 from stage1_autodiff.core import Primitive, get_aval
+from stage1_autodiff.slicing import (
+    GatherDimensionNumbers,
+    ScatterDimensionNumbers,
+    window_operand_dims,
+)
 from stage2_jit.debug import debug_print_p
 
 from stage1_autodiff import primitives as lax
@@ -308,72 +313,76 @@ batching_rules[lax.dot_general_p] = dot_general_batching_rule
 # --8<-- [end:dot_general_batching_rule]
 
 # ------------------------------------------------------------------------------------------
-# Gather and scatter: indices of shape batch + (k,) index the operand's first k dims.
+# Gather and scatter: the batch becomes a dim of their dimension numbers
 # ------------------------------------------------------------------------------------------
 
 
-def _indices_batch(indices: Any, bdim: int) -> tuple[Any, int]:
-    """Batched indices whose batch is among their batch dims, where it can stay. Only a
-    batch behind the last axis (the k positions of each index) is moved, just before it."""
-    last = get_aval(indices).ndim - 1
-    if bdim == last:
-        return moveaxis(indices, last, last - 1), last - 1
-    return indices, bdim
-
-
-# --8<-- [start:with_example_index]
-def _with_example_index(indices: Any, bdim: int) -> Any:
-    """Indices into an operand batched at axis 0: each index gets its example's number in
-    front (an iota along the indices' batch axis ``bdim``), so that every example reads and
-    writes its own slice of the operand."""
-    aval = get_aval(indices)
-    example = lax.iota(aval.dtype, aval.shape[:-1] + (1,), bdim)
-    if aval.weak_type:  # weak indices make the result of an int operand weak: keep them so
-        example = lax.convert_element_type(example, aval.dtype, weak_type=True)
-    return lax.concatenate([example, indices], aval.ndim - 1)
-# --8<-- [end:with_example_index]
+def _shift(dims: Sequence[int]) -> tuple[int, ...]:
+    return tuple(d + 1 for d in dims)
 
 
 # --8<-- [start:gather_batching_rule]
-def gather_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims):
-    """Only the operand batched: the same positions for every example, so the batch axis is
-    carried along as an un-indexed dim of the operand, behind the k indexed ones (moved there
-    if it was among them). Batched indices: their batch axis is one of their batch dims, and
-    a batched operand, moved to axis 0, is indexed by example too."""
+def gather_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
+                         dimension_numbers, slice_sizes, mode, fill_value):
+    """The dimension numbers say what the batch is. Only the operand batched: a window dim
+    spanning the batch (every example reads at the same positions). Only the indices
+    (batch moved to axis 0): one more batch dim of the indices. Both: a pair of batching
+    dims, so example b reads example b of the operand."""
     (operand, indices), (operand_bdim, indices_bdim) = vals_in, dims_in
-    num_batch, k = get_aval(indices).ndim - 1, get_aval(indices).shape[-1]
+    dn, size = dimension_numbers, axis_data.size
     if indices_bdim is not_mapped:
-        bdim = max(operand_bdim, k)
-        operand = moveaxis(operand, operand_bdim, bdim)
-        return [lax.gather(operand, indices)], [num_batch + bdim - k]
-    indices, bdim = _indices_batch(indices, indices_bdim)
-    if operand_bdim is not not_mapped:
-        operand = moveaxis(operand, operand_bdim, 0)
-        indices = _with_example_index(indices, bdim)
-    return [lax.gather(operand, indices)], [bdim]
+        return _gather_of_batched_operand(operand, indices, operand_bdim, size, dn, slice_sizes,
+                                          mode, fill_value)
+    if operand_bdim is not_mapped:
+        indices = moveaxis(indices, indices_bdim, 0)
+        dn = dn._replace(offset_dims=_shift(dn.offset_dims),
+                         start_indices_batching_dims=_shift(dn.start_indices_batching_dims))
+    else:
+        operand, indices = moveaxis(operand, operand_bdim, 0), moveaxis(indices, indices_bdim, 0)
+        dn = GatherDimensionNumbers(
+            _shift(dn.offset_dims), _shift(dn.collapsed_slice_dims), _shift(dn.start_index_map),
+            (0, *_shift(dn.operand_batching_dims)),
+            (0, *_shift(dn.start_indices_batching_dims)))
+        slice_sizes = (1, *slice_sizes)
+    out = lax.gather_p.bind(operand, indices, dimension_numbers=dn, slice_sizes=slice_sizes,
+                            mode=mode, fill_value=fill_value)
+    return [out], [0]
 batching_rules[lax.gather_p] = gather_batching_rule
 # --8<-- [end:gather_batching_rule]
 
 
+def _gather_of_batched_operand(operand, indices, bdim, size, dn, slice_sizes, mode,
+                               fill_value):
+    """The batch stays where it is in the operand, as a window dim spanning it; in the
+    result it goes where that window dim falls among the others (no transpose)."""
+    after = lambda dims: tuple(d + (d >= bdim) for d in dims)
+    collapsed, batching = after(dn.collapsed_slice_dims), after(dn.operand_batching_dims)
+    window = window_operand_dims(get_aval(operand).ndim, collapsed, batching)
+    j = window.index(bdim)  # the batch is the j-th window dim
+    offsets = dn.offset_dims
+    rank = get_aval(indices).ndim - 1 + len(offsets)
+    out_bdim = offsets[j] if j < len(offsets) else rank
+    offsets = tuple(sorted([d + (d >= out_bdim) for d in offsets] + [out_bdim]))
+    dn = GatherDimensionNumbers(offsets, collapsed, after(dn.start_index_map), batching,
+                                dn.start_indices_batching_dims)
+    out = lax.gather_p.bind(operand, indices, dimension_numbers=dn,
+                            slice_sizes=(*slice_sizes[:bdim], size, *slice_sizes[bdim:]),
+                            mode=mode, fill_value=fill_value)
+    return [out], [out_bdim]
+
+
 def _scatter(prim: Primitive) -> BatchingRule:
-    """As for gather. Unbatched indices: the batch axis is an un-indexed dim of the operand,
-    behind the k indexed ones, and the matching dim of the updates. Batched indices: the
-    operand has the batch at axis 0 and is indexed by example. Every example writes its own
-    result, so an unbatched operand or updates array is broadcast."""
-    def rule(axis_data: AxisData, vals_in: list, dims_in: Dims):
-        (operand, indices, updates), (operand_bdim, indices_bdim, updates_bdim) = vals_in, dims_in
-        num_batch, k = get_aval(indices).ndim - 1, get_aval(indices).shape[-1]
-        size = axis_data.size
-        if indices_bdim is not_mapped:
-            bdim = k if operand_bdim is not_mapped else max(operand_bdim, k)
-            operand = bdim_at(operand, operand_bdim, bdim, size)
-            updates = bdim_at(updates, updates_bdim, num_batch + bdim - k, size)
-            return [prim.bind(operand, indices, updates)], [bdim]
-        indices, bdim = _indices_batch(indices, indices_bdim)
-        operand = bdim_at(operand, operand_bdim, 0, size)
-        updates = bdim_at(updates, updates_bdim, bdim, size)
-        indices = _with_example_index(indices, bdim)
-        return [prim.bind(operand, indices, updates)], [0]
+    """Every example writes its own result: the operand, the indices and the updates all
+    get the batch at axis 0 (broadcast where unbatched), and the operand's and the indices'
+    batch axes become a pair of batching dims (the updates' is their first batch dim)."""
+    def rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *, dimension_numbers, mode):
+        size, dn = axis_data.size, dimension_numbers
+        operand, indices, updates = (bdim_at(x, d, 0, size) for x, d in zip(vals_in, dims_in))
+        dn = ScatterDimensionNumbers(
+            _shift(dn.update_window_dims), _shift(dn.inserted_window_dims),
+            _shift(dn.scatter_dims_to_operand_dims), (0, *_shift(dn.operand_batching_dims)),
+            (0, *_shift(dn.scatter_indices_batching_dims)))
+        return [prim.bind(operand, indices, updates, dimension_numbers=dn, mode=mode)], [0]
     return rule
 
 

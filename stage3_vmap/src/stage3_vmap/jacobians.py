@@ -20,6 +20,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from stage1_autodiff.api_util import (
+    check_callable,
+    ensure_index_tuple,
+    is_single_index,
+    normalize_argnums,
+)
 from stage1_autodiff.autodiff import jvp, vjp
 from stage1_autodiff.core import get_aval
 from stage1_autodiff.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
@@ -40,6 +46,9 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         Array([[2., 0.],
                [0., 4.]], dtype=float32)
     """
+    check_callable(fun)
+    ensure_index_tuple(argnums)  # a malformed argnums fails here, its range at the call
+
     def jacobian(*args: Any) -> Any:
         f, dyn = _split_args(fun, args, argnums, "jacfwd")
         in_leaves, in_tree = tree_flatten(dyn)
@@ -71,6 +80,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         >>> jax.jacrev(lambda x: jnp.sum(x ** 2))(jnp.array([1.0, 2.0]))
         Array([2., 4.], dtype=float32)
     """
+    check_callable(fun)  # argnums is checked at the call, as JAX's jacrev does
+
     def jacobian(*args: Any) -> Any:
         f, dyn = _split_args(fun, args, argnums, "jacrev")
         in_leaves, in_tree = tree_flatten(dyn)
@@ -176,13 +187,8 @@ def _split_args(fun: Callable, args: tuple, argnums: int | Sequence[int],
                 name: str) -> tuple[Callable, Any]:
     """``fun`` as a function of the differentiated arguments alone (one, or a tuple), and
     those arguments."""
-    single = isinstance(argnums, int)
-    nums = (argnums,) if single else tuple(argnums)
-    for n in nums:
-        if not -len(args) <= n < len(args):
-            raise ValueError(f"{name}: argnums={argnums} is out of range for a function called "
-                             f"with {len(args)} positional arguments.")
-    nums = tuple(n % len(args) for n in nums)
+    single = is_single_index(argnums)
+    nums = normalize_argnums(ensure_index_tuple(argnums), len(args), name)
 
     def f(dyn):
         full = list(args)

@@ -45,6 +45,7 @@ from stage3_vmap import (  # noqa: F401
 from . import (  # noqa: F401
     control_flow_sharding,  # the rules of cond, while and scan
     debug,
+    errors,
     lax,
     nn,
     numpy,

@@ -90,13 +90,17 @@ class ShardedCompiled:
         return result
 
 
-def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
-        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
+def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Sequence[str] | None = None,
+        donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Sequence[str] | None = None,
         backend: str | None = None) -> Any:
     """Stage 2's ``jit``; over sharded arrays the program is partitioned and runs on every
     device of the mesh (see ``partitioner.py`` and ``runtime.py``)."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, backend=backend)
-    return ShardedJitted(fun, static_argnums, static_argnames, donate_argnums, backend)
+                                 donate_argnums=donate_argnums,
+                                 donate_argnames=donate_argnames, backend=backend)
+    return ShardedJitted(fun, static_argnums, static_argnames, donate_argnums, backend,
+                         donate_argnames)

@@ -104,10 +104,16 @@ class Mesh:
     def size(self) -> int:
         return int(self.devices.size)
 
+    # Both forms write axis names with repr (JAX's repr does; its short form puts them bare
+    # between quotes): a name with a quote or a newline stays one readable token, and cannot
+    # end a line of a report or a comment line of generated source.
     def __repr__(self) -> str:
-        axes = ", ".join(f"'{n}': {s}" for n, s in self.shape.items())
-        types = ", ".join(t.name for t in self.axis_types)
-        return f"Mesh({axes}, axis_types=({types}))"
+        return (f"Mesh(axis_sizes={self.devices.shape!r}, axis_names={self.axis_names!r}, "
+                f"axis_types={_types_text(self.axis_types)})")
+
+    def __str__(self) -> str:
+        axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
+        return f"Mesh({axes}, axis_types={_types_text(self.axis_types)})"
 
     def __eq__(self, other: Any) -> bool:
         return (isinstance(other, Mesh) and self.axis_names == other.axis_names
@@ -120,6 +126,11 @@ class Mesh:
                      tuple(self.devices.flat)))
 
 
+def _types_text(types: tuple[AxisType, ...]) -> str:
+    """``(Explicit,)``: the axis types as JAX prints them, a tuple of bare names."""
+    return f"({', '.join(t.name for t in types)}{',' if len(types) == 1 else ''})"
+
+
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
               axis_types: Sequence[AxisType] | None = None,
               devices: Sequence[Device] | None = None) -> Mesh:
@@ -129,7 +140,7 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
     Example:
         >>> import stage4_sharding as jax
         >>> jax.make_mesh((8,), ("data",))
-        Mesh('data': 8, axis_types=(Explicit))
+        Mesh(axis_sizes=(8,), axis_names=('data',), axis_types=(Explicit,))
     """
     shape = tuple(int(s) for s in axis_shapes)
     pool = list(devices) if devices is not None else globals()["devices"]()

@@ -16,7 +16,10 @@ Reductions over a split dim reduce locally, then combine across devices (``psum`
 ``pmin``: an all-reduce). A contraction whose contracted dim is split on both sides sums
 partial products: ``psum``, or ``psum_scatter`` when the result is to be split over the same
 axis (a reduce-scatter, half the bytes). An all-reduce whose result is then sliced becomes a
-reduce-scatter too (XLA's ReduceScatterCreator does the same).
+reduce-scatter too (XLA's ReduceScatterCreator does the same). Reversing a split dim trades
+blocks between devices (``ppermute``, a collective permute); slicing, padding, concatenating or
+reshaping it computes on the blocks where each keeps its elements, and otherwise on the dim
+gathered whole.
 
 The local program names mesh axes in its collectives, as a ``shard_map`` body does; the
 runtime (``runtime.py``) runs it on every device.
@@ -43,6 +46,7 @@ from stage1_autodiff.core import (
     trace_state,
     vjp_rules,
 )
+from stage1_autodiff.slicing import window_operand_dims
 from stage2_jit.abstract_eval import abstract_eval_rules
 from stage2_jit.codegen_cpu import ELEMENTWISE
 from stage2_jit.debug import debug_print_p
@@ -56,6 +60,7 @@ from stage3_vmap.collectives import (
     all_to_all_p,
     pmax_p,
     pmin_p,
+    ppermute_p,
     psum_p,
     psum_scatter_p,
 )
@@ -260,17 +265,15 @@ def generic_rule(prim: Primitive) -> PartitionRule:
 # --8<-- [end:generic_rule]
 
 
-def _same_layout(prim: Primitive, params_for: Callable | None = None) -> PartitionRule:
+def _same_layout(prim: Primitive) -> PartitionRule:
     """Each operand of the result's rank brought to the result's layout, then the same
     primitive on the blocks: elementwise ops, and ops whose rule keeps every split dim whole
-    on its own (transpose permutes the spec; sort, rev, pad, concatenate need whole only
-    the dims they touch)."""
+    on its own (transpose permutes the spec; squeeze drops dims of size 1; sort needs whole
+    only the dim it sorts along)."""
     def rule(ctx, vals, specs, out_specs, avals_in, avals_out, **params):
         target = out_specs[0]
         vals = [ctx.convert(v, s, _operand_target(prim, a, target, params))
                 if a.ndim else v for v, s, a in zip(vals, specs, avals_in)]
-        if params_for is not None:
-            params = params_for(ctx, avals_in, avals_out, out_specs, **params)
         return _bind(prim, vals, params)
     return rule
 
@@ -287,20 +290,97 @@ def _operand_target(prim: Primitive, aval: ShapedArray, out_spec: Spec, params) 
     return out_spec
 
 
-for _prim in [*ELEMENTWISE, p.threefry2x32_p, p.transpose_p, p.squeeze_p, p.rev_p, p.sort_p,
-              p.pad_p, p.concatenate_p]:
+for _prim in [*ELEMENTWISE, p.threefry2x32_p, p.transpose_p, p.squeeze_p, p.sort_p]:
     partition_rules[_prim] = _same_layout(_prim)
 
 
-def _local_slice_params(ctx, avals_in, avals_out, out_specs, *, start_indices, limit_indices,
-                        strides):
-    """A split dim is not sliced (the sharding rule saw to that): its limit is the block's."""
-    block = local_shape(avals_in[0].shape, out_specs[0], ctx.mesh)
-    limits = tuple(block[d] if out_specs[0][d] else hi for d, hi in enumerate(limit_indices))
-    return dict(start_indices=start_indices, limit_indices=limits, strides=strides)
+def _with_dims_whole(ctx: Partitioner, prim: Primitive, vals: Sequence[Any],
+                     specs: Sequence[Spec], out_spec: Spec, dims: Sequence[int],
+                     params: dict[str, Any]) -> list[Any]:
+    """``prim`` on blocks that hold ``dims`` whole (an all-gather of those, where split),
+    then this device's block of the result (a slice: no bytes move)."""
+    inner = tuple(() if d in dims else axes for d, axes in enumerate(out_spec))
+    vals = [ctx.convert(v, s, inner) if len(s) else v for v, s in zip(vals, specs)]
+    return [ctx.convert(prim.bind(*vals, **params), inner, out_spec)]
 
 
-partition_rules[p.slice_p] = _same_layout(p.slice_p, _local_slice_params)
+# --8<-- [start:rev_rule]
+def rev_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *, dimensions):
+    """Each device reverses its block, and the blocks along a reversed split dim trade
+    places: block k goes to device n-1-k. Reversing a block's index over several mesh axes
+    (major first) reverses its index along each axis, so one collective permute per axis.
+
+    NB: XLA's SPMD partitioner does the same (spmd_partitioner.cc, HandleReverse): the
+    operand is resharded to the mirrored tile order, a collective permute, then each
+    device reverses its block."""
+    (x,), (spec,), (out_spec,) = vals, specs, out_specs
+    x = p.rev_p.bind(ctx.convert(x, spec, out_spec), dimensions=dimensions)
+    for d in dimensions:
+        for name in out_spec[d]:
+            n = ctx.mesh.shape[name]
+            x = ppermute_p.bind(x, axis_name=name, perm=tuple((i, n - 1 - i) for i in range(n)))
+    return [x]
+# --8<-- [end:rev_rule]
+
+
+partition_rules[p.rev_p] = rev_partition_rule
+
+
+def slice_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *, start_indices,
+                         limit_indices, strides):
+    """A split dim whose blocks each keep their own elements is sliced block by block: the
+    slice takes all of it, or steps through every block alike (``x[::2]`` of blocks of even
+    size). Another sliced split dim is gathered whole, sliced, and this device's block kept.
+
+    NB: XLA's SPMD partitioner (HandleSlice) fetches only the neighbouring elements a block
+    needs (a halo exchange by collective permutes) where it can; gathering is simpler and
+    moves more bytes."""
+    (spec,), (out_spec,) = specs, out_specs
+    strides = strides or (1,) * len(spec)
+    in_block = local_shape(avals_in[0].shape, out_spec, ctx.mesh)
+    out_block = local_shape(avals_out[0].shape, out_spec, ctx.mesh)
+    limits, gathered = list(limit_indices), []
+    for d, (lo, step, b, m) in enumerate(zip(start_indices, strides, in_block, out_block)):
+        if not out_spec[d]:
+            continue
+        if m * step == b and lo + (m - 1) * step < b:  # output block k from input block k
+            limits[d] = lo + (m - 1) * step + 1
+        else:
+            gathered.append(d)
+    params = dict(start_indices=start_indices, limit_indices=tuple(limits), strides=strides)
+    return _with_dims_whole(ctx, p.slice_p, vals, specs, out_spec, gathered, params)
+
+
+partition_rules[p.slice_p] = slice_partition_rule
+
+
+def pad_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *, padding_config):
+    """A padded split dim is gathered whole, padded, and this device's block kept (its
+    elements move by a stride and an offset that need not keep blocks on their devices);
+    an unpadded one is padded block by block."""
+    padded = [d for d, cfg in enumerate(padding_config)
+              if out_specs[0][d] and tuple(cfg) != (0, 0, 0)]
+    return _with_dims_whole(ctx, p.pad_p, vals, specs, out_specs[0], padded,
+                            dict(padding_config=padding_config))
+
+
+partition_rules[p.pad_p] = pad_partition_rule
+
+
+def concatenate_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *,
+                               dimension):
+    """Concatenated along a split dim: the operands are gathered along it, joined, and this
+    device's block kept. Along an unsplit dim the blocks are joined where they are.
+
+    NB: XLA's SPMD partitioner (HandleConcatenate) does much the same with an all-reduce:
+    each device writes its pieces into a zeroed buffer of the whole result, the buffers are
+    summed, and each device keeps its block."""
+    dims = [dimension] if out_specs[0][dimension] else []
+    return _with_dims_whole(ctx, p.concatenate_p, vals, specs, out_specs[0], dims,
+                            dict(dimension=dimension))
+
+
+partition_rules[p.concatenate_p] = concatenate_partition_rule
 
 
 def broadcast_in_dim_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *,
@@ -318,14 +398,74 @@ def broadcast_in_dim_partition_rule(ctx, vals, specs, out_specs, avals_in, avals
 partition_rules[p.broadcast_in_dim_p] = broadcast_in_dim_partition_rule
 
 
+# --8<-- [start:reshape_rule]
 def reshape_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *, new_sizes,
                            dimensions):
-    """The sharding rule kept a split only on a dim the reshape leaves whole and in place,
-    so the blocks reshape on their own."""
-    new_local = local_shape(new_sizes, out_specs[0], ctx.mesh)
-    if dimensions is None and tuple(get_aval(vals[0]).shape) == new_local:
-        return [vals[0]]  # the same shape: nothing to do (and the peepholes still see it)
-    return [p.reshape_p.bind(vals[0], new_sizes=new_local, dimensions=dimensions)]
+    """The reshape, run by run: a run of dims that becomes a run of new dims (the finest
+    such runs) is reshaped block by block where each device's block is one contiguous range
+    of the run's elements, the same range before and after (``8@data,3`` to ``24@data``).
+    Other runs are gathered whole, reshaped, and this device's block kept (``8@x,4@y`` to
+    ``32@(x,y)``: the elements of a block change devices).
+
+    NB: XLA's SPMD partitioner (HandleReshape) also reshapes blocks where the sharding
+    allows, and otherwise reshards the operand first."""
+    (x,), (spec,), (out_spec,) = vals, specs, out_specs
+    shape = avals_in[0].shape
+    old_whole, new_whole = [], []
+    for old_run, new_run in _matching_runs(shape, new_sizes):
+        axes = _contiguous_axes(shape, spec, old_run, ctx.mesh)
+        if axes is None or axes != _contiguous_axes(new_sizes, out_spec, new_run, ctx.mesh):
+            old_whole += old_run
+            new_whole += new_run
+    inner_in = tuple(() if d in old_whole else axes for d, axes in enumerate(spec))
+    inner_out = tuple(() if d in new_whole else axes for d, axes in enumerate(out_spec))
+    x = ctx.convert(x, spec, inner_in)
+    new_local = local_shape(new_sizes, inner_out, ctx.mesh)
+    if tuple(get_aval(x).shape) != new_local:  # else the same blocks (peepholes still see x)
+        x = p.reshape_p.bind(x, new_sizes=new_local, dimensions=dimensions)
+    return [ctx.convert(x, inner_out, out_spec)]
+
+
+def _matching_runs(shape: Sequence[int],
+                   new_sizes: Sequence[int]) -> list[tuple[list[int], list[int]]]:
+    """Runs of dims, each with the run of new dims it becomes (equal sizes, one each side
+    where it can); a run on one side may be empty (dims of size 1)."""
+    if math.prod(shape) == 0:  # no elements: one run, nothing to keep in place
+        return [(list(range(len(shape))), list(range(len(new_sizes))))]
+    runs, i, j = [], 0, 0
+    while i < len(shape) or j < len(new_sizes):
+        old_run, new_run = [i] if i < len(shape) else [], [j] if j < len(new_sizes) else []
+        old_size = shape[i] if old_run else 1
+        new_size = new_sizes[j] if new_run else 1
+        i, j = i + len(old_run), j + len(new_run)
+        while old_size != new_size:
+            if old_size < new_size:
+                old_size *= shape[i]
+                old_run.append(i)
+                i += 1
+            else:
+                new_size *= new_sizes[j]
+                new_run.append(j)
+                j += 1
+        runs.append((old_run, new_run))
+    return runs
+
+
+def _contiguous_axes(shape: Sequence[int], spec: Spec, run: Sequence[int],
+                     mesh: Mesh) -> tuple[str, ...] | None:
+    """The mesh axes splitting a run of dims, major first, when each device's block is one
+    contiguous range of the run's elements: dims of size 1 before the split dims, blocks of
+    one element in every split dim but the last, whole dims after it. None when it is not."""
+    split = [d for d in run if spec[d]]
+    if not split:
+        return ()
+    block = local_shape(shape, spec, mesh)
+    if any(shape[d] != 1 for d in run if d < split[0]):
+        return None
+    if any(block[d] != 1 for d in run if split[0] <= d < split[-1]):
+        return None
+    return tuple(name for d in split for name in spec[d])
+# --8<-- [end:reshape_rule]
 
 
 partition_rules[p.reshape_p] = reshape_partition_rule
@@ -427,29 +567,52 @@ def _cheaper_to_slice(ctx, split_aval, split_spec, dim, other_spec, out_aval, ou
     return 2 * (n - 1) / n * result < (n - 1) * block
 
 
-def gather_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out):
-    """Indices' batch dims and the operand's unindexed dims keep their splits: each device
-    gathers its block (gather has no shape parameter)."""
+def gather_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *,
+                          dimension_numbers, slice_sizes, **params):
+    """Each device gathers from its block: the operand keeps its splits on whole-dim windows
+    (and batching dims, matched by the indices'), the indices are laid out as the result's
+    batch dims. A split window reads the whole local block: its slice size is the block's."""
     (operand, indices), (os_, is_), (out,) = vals, specs, out_specs
-    k = avals_in[1].shape[-1]
-    nbatch = avals_in[1].ndim - 1
-    operand = ctx.convert(operand, os_, ((),) * k + tuple(out[nbatch:]))
-    indices = ctx.convert(indices, is_, tuple(out[:nbatch]) + ((),))
-    return [p.gather_p.bind(operand, indices)]
+    dn = dimension_numbers
+    window = window_operand_dims(len(os_), dn.collapsed_slice_dims, dn.operand_batching_dims)
+    batch = [out[d] for d in range(len(out)) if d not in dn.offset_dims]
+    operand_spec = [()] * len(os_)
+    for d, o in zip(window, dn.offset_dims):
+        operand_spec[d] = out[o]
+    for d, i in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
+        operand_spec[d] = batch[i]
+    operand = ctx.convert(operand, os_, tuple(operand_spec))
+    indices = ctx.convert(indices, is_, (*batch, ()))
+    block = local_shape(avals_in[0].shape, operand_spec, ctx.mesh)
+    sizes = tuple(block[d] if operand_spec[d] else n for d, n in enumerate(slice_sizes))
+    return [p.gather_p.bind(operand, indices, dimension_numbers=dn, slice_sizes=sizes,
+                            **params)]
 
 
 partition_rules[p.gather_p] = gather_partition_rule
 
 
 def _scatter_rule(prim: Primitive) -> PartitionRule:
-    def rule(ctx, vals, specs, out_specs, avals_in, avals_out):
+    """Each device scatters into its block of the operand: the updates' window dims take the
+    operand's splits, their other dims (and the indices) are whole but for batching dims,
+    split as the operand's."""
+    def rule(ctx, vals, specs, out_specs, avals_in, avals_out, *, dimension_numbers,
+             **params):
         (operand, indices, updates), (os_, is_, us), (out,) = vals, specs, out_specs
-        k = avals_in[1].shape[-1]
-        nbatch = avals_in[1].ndim - 1
+        dn = dimension_numbers
+        window = window_operand_dims(len(out), dn.inserted_window_dims,
+                                     dn.operand_batching_dims)
+        update_spec = [()] * len(us)
+        for d, u in zip(window, dn.update_window_dims):
+            update_spec[u] = out[d]
+        index_spec = [()] * len(is_)
+        scatter_dims = [u for u in range(len(us)) if u not in dn.update_window_dims]
+        for d, i in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims):
+            index_spec[i] = update_spec[scatter_dims[i]] = out[d]
         operand = ctx.convert(operand, os_, out)
-        indices = ctx.convert(indices, is_, unsplit(len(is_)))
-        updates = ctx.convert(updates, us, ((),) * nbatch + tuple(out[k:]))
-        return [prim.bind(operand, indices, updates)]
+        indices = ctx.convert(indices, is_, tuple(index_spec))
+        updates = ctx.convert(updates, us, tuple(update_spec))
+        return [prim.bind(operand, indices, updates, dimension_numbers=dn, **params)]
     return rule
 
 

@@ -26,6 +26,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from stage1_autodiff.api_util import check_callable
 from stage1_autodiff.autodiff import custom_vjp_call_p, vjp
 from stage1_autodiff.core import (
     Primitive,
@@ -81,6 +82,7 @@ def shard_map(f: Callable, *, mesh: Mesh | None = None, in_specs: Any, out_specs
         ...     np.arange(16.0, dtype=np.float32))
         Array(120., dtype=float32)
     """
+    check_callable(f)
     check = check_vma if check_rep is None else check_rep
 
     def mapped(*args: Any) -> Any:

@@ -78,7 +78,7 @@ class NamedSharding:
         self.spec = spec
 
     def __repr__(self) -> str:
-        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+        return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r})"  # the short mesh, as JAX
 
     def __eq__(self, other: Any) -> bool:
         return (isinstance(other, NamedSharding) and self.mesh == other.mesh

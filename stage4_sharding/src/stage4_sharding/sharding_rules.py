@@ -10,9 +10,11 @@ for a dim that is not split. Rules see only avals and specs, never values.
 - Reductions drop the reduced dims (on devices: an all-reduce), ``dot_general`` keeps batch and
   free dims' splits and drops a contracting dim split on one side (an all-gather); split on both
   sides, the result's layout is a choice (a reduce-scatter or an all-reduce), so it is an error.
-- Shape ops carry splits along (transpose permutes them; reshape keeps a split dim whose size and
-  position among the split dims stay); dims that slicing, padding, sorting or indexing read whole
-  must not be split.
+- Shape ops carry splits along, as JAX's rules do: transpose permutes them; rev, slice, pad and
+  concatenate keep the operand's (a sliced or padded split dim must still divide evenly over its
+  mesh axes; concatenated operands must be split alike); reshape keeps them through one split
+  or one merge of dims (JAX's decisions, below). Dims that sorting or indexing read whole must
+  not be split.
 - Ops that make arrays from nothing (``iota``) are replicated.
 
 NB: in JAX these are the ``sharding_rule`` of each primitive (jax/_src/lax/lax.py and friends,
@@ -21,10 +23,13 @@ through ``standard_primitive``'s ``sharding_rule``), checked in explicit mode.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from stage1_autodiff.core import Primitive, ShapedArray
+from stage1_autodiff.slicing import window_operand_dims
+from stage2_jit.abstract_eval import abstract_eval_rules
 from stage2_jit.codegen_cpu import ELEMENTWISE
 
 from stage1_autodiff import primitives as p
@@ -123,31 +128,101 @@ sharding_rules[p.broadcast_in_dim_p] = broadcast_in_dim_sharding_rule
 
 
 def reshape_sharding_rule(avals, specs, *, new_sizes, dimensions):
-    """A split dim keeps its split when the reshape leaves it whole: the same size, with the
-    same product of sizes before it (so its elements' blocks stay blocks)."""
+    """JAX's decisions. Adding or removing dims of size 1 carries every split along. Splitting
+    one dim into a run of dims deals its mesh axes out to the run, major first: each new dim
+    takes axes while its size is not used up, and each axis must divide what is left. Merging
+    a run of dims into one gives it the run's axes, major first, if the split dims come first
+    in the run. Any other reshape of a split operand is an error.
+
+    NB: in JAX this is ``_reshape_sharding_rule`` in jax/_src/lax/lax.py, which asks for
+    ``out_sharding`` where this raises; our ``reshape`` has no ``out_sharding``."""
     (aval,), (spec,) = avals, specs
-    out: list[tuple[str, ...]] = [()] * len(new_sizes)
-    for d, axes in enumerate(spec):
-        if not axes:
-            continue
-        before = _prod(aval.shape[:d])
-        matches = [k for k in range(len(new_sizes)) if new_sizes[k] == aval.shape[d]
-                   and _prod(new_sizes[:k]) == before]
-        if not matches:
-            raise _error(p.reshape_p, avals, specs,
-                         f"reshaping to {tuple(new_sizes)} splits or merges dim {d}, "
-                         f"which is split over {axes}",
-                         "Reshard that dim unsplit first, or reshape a dim that is not split.")
-        out[matches[0]] = axes
-    return [tuple(out)]
+    shape, new_sizes = tuple(aval.shape), tuple(new_sizes)
+    if not any(spec):
+        return [unsplit(len(new_sizes))]
+    if _without_ones(shape) == _without_ones(new_sizes):
+        return [_through_ones(shape, spec, new_sizes)]
+    start, old_stop, new_stop = _changed_run(shape, new_sizes)
+    if old_stop - start == 1:  # one dim split into several
+        axes = spec[start]
+    elif new_stop - start == 1:  # several dims merged into one
+        axes = _merged_axes(avals, specs, new_sizes, spec[start:old_stop])
+    else:
+        raise _reshape_error(avals, specs, new_sizes, "it neither splits one dim nor merges "
+                             "one run of dims, so no rule says where the splits go")
+    dealt = _deal_axes(axes, new_sizes[start:new_stop], _mesh_sizes(avals))
+    if dealt is None:
+        raise _reshape_error(avals, specs, new_sizes, f"the mesh axes {axes} do not divide "
+                             f"the new dims {new_sizes[start:new_stop]} major first")
+    return [(*spec[:start], *dealt, *spec[old_stop:])]
 sharding_rules[p.reshape_p] = reshape_sharding_rule
 
 
-def _prod(sizes: Sequence[int]) -> int:
-    result = 1
-    for s in sizes:
-        result *= s
-    return result
+def _without_ones(shape: Sequence[int]) -> list[int]:
+    return [n for n in shape if n != 1]
+
+
+def _through_ones(shape: Sequence[int], spec: Spec, new_sizes: Sequence[int]) -> Spec:
+    """Dims of size 1 come and go: the other dims keep their splits, in order (a split on a
+    dim of size 1, over a mesh axis of size 1, goes with it)."""
+    kept = iter(axes for n, axes in zip(shape, spec) if n != 1)
+    return tuple(() if n == 1 else next(kept) for n in new_sizes)
+
+
+def _changed_run(shape: Sequence[int], new_sizes: Sequence[int]) -> tuple[int, int, int]:
+    """Where the reshape changes dims: the common leading and trailing dims stay; the run
+    in between is ``shape[start:old_stop]``, which becomes ``new_sizes[start:new_stop]``."""
+    start = 0
+    while start < min(len(shape), len(new_sizes)) and shape[start] == new_sizes[start]:
+        start += 1
+    end = 0
+    while (end < min(len(shape), len(new_sizes)) - start
+           and shape[-1 - end] == new_sizes[-1 - end]):
+        end += 1
+    return start, len(shape) - end, len(new_sizes) - end
+
+
+def _merged_axes(avals, specs, new_sizes, run: Spec) -> tuple[str, ...]:
+    """The axes of a run of merged dims, major first; its split dims must come first (an
+    unsplit dim before a split one would leave each device's elements apart)."""
+    split = [d for d, axes in enumerate(run) if axes]
+    if split and any(not axes for axes in run[:split[-1]]):
+        raise _reshape_error(avals, specs, new_sizes, "in the dims it merges, an unsplit "
+                             "dim comes before a split one")
+    return tuple(name for axes in run for name in axes)
+
+
+def _deal_axes(axes: Sequence[str], sizes: Sequence[int],
+               mesh_sizes: dict[str, int]) -> list[tuple[str, ...]] | None:
+    """Mesh axes dealt out to new dims, major first; None where an axis does not divide."""
+    left, dealt = list(axes), []
+    for n in sizes:
+        taken: list[str] = []
+        while n > 1 and left:
+            if n % mesh_sizes[left[0]]:
+                return None
+            n //= mesh_sizes[left[0]]
+            taken.append(left.pop(0))
+        dealt.append(tuple(taken))
+    return None if left else dealt
+
+
+def _reshape_error(avals, specs, new_sizes, why: str) -> ShardingTypeError:
+    return _error(p.reshape_p, avals, specs, f"reshaping to {tuple(new_sizes)}: {why}",
+                  "Reshard the operand first (jax.sharding.reshard), for example with the "
+                  "reshaped dims unsplit.")
+
+
+def _mesh_sizes(avals: Sequence[ShapedArray]) -> dict[str, int]:
+    """The sizes of the mesh axes the operands are split over (a rule sees only avals)."""
+    for aval in avals:
+        if aval.sharding is not None:
+            return aval.sharding.mesh.shape
+    return {}
+
+
+def _axes_size(mesh_sizes: dict[str, int], axes: Sequence[str]) -> int:
+    return math.prod(mesh_sizes[name] for name in axes)
 
 
 def transpose_sharding_rule(avals, specs, *, permutation):
@@ -161,8 +236,8 @@ sharding_rules[p.squeeze_p] = squeeze_sharding_rule
 
 
 def _whole_dims(prim: Primitive, dims: Callable[..., Sequence[int]]) -> ShardingRule:
-    """Ops that read some dims whole (slicing, padding, reversing, concatenating, sorting
-    along them): those must not be split; the others keep their split."""
+    """Ops that read some dims whole (sorting along them): those must not be split; the
+    others keep their split."""
     def rule(avals, specs, **params):
         read_whole = set(dims(avals, **params))
         for d in read_whole:
@@ -176,20 +251,54 @@ def _whole_dims(prim: Primitive, dims: Callable[..., Sequence[int]]) -> Sharding
     return rule
 
 
-def _changed_dims(avals, *, start_indices, limit_indices, strides):
-    return [d for d, (lo, hi, n) in enumerate(zip(start_indices, limit_indices, avals[0].shape))
-            if (lo, hi) != (0, n) or (strides and strides[d] != 1)]
-
-
-sharding_rules[p.slice_p] = _whole_dims(p.slice_p, _changed_dims)
-sharding_rules[p.pad_p] = _whole_dims(
-    p.pad_p, lambda avals, *, padding_config: [
-        d for d, cfg in enumerate(padding_config) if tuple(cfg) != (0, 0, 0)])
-sharding_rules[p.rev_p] = _whole_dims(p.rev_p, lambda avals, *, dimensions: dimensions)
-sharding_rules[p.concatenate_p] = _whole_dims(
-    p.concatenate_p, lambda avals, *, dimension: [dimension])
 sharding_rules[p.sort_p] = _whole_dims(
     p.sort_p, lambda avals, *, dimension, num_keys: [dimension])
+
+
+def rev_sharding_rule(avals, specs, *, dimensions):
+    """The operand's layout: a reversed split dim stays split, and its blocks trade places
+    on the devices (the partitioner's collective permute)."""
+    return [specs[0]]
+sharding_rules[p.rev_p] = rev_sharding_rule
+
+
+def _resized(prim: Primitive) -> ShardingRule:
+    """Slicing and padding keep the operand's layout, as JAX does; a split dim whose size
+    changes must still divide evenly over its mesh axes (blocks are all one size). The
+    partitioner then moves the elements that end up on another device."""
+    def rule(avals, specs, **params):
+        (aval, *_), (spec, *_) = avals, specs
+        out_shape = abstract_eval_rules[prim](*avals, **params).shape
+        mesh_sizes = _mesh_sizes(avals)
+        for d, (n, m, axes) in enumerate(zip(aval.shape, out_shape, spec)):
+            if axes and n != m and m % _axes_size(mesh_sizes, axes):
+                raise _error(prim, avals, specs, f"dim {d}, split over {axes} "
+                             f"({_axes_size(mesh_sizes, axes)} blocks), would have size {m}, "
+                             f"which does not divide into that many blocks",
+                             f"Reshard dim {d} unsplit first (jax.sharding.reshard), or "
+                             f"choose a result size that divides evenly.")
+        return [spec]
+    return rule
+
+
+sharding_rules[p.slice_p] = _resized(p.slice_p)
+sharding_rules[p.pad_p] = _resized(p.pad_p)
+
+
+def concatenate_sharding_rule(avals, specs, *, dimension):
+    """The operands' one layout, as JAX asks: operands split differently (or one split and
+    one replicated) are an error. A value made inside the program (a constant) has no
+    sharding and takes the others' layout, as a JAX value with no mesh does."""
+    placed = [spec for aval, spec in zip(avals, specs) if aval.sharding is not None]
+    if not placed:
+        return [unsplit(avals[0].ndim)]
+    for spec in placed[1:]:
+        if spec != placed[0]:
+            raise _error(p.concatenate_p, avals, specs, "its operands are laid out "
+                         "differently, and JAX asks them to agree",
+                         "Reshard them to one layout first (jax.sharding.reshard).")
+    return [placed[0]]
+sharding_rules[p.concatenate_p] = concatenate_sharding_rule
 
 
 def iota_sharding_rule(avals, specs, *, dtype, shape, dimension):
@@ -252,29 +361,68 @@ def dot_general_sharding_rule(avals, specs, *, dimension_numbers, preferred_elem
 sharding_rules[p.dot_general_p] = dot_general_sharding_rule
 
 
-def gather_sharding_rule(avals, specs):
-    """The indexed leading dims are read anywhere: unsplit. The indices' batch dims keep
-    their split, then the operand's other dims."""
-    indices, (os_, is_) = avals[1], specs
-    k = indices.shape[-1]
-    if any(os_[d] for d in range(k)) or is_[-1]:
-        raise _error(p.gather_p, avals, specs, "an indexed dim (or the indices' last dim) is "
-                     "split", "Reshard the indexed dims unsplit before indexing.")
-    out = (*is_[:-1], *os_[k:])
+def _split_windows(prim, avals, specs, eqn_dims) -> dict[int, tuple[str, ...]]:
+    """A gather's (scatter's) operand may be split only on window dims that span the whole
+    dim: an indexed dim, or a window smaller than its dim, is read (written) anywhere.
+    A batching dim may be split too (its indices dim says the same). Returns the split
+    window dims, by operand dim."""
+    operand_spec, (window_sizes, indexed, batching) = specs[0], eqn_dims
+    split = {}
+    for d, axes in enumerate(operand_spec):
+        if not axes or d in batching:
+            continue
+        if d in indexed or window_sizes[d] != avals[0].shape[d]:
+            raise _error(prim, avals, specs, f"operand dim {d} is split but indexed, or read "
+                         f"through a window smaller than the dim",
+                         "Reshard the indexed dims unsplit before indexing.")
+        split[d] = axes
+    return split
+
+
+def gather_sharding_rule(avals, specs, *, dimension_numbers, slice_sizes, **_):
+    """The result's window dims keep the operand's splits (whole-dim windows only), its
+    batch dims the indices'; a batching pair of dims must agree."""
+    dn, (operand, indices), (os_, is_) = dimension_numbers, avals, specs
+    if is_[-1]:
+        raise _error(p.gather_p, avals, specs, "the index vectors' dim is split",
+                     "Reshard the indices unsplit along their last dim.")
+    split = _split_windows(p.gather_p, avals, specs,
+                                      (slice_sizes, dn.start_index_map,
+                                       dn.operand_batching_dims))
+    batch = list(is_[:-1])
+    for d, i in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
+        batch[i] = _agreeing(p.gather_p, avals, specs, os_[d], is_[i])
+    window = window_operand_dims(operand.ndim, dn.collapsed_slice_dims, dn.operand_batching_dims)
+    offsets = dict(zip(dn.offset_dims, window))
+    batch_iter = iter(batch)
+    rank = indices.ndim - 1 + len(dn.offset_dims)
+    out = tuple(split.get(offsets[d], ()) if d in offsets else next(batch_iter)
+                for d in range(rank))
     _check_no_axis_twice(p.gather_p, avals, specs, out)
     return [out]
 sharding_rules[p.gather_p] = gather_sharding_rule
 
 
+def _agreeing(prim, avals, specs, a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+    if a and b and a != b:
+        raise _error(prim, avals, specs, "a batching dim of the operand and its indices "
+                     "dim are split differently", "Reshard one of them to match the other.")
+    return a or b
+
+
 def _scatter(prim: Primitive) -> ShardingRule:
-    """The result is laid out as the operand; what is read anywhere must be whole."""
-    def rule(avals, specs):
-        indices, (os_, is_, us) = avals[1], specs
-        k = indices.shape[-1]
-        if any(os_[d] for d in range(k)) or any(is_) or any(us):
-            raise _error(prim, avals, specs, "the indexed dims, the indices or the updates "
-                         "are split", "Reshard them unsplit before the update.")
-        return [os_]
+    """The result is laid out as the operand, which may be split only on whole-dim windows
+    (the partitioner gives the updates the same split there)."""
+    def rule(avals, specs, *, dimension_numbers, **_):
+        dn = dimension_numbers
+        window = window_operand_dims(avals[0].ndim, dn.inserted_window_dims,
+                                     dn.operand_batching_dims)
+        sizes = [1] * avals[0].ndim
+        for d, u in zip(window, dn.update_window_dims):
+            sizes[d] = avals[2].shape[u]
+        _split_windows(prim, avals, specs, (sizes, dn.scatter_dims_to_operand_dims,
+                                            dn.operand_batching_dims))
+        return [specs[0]]
     return rule
 
 

@@ -70,6 +70,7 @@ from .ufuncs import (
     expm1,
     floor,
     floor_divide,
+    fmod,
     greater,
     greater_equal,
     invert,

@@ -19,13 +19,14 @@ def as_value(x: Any, dtype: Any = None) -> Any:
     ``dtype``, so that ``2**31`` can be a uint32)."""
     if isinstance(x, (Array, Tracer)):
         return x if dtype is None else convert(x, dtypes.canonicalize_dtype(dtype))
-    if dtype is not None and type(x) in (bool, int, float):
-        return asarray(x, dtypes.canonicalize_dtype(dtype))
     if isinstance(x, (list, tuple)) and any(_contains_tracer_or_array(e) for e in x):
         from .shapes import stack  # a list of arrays, e.g. jnp.array([x, y])
         stacked = stack([as_value(e) for e in x])
-        return convert(stacked, stacked.dtype, False)  # a list is never weakly typed
-    return asarray(x)
+        stacked = convert(stacked, stacked.dtype, False)  # a list is never weakly typed
+        return stacked if dtype is None else convert(stacked, dtypes.canonicalize_dtype(dtype))
+    # Host data goes to ``dtype`` in one conversion from its own type: through the 32-bit
+    # type first, a float64 16777217.0 would become the int32 16777216.
+    return asarray(x, None if dtype is None else dtypes.canonicalize_dtype(dtype))
 
 
 def _contains_tracer_or_array(x: Any) -> bool:
@@ -39,9 +40,8 @@ def convert(x: Any, dtype: np.dtype, weak_type: bool = False) -> Any:
     aval = get_aval(x)
     if aval.dtype == dtype and aval.weak_type == weak_type:
         return x
-    if type(x) is Array:  # a host constant: convert now, without a primitive
-        with np.errstate(all="ignore"):
-            return Array(x._value.astype(dtype), weak_type)
+    if type(x) is Array:  # a host constant: convert now, as the primitive's impl would
+        return Array(dtypes.convert_values(x._value, dtype), weak_type)
     return lax.convert_element_type(x, dtype, weak_type)
 
 

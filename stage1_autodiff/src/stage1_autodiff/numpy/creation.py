@@ -9,8 +9,9 @@ import numpy as np
 
 from .. import dtypes
 from .. import primitives as lax
-from ..core import Tracer, get_aval
+from ..core import Array, Tracer, get_aval
 from ..core import asarray as _core_asarray
+from ..errors import ConcretizationTypeError
 from ._promote import as_value, broadcast_to_shape, convert
 
 Shape = int | Sequence[int]
@@ -30,8 +31,11 @@ def _shape(shape: Shape) -> tuple[int, ...]:
     return tuple(int(d) for d in shape)
 
 
-def _dtype(dtype: Any, default: np.dtype) -> np.dtype:
-    return default if dtype is None else dtypes.canonicalize_dtype(dtype)
+def _dtype(dtype: Any, default: np.dtype, fun_name: str) -> np.dtype:
+    """The requested dtype (a warning if 64 bits are asked for without x64), or ``default``."""
+    if dtype is None:
+        return default
+    return dtypes.check_and_canonicalize_user_dtype(dtype, fun_name)
 
 
 def array(object: Any, dtype: Any = None, copy: bool = True) -> Any:  # noqa: A002
@@ -47,15 +51,19 @@ def array(object: Any, dtype: Any = None, copy: bool = True) -> Any:  # noqa: A0
                [3, 4]], dtype=int32)
     """
     del copy  # arrays are immutable, so a copy is never observable
-    value = as_value(object, dtype)
-    if dtype is not None:
-        value = convert(value, dtypes.canonicalize_dtype(dtype))
-    return value
+    return _array(object, dtype, "array")
 
 
 def asarray(a: Any, dtype: Any = None) -> Any:
     """Like :func:`array`."""
-    return array(a, dtype)
+    return _array(a, dtype, "asarray")
+
+
+def _array(object: Any, dtype: Any, fun_name: str) -> Any:  # noqa: A002
+    if dtype is None:
+        return as_value(object)
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, fun_name)
+    return convert(as_value(object, dtype), dtype)
 
 
 def full(shape: Shape, fill_value: Any, dtype: Any = None) -> Any:
@@ -66,44 +74,55 @@ def full(shape: Shape, fill_value: Any, dtype: Any = None) -> Any:
         >>> jnp.full((2,), 7)
         Array([7, 7], dtype=int32, weak_type=True)
     """
+    return _full(shape, fill_value, dtype, "full")
+
+
+def _full(shape: Shape, fill_value: Any, dtype: Any, fun_name: str) -> Any:
     shape = _shape(shape)
-    value = as_value(fill_value, dtype)
+    requested = None if dtype is None else _dtype(dtype, None, fun_name)
+    if type(fill_value) is float and requested is not None and dtypes.is_int(requested):
+        # As lax.full: XLA's conversion from the float64 value (NaN gives 0, 1e10 saturates).
+        value = Array(dtypes.convert_values(np.asarray(fill_value), requested), False)
+    else:
+        value = as_value(fill_value, requested)
     aval = get_aval(value)
-    value = convert(value, _dtype(dtype, aval.dtype), aval.weak_type and dtype is None)
+    value = convert(value, aval.dtype if requested is None else requested,
+                    aval.weak_type and dtype is None)
     return broadcast_to_shape(value, shape) if aval.shape != shape else value
 
 
 def zeros(shape: Shape, dtype: Any = None) -> Any:
     """An array of zeros (float32 by default)."""
-    return lax.full(_shape(shape), 0, _dtype(dtype, dtypes.default_float_dtype()))
+    return lax.full(_shape(shape), 0, _dtype(dtype, dtypes.default_float_dtype(), "zeros"))
 
 
 def ones(shape: Shape, dtype: Any = None) -> Any:
     """An array of ones (float32 by default)."""
-    return lax.full(_shape(shape), 1, _dtype(dtype, dtypes.default_float_dtype()))
+    return lax.full(_shape(shape), 1, _dtype(dtype, dtypes.default_float_dtype(), "ones"))
 
 
-def _like(a: Any, dtype: Any, shape: Shape | None) -> tuple[tuple[int, ...], np.dtype]:
+def _like(a: Any, dtype: Any, shape: Shape | None,
+          fun_name: str) -> tuple[tuple[int, ...], np.dtype]:
     aval = get_aval(as_value(a))
-    return (aval.shape if shape is None else _shape(shape)), _dtype(dtype, aval.dtype)
+    return (aval.shape if shape is None else _shape(shape)), _dtype(dtype, aval.dtype, fun_name)
 
 
 def zeros_like(a: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
     """Zeros with the shape and dtype of ``a``."""
-    like_shape, like_dtype = _like(a, dtype, shape)
+    like_shape, like_dtype = _like(a, dtype, shape, "zeros_like")
     return lax.full(like_shape, 0, like_dtype)
 
 
 def ones_like(a: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
     """Ones with the shape and dtype of ``a``."""
-    like_shape, like_dtype = _like(a, dtype, shape)
+    like_shape, like_dtype = _like(a, dtype, shape, "ones_like")
     return lax.full(like_shape, 1, like_dtype)
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
     """``fill_value`` with the shape and dtype of ``a``."""
-    like_shape, like_dtype = _like(a, dtype, shape)
-    return full(like_shape, fill_value, like_dtype)
+    like_shape, like_dtype = _like(a, dtype, shape, "full_like")
+    return _full(like_shape, fill_value, like_dtype, "full_like")
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:
@@ -116,14 +135,14 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
     """
     for bound in (start, stop, step):
         if isinstance(bound, Tracer):
-            raise TypeError(
+            raise ConcretizationTypeError(
                 "arange requires concrete bounds: its length would depend on a traced value. "
                 "Use a static argument or a fixed size.")
     if stop is None and step is None and dtype is None and isinstance(start, (int, np.integer)):
         return lax.iota(dtypes.default_int_dtype(), (max(int(start), 0),))
     values = np.arange(start, stop, step)
     default = dtypes.canonicalize_dtype(values.dtype)
-    return _core_asarray(values, _dtype(dtype, default))
+    return _core_asarray(values, _dtype(dtype, default, "arange"))
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
@@ -139,7 +158,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     divisor = (num - 1 if endpoint else num) or 1
-    dtype = _dtype(dtype, dtypes.default_float_dtype())
+    dtype = _dtype(dtype, dtypes.default_float_dtype(), "linspace")
     steps = lax.iota(dtype, (num,)) if dtypes.is_float(dtype) else lax.iota(
         dtypes.default_float_dtype(), (num,))
     start, stop = as_value(start), as_value(stop)
@@ -163,10 +182,11 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
     rows = lax.iota(np.int32, shape, 0)
     cols = lax.iota(np.int32, shape, 1)
     on_diagonal = lax.eq(lax.add(rows, lax.full(shape, k, np.dtype(np.int32))), cols)
-    return lax.convert_element_type(on_diagonal, _dtype(dtype, dtypes.default_float_dtype()))
+    return lax.convert_element_type(on_diagonal,
+                                    _dtype(dtype, dtypes.default_float_dtype(), "eye"))
 
 
 def identity(n: int, dtype: Any = None) -> Any:
     """The ``n`` by ``n`` identity matrix."""
-    return eye(n, dtype=dtype)
+    return eye(n, dtype=_dtype(dtype, dtypes.default_float_dtype(), "identity"))
 

@@ -1,25 +1,27 @@
 """NumPy indexing on primitives: ``x[idx]``, ``x.at[idx].set(y)``, ``take``,
 ``take_along_axis``.
 
-``x[idx]`` is done in two passes. *Basic* indices (slices, Python ints, ``None``, ``...``)
-become one ``slice`` (plus ``rev`` for negative steps, ``reshape`` for ints and ``None``).
-*Advanced* indices (integer arrays) become one ``gather``: the indexed dims are moved to the
-front, the index arrays broadcast and stacked, and the batch dims put where NumPy puts them.
+``x[idx]`` with only *basic* indices (slices, Python ints, ``None``, ``...``) is one ``slice``
+(plus ``rev`` for negative steps, ``squeeze`` for ints, ``expand_dims`` for ``None``). With
+*advanced* indices (integer arrays) it is one ``gather`` whose dimension numbers say which
+dims of ``x[idx]`` are windows (slices) and which come from the index vectors (the arrays, the
+ints among them, strided slices), placed where NumPy places them: ``_index_plan``.
 
-``x.at[idx].op(y)`` reuses ``x[idx]`` itself: indexing an array of flat positions
-``arange(x.size).reshape(x.shape)[idx]`` tells, for every element of ``x[idx]``, where it
-lives in ``x``, so every kind of index becomes a scatter into the flattened ``x``.
+``x.at[idx].op(y)`` is one scatter with the same plan: the windows of ``x[idx]`` are where the
+updates land, and an update whose index is out of bounds is dropped (or, with ``mode="clip"``,
+clamped), as in JAX.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .. import dtypes
 from .. import primitives as lax
 from ..core import Array, Tracer, get_aval
+from ..errors import ConcretizationTypeError, NonConcreteBooleanIndexError
 from ._promote import as_value, broadcast_shapes, broadcast_to_shape, convert
 
 
@@ -40,16 +42,24 @@ def _normalize_entry(entry: Any, position: int) -> list[Any]:
                         f"Ellipsis or an integer array, got {type(entry).__name__}.")
     dtype = get_aval(entry).dtype
     if dtype == np.bool_:
-        if isinstance(entry, Tracer):
-            raise IndexError(
-                f"Array boolean indices must be concrete; got a traced boolean index at "
-                f"position {position}. Boolean masks give data-dependent shapes: use "
-                f"jnp.where(mask, x, 0) instead.")
-        return [Array(i.astype(np.int32)) for i in np.nonzero(entry._value)]
+        return [Array(i.astype(np.int32)) for i in np.nonzero(_concrete_mask(entry, position))]
     if not dtypes.is_int(dtype):
         raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
                         f"{dtype} at position {position}.")
     return [entry]
+
+
+def _concrete_mask(mask: Array | Tracer, position: int) -> np.ndarray:
+    """A boolean index's values. They are known eagerly and under ``grad`` or ``jvp`` (the
+    primal's), not under ``jit`` or ``vmap``: there the result's shape would depend on them."""
+    try:
+        return mask._concrete_value("a boolean index")
+    except ConcretizationTypeError:
+        raise NonConcreteBooleanIndexError(
+            f"Array boolean indices must be concrete; got a traced boolean index "
+            f"{get_aval(mask).str_short()} at position {position}. Boolean masks give "
+            f"data-dependent shapes: use jnp.where(mask, x, 0) instead, or pass the mask as "
+            f"a NumPy array (a constant).") from None
 
 
 def _expand_index(idx: Any, ndim: int) -> list[Any]:
@@ -75,10 +85,10 @@ def _is_advanced(entry: Any) -> bool:
 
 
 # --8<-- [start:getitem]
-def getitem(x: Any, idx: Any) -> Any:
-    """``x[idx]`` with NumPy's semantics. Out-of-bounds *array* indices are clamped, as JAX
-    does; NB: an out-of-bounds Python int raises IndexError here, where JAX clamps it too,
-    because a static index past the end is almost always a bug.
+def getitem(x: Any, idx: Any, *, mode: Any = None, fill_value: Any = None) -> Any:
+    """``x[idx]`` with NumPy's semantics. Out-of-bounds indices are clamped into range, as
+    JAX's default mode (``"promise_in_bounds"``) does on CPU; ``mode="fill"`` (which a
+    ``fill_value`` implies) gives ``fill_value`` there instead, ``"clip"`` clamps.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -88,16 +98,36 @@ def getitem(x: Any, idx: Any) -> Any:
                [ 8, 11]], dtype=int32)
     """
     x = as_value(x)
+    mode = _read_mode(mode, fill_value)
     entries = _expand_index(idx, get_aval(x).ndim)
     x, entries = _insert_new_axes(x, entries)
-    if any(_is_advanced(e) for e in entries):
-        # With an advanced index present, NumPy treats integer scalars as advanced too.
-        entries = [Array(np.asarray(e, np.int32)) if isinstance(e, int) else e for e in entries]
-    x, entries = _basic_indexing(x, entries)
-    if any(_is_advanced(e) for e in entries):
-        x = _advanced_indexing(x, entries)
-    return x
+    if mode is lax.GatherScatterMode.FILL_OR_DROP or any(_is_advanced(e) for e in entries):
+        # An integer among array indices is one too (NumPy), and a filled read of a
+        # Python int must see it out of bounds: both become 0-d index arrays.
+        entries = [_as_index_array(e) for e in entries]
+    if not any(_is_advanced(e) for e in entries):
+        return _basic_indexing(x, entries)
+    if mode is lax.GatherScatterMode.PROMISE_IN_BOUNDS and all(
+            get_aval(e).ndim == 0 for e in entries if _is_advanced(e)):
+        # Scalar indices only: JAX reads with dynamic_slice, whose start (and gradient)
+        # is clamped; a clipping gather is the same in both directions.
+        mode = lax.GatherScatterMode.CLIP
+    plan = _index_plan(get_aval(x).shape, entries)
+    numbers = lax.GatherDimensionNumbers(plan.window_dims, plan.dropped_dims,
+                                         plan.indexed_dims)
+    return lax.gather(x, plan.indices, numbers, plan.window_sizes, mode=mode,
+                      fill_value=fill_value)
 # --8<-- [end:getitem]
+
+
+def _read_mode(mode: Any, fill_value: Any) -> Any:
+    if mode is None:
+        return "fill" if fill_value is not None else lax.GatherScatterMode.PROMISE_IN_BOUNDS
+    return lax.GatherScatterMode.from_any(mode)
+
+
+def _as_index_array(entry: Any) -> Any:
+    return Array(np.asarray(entry, np.int32)) if isinstance(entry, int) else entry
 
 
 def _insert_new_axes(x: Any, entries: list[Any]) -> tuple[Any, list[Any]]:
@@ -109,21 +139,18 @@ def _insert_new_axes(x: Any, entries: list[Any]) -> tuple[Any, list[Any]]:
     return x, [slice(None) if e is None else e for e in entries]
 
 
-def _basic_indexing(x: Any, entries: list[Any]) -> tuple[Any, list[Any]]:
-    """Applies the slices and integers; returns the result and the remaining entries."""
+def _basic_indexing(x: Any, entries: list[Any]) -> Any:
+    """Slices and Python ints: one ``slice`` (``rev`` first for negative steps), then a
+    ``squeeze`` of the integer-indexed dims. An integer out of range is clamped into it, as
+    JAX does (its ``dynamic_slice`` clamps the start)."""
     shape = get_aval(x).shape
     starts, limits, strides, reversed_dims, dropped = [], [], [], [], []
     for d, (entry, n) in enumerate(zip(entries, shape)):
         if isinstance(entry, int):
-            i = entry + n if entry < 0 else entry
-            if not 0 <= i < n:
-                raise IndexError(f"index {entry} is out of bounds for axis {d} with size {n}.")
+            if n == 0:
+                raise IndexError(f"index {entry} is out of bounds for axis {d} with size 0.")
+            i = min(max(entry + n if entry < 0 else entry, 0), n - 1)
             entry, dropped = slice(i, i + 1), dropped + [d]
-        if not isinstance(entry, slice):  # an advanced index: keep the whole dim
-            starts.append(0)
-            limits.append(n)
-            strides.append(1)
-            continue
         start, stop, step = entry.indices(n)
         length = len(range(start, stop, step))
         if step < 0:  # walk the reversed dim forward
@@ -136,36 +163,89 @@ def _basic_indexing(x: Any, entries: list[Any]) -> tuple[Any, list[Any]]:
         x = lax.rev(x, reversed_dims)
     if (starts, limits) != ([0] * len(shape), list(shape)) or any(s != 1 for s in strides):
         x = lax.slice(x, starts, limits, None if all(s == 1 for s in strides) else strides)
-    if dropped:
-        x = lax.squeeze(x, dropped)
-    remaining = [e for d, e in enumerate(entries) if d not in dropped]
-    return x, remaining
+    return lax.squeeze(x, dropped) if dropped else x
 
 
-def _advanced_indexing(x: Any, entries: list[Any]) -> Any:
-    shape = get_aval(x).shape
-    adv_dims = [d for d, e in enumerate(entries) if _is_advanced(e)]
-    rest_dims = [d for d in range(len(shape)) if d not in adv_dims]
-    indices = [_normalize_negative(entries[d], shape[d]) for d in adv_dims]
-    batch_shape = broadcast_shapes(*[get_aval(i).shape for i in indices], op_name="indexing")
-    columns = [lax.broadcast_in_dim(i, batch_shape + (1,), tuple(range(
-        len(batch_shape) - get_aval(i).ndim, len(batch_shape)))) for i in indices]
-    stacked = columns[0] if len(columns) == 1 else lax.concatenate(columns, len(batch_shape))
-    moved = x if adv_dims + rest_dims == list(range(len(shape))) else lax.transpose(
-        x, adv_dims + rest_dims)
-    out = lax.gather(moved, stacked)
-    adjacent = adv_dims == list(range(adv_dims[0], adv_dims[-1] + 1))
-    if not adjacent or adv_dims[0] == 0:
-        return out  # NumPy puts the batch dims first
-    # Adjacent advanced indices: the batch dims go where the indexed dims were.
-    nb, before = len(batch_shape), adv_dims[0]
-    perm = list(range(nb, nb + before)) + list(range(nb)) + list(
-        range(nb + before, nb + len(rest_dims)))
-    return lax.transpose(out, perm)
+# --8<-- [start:index_plan]
+class _IndexPlan(NamedTuple):
+    """``x[idx]`` as one gather (or the windows of one scatter). Each dim of ``x[idx]`` is a
+    window dim (a step-1 slice: its window starts at the slice's start) or a dim of the
+    index vectors' batch (an advanced index's, or a strided slice's, made an index array)."""
+    indices: Any  # int32, (*batch, k): the start of each window on the indexed dims
+    window_dims: tuple[int, ...]  # the dims of x[idx] that are window dims
+    dropped_dims: tuple[int, ...]  # operand dims picked one element at a time
+    indexed_dims: tuple[int, ...]  # the operand dim of each of the k index components
+    window_sizes: tuple[int, ...]  # per operand dim
+    shape: tuple[int, ...]  # of x[idx]
+
+
+def _index_plan(shape: tuple[int, ...], entries: list[Any]) -> _IndexPlan:
+    advanced = [d for d, e in enumerate(entries) if _is_advanced(e)]
+    arrays = {d: _normalize_negative(entries[d], shape[d]) for d in advanced}
+    batch = broadcast_shapes(*[get_aval(a).shape for a in arrays.values()], op_name="indexing")
+    # NumPy: the advanced indices' batch dims go where they are if they are adjacent,
+    # else first. ``dims``: for each dim of x[idx], ("batch", j) or (operand dim, slice).
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1)) if advanced else True
+    at = advanced[0] if advanced and adjacent else 0
+    dims: list[tuple[Any, Any]] = []
+    for d, entry in enumerate(entries):
+        if d == at:
+            dims += [("batch", j) for j in range(len(batch))]
+        if isinstance(entry, slice):
+            dims.append((d, range(*entry.indices(shape[d]))))
+    sizes = tuple(batch[x] if kind == "batch" else len(x) for kind, x in dims)
+    index_dims = [i for i, (kind, r) in enumerate(dims) if kind == "batch" or r.step != 1]
+    index_shape = tuple(sizes[i] for i in index_dims)
+    columns, indexed, window_sizes = [], [], list(shape)
+    for d in range(len(shape)):
+        column = _index_column(d, arrays, dims, index_dims, index_shape, shape[d])
+        if column is not None:
+            columns.append(column)
+            indexed.append(d)
+    for kind, r in dims:
+        if kind != "batch":
+            window_sizes[kind] = len(r) if r.step == 1 else 1
+    for d in advanced:
+        window_sizes[d] = 1
+    dropped = tuple(d for d in range(len(shape)) if d in advanced or any(
+        kind == d and r.step != 1 for kind, r in dims))
+    window = tuple(i for i in range(len(dims)) if i not in index_dims)
+    return _IndexPlan(_stack(columns, index_shape), window, dropped, tuple(indexed),
+                      tuple(window_sizes), sizes)
+# --8<-- [end:index_plan]
+
+
+def _index_column(d, arrays, dims, index_dims, index_shape, n) -> Any:
+    """The index component for operand dim ``d``, broadcast to the index batch shape: its
+    advanced index, its strided slice's positions, a sliced window's start, or None (a
+    whole dim: the window covers it)."""
+    positions = {dims[i][0]: i for i in range(len(dims))}
+    if d in arrays:
+        batch_axes = [index_dims.index(i) for i, (kind, _) in enumerate(dims) if kind == "batch"]
+        ndim = get_aval(arrays[d]).ndim
+        if get_aval(arrays[d]).shape == index_shape:
+            return arrays[d]
+        return lax.broadcast_in_dim(arrays[d], index_shape, batch_axes[len(batch_axes) - ndim:])
+    r = dims[positions[d]][1]
+    if r.step != 1:  # a strided slice: its positions, one index dim of their own
+        column = Array(np.asarray(r, np.int32))
+        return lax.broadcast_in_dim(column, index_shape, (index_dims.index(positions[d]),))
+    if r.start == 0 and len(r) == n:
+        return None
+    return lax.full(index_shape, r.start, np.dtype(np.int32))
+
+
+def _stack(columns: list[Any], index_shape: tuple[int, ...]) -> Any:
+    """The index vectors: the columns side by side along a new last dim."""
+    if not columns:
+        return Array(np.zeros(index_shape + (0,), np.int32))
+    nd = len(index_shape)
+    columns = [lax.broadcast_in_dim(c, index_shape + (1,), tuple(range(nd))) for c in columns]
+    return columns[0] if len(columns) == 1 else lax.concatenate(columns, nd)
 
 
 def _normalize_negative(index: Any, n: int) -> Any:
-    """Negative indices count from the end."""
+    """Negative indices count from the end (one past that is still out of bounds)."""
     index = convert(index, np.dtype(np.int32))
     if isinstance(index, Array):
         return Array(np.where(index._value < 0, index._value + n, index._value).astype(np.int32))
@@ -188,82 +268,118 @@ class IndexUpdateHelper:
 
 
 class IndexUpdateRef:
-    """The functional updates of ``x[idx]``, each returning a new array.
+    """The functional updates of ``x[idx]``, each returning a new array. As in JAX, an
+    update at an out-of-bounds index is dropped (``mode="drop"``, the default) or moved to
+    the nearest element (``mode="clip"``).
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
         >>> jnp.zeros(4).at[1:3].add(1.0)
         Array([0., 1., 1., 0.], dtype=float32)
+        >>> jnp.zeros(4).at[9].set(1.0)
+        Array([0., 0., 0., 0.], dtype=float32)
     """
 
     def __init__(self, array: Any, idx: Any) -> None:
         self.array, self.idx = array, idx
 
-    def get(self) -> Any:
-        return getitem(self.array, self.idx)
+    def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: Any = None, fill_value: Any = None) -> Any:
+        return getitem(self.array, self.idx, mode=mode, fill_value=fill_value)
 
-    def set(self, values: Any) -> Any:
-        return _scatter(self.array, self.idx, values, lax.scatter)
+    def set(self, values: Any, *, indices_are_sorted: bool = False,
+            unique_indices: bool = False, mode: Any = None) -> Any:
+        return _scatter(self.array, self.idx, values, lax.scatter, mode)
 
-    def add(self, values: Any) -> Any:
-        return _scatter(self.array, self.idx, values, lax.scatter_add)
+    def add(self, values: Any, *, indices_are_sorted: bool = False,
+            unique_indices: bool = False, mode: Any = None) -> Any:
+        return _scatter(self.array, self.idx, values, lax.scatter_add, mode)
 
-    def multiply(self, values: Any) -> Any:
-        return _scatter(self.array, self.idx, values, lax.scatter_mul)
+    def multiply(self, values: Any, *, indices_are_sorted: bool = False,
+                 unique_indices: bool = False, mode: Any = None) -> Any:
+        return _scatter(self.array, self.idx, values, lax.scatter_mul, mode)
 
     mul = multiply
 
-    def divide(self, values: Any) -> Any:
+    def divide(self, values: Any, *, indices_are_sorted: bool = False,
+               unique_indices: bool = False, mode: Any = None) -> Any:
         from .ufuncs import true_divide
         x = as_value(self.array)
-        divisors = _scatter(lax.full_like(x, 1), self.idx, values, lax.scatter_mul)
+        divisors = _scatter(lax.full_like(x, 1), self.idx, values, lax.scatter_mul, mode)
         return true_divide(x, divisors)
 
-    def min(self, values: Any) -> Any:  # noqa: A003
-        return _scatter(self.array, self.idx, values, lax.scatter_min)
+    def min(self, values: Any, *, indices_are_sorted: bool = False,  # noqa: A003
+            unique_indices: bool = False, mode: Any = None) -> Any:
+        return _scatter(self.array, self.idx, values, lax.scatter_min, mode)
 
-    def max(self, values: Any) -> Any:  # noqa: A003
-        return _scatter(self.array, self.idx, values, lax.scatter_max)
+    def max(self, values: Any, *, indices_are_sorted: bool = False,  # noqa: A003
+            unique_indices: bool = False, mode: Any = None) -> Any:
+        return _scatter(self.array, self.idx, values, lax.scatter_max, mode)
 
 
-def _scatter(x: Any, idx: Any, values: Any, scatter_fn) -> Any:
+def _scatter(x: Any, idx: Any, values: Any, scatter_fn, mode: Any) -> Any:
+    """One scatter whose windows are ``x[idx]``'s: a None in ``idx`` is a size-1 dim of
+    ``x`` for the update's sake, squeezed away after."""
     x = as_value(x)
     aval = get_aval(x)
-    flat_positions = lax.reshape(lax.iota(np.int32, (aval.size,)), aval.shape)
-    positions = getitem(flat_positions, idx)  # where each element of x[idx] lives in x
-    positions_shape = get_aval(positions).shape
+    entries = _expand_index(idx, aval.ndim)
+    expanded, entries = _insert_new_axes(x, entries)
+    entries = [_as_index_array(e) for e in entries]
+    plan = _index_plan(get_aval(expanded).shape, entries)
     values = convert(as_value(values), aval.dtype, aval.weak_type)
     values_shape = get_aval(values).shape
-    if broadcast_shapes(values_shape, positions_shape, op_name="at[]") != positions_shape:
+    if broadcast_shapes(values_shape, plan.shape, op_name="at[]") != plan.shape:
         raise ValueError(f"at[].set/add/...: values of shape {values_shape} cannot be "
-                         f"broadcast to the indexed shape {positions_shape}.")
-    values = broadcast_to_shape(values, positions_shape)
-    count = get_aval(positions).size
-    out = scatter_fn(lax.reshape(x, (aval.size,)), lax.reshape(positions, (count, 1)),
-                     lax.reshape(values, (count,)))
-    return lax.reshape(out, aval.shape)
+                         f"broadcast to the indexed shape {plan.shape}.")
+    numbers = lax.ScatterDimensionNumbers(plan.window_dims, plan.dropped_dims,
+                                          plan.indexed_dims)
+    out = scatter_fn(expanded, plan.indices, broadcast_to_shape(values, plan.shape), numbers,
+                     mode=mode)
+    return out if get_aval(out).shape == aval.shape else lax.reshape(out, aval.shape)
 # --8<-- [end:at]
 
 
-def take(a, indices, axis: int | None = None):
+def take(a, indices, axis: int | None = None, out: None = None, mode: str | None = None,
+         unique_indices: bool = False, indices_are_sorted: bool = False,
+         fill_value: Any = None):
     """Elements of ``a`` at ``indices`` along ``axis`` (of the flattened ``a`` if None).
+    Out-of-bounds indices give ``fill_value`` (by default NaN, or the most negative int) as
+    JAX's default ``mode="fill"`` does; ``"clip"`` clamps (a negative index to 0),
+    ``"wrap"`` wraps around.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
-        >>> jnp.take(jnp.array([10, 20, 30]), jnp.array([2, 0]))
-        Array([30, 10], dtype=int32)
+        >>> jnp.take(jnp.array([10.0, 20.0, 30.0]), jnp.array([2, 0, 5]))
+        Array([30., 10., nan], dtype=float32)
     """
     from .shapes import ravel
-    a = as_value(a)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+    if mode == "raise":
+        raise NotImplementedError("The 'raise' mode to jnp.take is not supported: indices "
+                                  "are not checked at run time; use mode='fill' or 'clip'.")
+    if mode not in (None, "fill", "clip", "wrap", "promise_in_bounds", "drop"):
+        raise ValueError(f"Invalid mode {mode!r} for np.take: expected 'fill', 'clip', "
+                         f"'wrap' or 'promise_in_bounds'.")
+    a, indices = as_value(a), as_value(indices)
     if axis is None:
         a, axis = ravel(a), 0
     ndim = get_aval(a).ndim
     axis = axis % ndim if ndim else 0
-    return getitem(a, (slice(None),) * axis + (as_value(indices),))
+    if mode == "wrap":
+        from .ufuncs import remainder
+        indices, mode = remainder(indices, get_aval(a).shape[axis]), "promise_in_bounds"
+    elif mode == "clip":  # as JAX's take: a negative index clips to 0, it does not wrap once
+        from .ufuncs import maximum
+        indices = maximum(indices, 0)
+    return getitem(a, (slice(None),) * axis + (indices,), mode=mode or "fill",
+                   fill_value=fill_value)
 
 
-def take_along_axis(arr, indices, axis: int | None):
+def take_along_axis(arr, indices, axis: int | None, mode: str | None = None,
+                    fill_value: Any = None):
     """``arr`` picked along ``axis`` at ``indices``, which has the same number of dims.
+    Out-of-bounds indices give ``fill_value``, as JAX's default ``mode="fill"``.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -288,4 +404,5 @@ def take_along_axis(arr, indices, axis: int | None):
                                         for d, n in enumerate(shape)))
     shape[axis] = idx_shape[axis]
     indices = broadcast_to_shape(_normalize_negative(indices, arr_shape[axis]), tuple(shape))
-    return lax.gather(arr, lax.index_grid(tuple(shape), axis, indices))
+    grid = lax.index_grid(tuple(shape), axis, indices)
+    return lax.point_gather(arr, grid, lax.GatherScatterMode.from_any(mode), fill_value)

@@ -43,7 +43,7 @@ def sum(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False):  # 
         Array([2., 2., 2.], dtype=float32)
     """
     _check_no_out(out)
-    a = _accumulation_dtype(as_value(a), dtype)
+    a = _accumulation_dtype(as_value(a), dtype, "sum")
     return _reduce("sum", lax.reduce_sum, a, axis, keepdims)
 # --8<-- [end:sum]
 
@@ -54,11 +54,11 @@ def _check_no_out(out: Any) -> None:
                         "the returned array instead.")
 
 
-def _accumulation_dtype(a: Any, dtype: Any) -> Any:
+def _accumulation_dtype(a: Any, dtype: Any, fun_name: str) -> Any:
     """Sums and products of booleans and of integers narrower than the default integer
     accumulate in the default integer (int64 with jax_enable_x64), as NumPy and JAX do."""
     if dtype is not None:
-        return convert(a, dtypes.canonicalize_dtype(dtype))
+        return convert(a, dtypes.check_and_canonicalize_user_dtype(dtype, fun_name))
     a_dtype = get_aval(a).dtype
     if a_dtype == np.bool_:
         return convert(a, dtypes.default_int_dtype())
@@ -66,6 +66,12 @@ def _accumulation_dtype(a: Any, dtype: Any) -> Any:
         wide = dtypes.uint64 if a_dtype.kind == "u" else dtypes.default_int_dtype()
         return convert(a, wide)
     return a
+
+
+def _requested_dtype(a: Any, dtype: Any, fun_name: str) -> Any:
+    if dtype is None:
+        return a
+    return convert(a, dtypes.check_and_canonicalize_user_dtype(dtype, fun_name))
 
 
 def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
@@ -81,7 +87,7 @@ def mean(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False):
         Array(2.5, dtype=float32)
     """
     _check_no_out(out)
-    (a,) = promote_inexact(as_value(a) if dtype is None else as_value(a).astype(dtype))
+    (a,) = promote_inexact(_requested_dtype(as_value(a), dtype, "mean"))
     shape = get_aval(a).shape
     axes = canonicalize_axes(axis, len(shape), "mean")
     total = sum(a, axes, keepdims=keepdims)
@@ -97,7 +103,7 @@ def var(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: boo
         Array(1.25, dtype=float32)
     """
     _check_no_out(out)
-    (a,) = promote_inexact(as_value(a) if dtype is None else as_value(a).astype(dtype))
+    (a,) = promote_inexact(_requested_dtype(as_value(a), dtype, "var"))
     shape = get_aval(a).shape
     axes = canonicalize_axes(axis, len(shape), "var")
     centered = lax.sub(a, lax.broadcast_in_dim(
@@ -141,7 +147,7 @@ amax, amin = max, min
 def prod(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False):
     """Product over ``axis``."""
     _check_no_out(out)
-    a = _accumulation_dtype(as_value(a), dtype)
+    a = _accumulation_dtype(as_value(a), dtype, "prod")
     return _reduce("prod", lax.reduce_prod, a, axis, keepdims)
 
 

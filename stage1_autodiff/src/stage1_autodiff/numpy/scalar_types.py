@@ -6,11 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from .creation import array
+from .creation import asarray
 
 
 class ScalarType:
-    """A dtype that can be called: ``jnp.float32(1)`` is ``jnp.array(1, jnp.float32)``.
+    """A dtype that can be called: ``jnp.float32(1)`` is ``jnp.asarray(1, jnp.float32)``.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -22,7 +22,7 @@ class ScalarType:
         self.dtype = np.dtype(dtype)  # np.dtype(jnp.float32) reads this attribute
 
     def __call__(self, x: Any) -> Any:
-        return array(x, dtype=self.dtype)
+        return asarray(x, dtype=self.dtype)
 
     def __eq__(self, other: object) -> bool:
         try:

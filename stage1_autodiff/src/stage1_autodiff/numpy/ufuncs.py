@@ -143,20 +143,66 @@ divide = true_divide
 
 
 def floor_divide(x, y):
-    """x // y, rounding toward minus infinity as Python does."""
+    """x // y, rounding toward minus infinity as Python does.
+
+    Integers divide by zero as JAX's do (no error, no warning): -1 (all ones) where x and y
+    have the same sign (x == 0), and -2 otherwise (-1 stepped down, since the signs of x and
+    0 differ); unsigned integers give the largest value.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.floor_divide(jnp.array([7, -7, 7]), jnp.array([2, 2, 0]))
+        Array([ 3, -4, -2], dtype=int32)
+    """
     x, y = promote_and_broadcast("floor_divide", x, y)
-    if dtypes.is_float(get_aval(x).dtype):
-        return lax.floor(lax.div(x, y))
-    quotient = lax.div(x, y)  # rounds toward zero; step down where the signs differ
+    dtype = get_aval(x).dtype
+    if dtypes.is_float(dtype):
+        return _float_floor_divide(x, y)
+    quotient = lax.div(x, y)  # rounds toward zero, the same as down for unsigned integers
+    if dtype.kind == "u":
+        return quotient
+    # Step down where the division was inexact and the signs differ (with sign(0) == 0).
     inexact = lax.ne(lax.rem(x, y), lax.zeros_like(x))
-    signs_differ = lax.ne(lax.lt(x, lax.zeros_like(x)), lax.lt(y, lax.zeros_like(y)))
+    signs_differ = lax.ne(lax.sign(x), lax.sign(y))
     adjust = lax.bitwise_and(inexact, signs_differ)
     return lax.select_n(adjust, quotient, lax.sub(quotient, lax.full_like(quotient, 1)))
 
 
+def _float_floor_divide(x, y):
+    """CPython's float ``//`` (which JAX follows): divide x minus the remainder, which is
+    nearly a multiple of y, then round. ``floor(x / y)`` would be wrong where x / y rounds
+    up to a whole number: ``1.0 // 0.1`` is 9.0, since 0.1 is a little more than a tenth."""
+    r = lax.rem(x, y)
+    corrected = lax.select_n(lax.eq(y, lax.zeros_like(y)), lax.sub(x, r), x)
+    quotient = lax.div(corrected, y)
+    signs_differ = lax.ne(lax.sign(y), lax.sign(r))
+    step_down = lax.bitwise_and(lax.ne(r, lax.zeros_like(r)), signs_differ)
+    one = lax.full_like(quotient, 1)
+    quotient = lax.select_n(step_down, quotient, lax.sub(quotient, one))
+    down = lax.floor(quotient)  # quotient is within rounding of a whole number: round it
+    return lax.select_n(lax.gt(lax.sub(quotient, down), lax.full_like(down, 0.5)), down,
+                        lax.add(down, one))
+
+
+def _nonzero_divisor(y):
+    """An integer divisor with each 0 replaced by 1, so that ``%`` by zero gives 0, as in
+    JAX (``lax.rem`` by zero gives x)."""
+    if dtypes.is_float(get_aval(y).dtype):
+        return y
+    return lax.select_n(lax.eq(y, lax.zeros_like(y)), y, lax.full_like(y, 1))
+
+
 def remainder(x, y):
-    """x % y with the sign of y, as Python's ``%``."""
+    """x % y with the sign of y, as Python's ``%``; for integers, 0 where y == 0 (as JAX,
+    without NumPy's warning).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.remainder(jnp.array([7, -7, 7]), jnp.array([3, 3, 0]))
+        Array([1, 2, 0], dtype=int32)
+    """
     x, y = promote_and_broadcast("remainder", x, y)
+    y = _nonzero_divisor(y)
     r = lax.rem(x, y)
     nonzero = lax.ne(r, lax.zeros_like(r))
     signs_differ = lax.ne(lax.lt(r, lax.zeros_like(r)), lax.lt(y, lax.zeros_like(y)))
@@ -164,6 +210,19 @@ def remainder(x, y):
 
 
 mod = remainder
+
+
+def fmod(x, y):
+    """The remainder of x / y rounded toward zero: the sign of x, as C's ``fmod``; for
+    integers, 0 where y == 0 (as JAX).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.fmod(jnp.array([7, -7, 7]), jnp.array([3, 3, 0]))
+        Array([ 1, -1,  0], dtype=int32)
+    """
+    x, y = promote_and_broadcast("fmod", x, y)
+    return lax.rem(x, _nonzero_divisor(y))
 
 
 def divmod(x, y):  # noqa: A001 -- NumPy's name
@@ -360,4 +419,4 @@ def astype(x, dtype):
         >>> jnp.astype(jnp.array([1.7, -1.7]), jnp.int32)
         Array([ 1, -1], dtype=int32)
     """
-    return convert(as_value(x), dtypes.canonicalize_dtype(dtype), False)
+    return convert(as_value(x), dtypes.check_and_canonicalize_user_dtype(dtype, "astype"), False)
