@@ -256,19 +256,23 @@ def call_kernel(module: ModuleType, function: Callable, *args: Any) -> Any:
         >>> kernel_cache.call_kernel(module, module.program, 41)
         42
     """
-    key = module.__name__.removeprefix(_PREFIX)
     if module.__name__ not in sys.modules:  # left the table, but an executable still uses it
         with _lock:
-            _keep(key, module)
-    folder, before = Path(module.__file__).parent, _signatures(module, function)
+            _keep(_entry(module)[1], module)
+    before = _signatures(module, function)
     try:
         result = function(*args)
     except Exception:  # noqa: BLE001 -- any failure may be a damaged file: rebuild and retry
-        forget_compiled_code(folder, key)
+        forget_compiled_code(*_entry(module))
         result = function(*args)
     if _signatures(module, function) != before:
-        seal(folder, key)
+        seal(*_entry(module))
     return result
+
+
+def _entry(module: ModuleType) -> tuple[Path, str]:
+    """The folder and the hash of a kernel module (not on the fast path: a Path costs)."""
+    return Path(module.__file__).parent, module.__name__.removeprefix(_PREFIX)
 
 
 def _signatures(module: ModuleType, function: Callable) -> int:
