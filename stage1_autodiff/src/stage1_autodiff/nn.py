@@ -64,7 +64,8 @@ def gelu(x: Any, approximate: bool = True) -> Any:
     if not approximate:
         raise NotImplementedError("gelu(approximate=False) needs erf, which stage 1 lacks.")
     inner = math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))
-    return 0.5 * x * (1 + jnp.tanh(inner))
+    # A strong type even for a Python float, as JAX's (which casts to x's dtype at the end).
+    return (0.5 * x * (1 + jnp.tanh(inner))).astype(x.dtype)
 
 
 def logsumexp(a: Any, axis: Axis = None, keepdims: bool = False) -> Any:

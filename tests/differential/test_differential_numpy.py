@@ -1,0 +1,440 @@
+"""Every ``jnp`` function we export that JAX has, called on seeded random inputs, against JAX:
+its result (structure, dtype, weak type, shape, values) or its error, and the gradient of a
+scalar of it with respect to its float arguments.
+
+The table says how each name is called: an expression over ``a``, ``b``, ``c`` and the kind of
+input each is (``f`` float32, ``i`` int32, ``b`` bool, ``pyf`` a Python float, ... with an
+optional fixed shape, ``f@2,3``). Unshaped inputs of one call share a drawn shape (later ones
+broadcast to it). A name we export without a row here fails ``test_every_name_has_a_call``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import zlib
+from dataclasses import dataclass
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+import oracle  # noqa: E402
+import stage1_autodiff.nn as ours_nn  # noqa: E402
+import stage1_autodiff.numpy as ours_jnp  # noqa: E402
+import stage4_sharding.numpy as sjnp  # noqa: E402
+from oracle import Outcome, compare  # noqa: E402
+from random_programs import broadcastable_to, draw_shape  # noqa: E402
+
+import stage4_sharding as sj  # noqa: E402
+
+# Names of ours that JAX's jax.numpy does not have, each with its reason (the "Differences
+# from JAX" page lists them, test_documented_differences.py checks them).
+OURS_ONLY = {
+    "Array": "the array class, which JAX exports as jax.Array (and jnp.ndarray)",
+}
+
+
+@dataclass(frozen=True)
+class Call:
+    """One way to call a function: an expression and the kinds of its inputs."""
+
+    expr: str
+    kinds: tuple[tuple[str, str], ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.expr} with " + ", ".join(f"{n}: {k}" for n, k in self.kinds)
+
+
+def call(expr: str, **kinds: str) -> Call:
+    return Call(expr, tuple(kinds.items()))
+
+
+def unary(name: str, *kinds: str) -> list[Call]:
+    return [call(f"jnp.{name}(a)", a=k) for k in kinds]
+
+
+def binary(name: str, *pairs: str) -> list[Call]:
+    return [call(f"jnp.{name}(a, b)", a=p.split()[0], b=p.split()[1]) for p in pairs]
+
+
+ARITHMETIC = ("f f", "f i", "i i", "i pyi", "f pyf", "pyf i", "i pyf", "b i", "f@ f@3,1")
+COMPARISON = ("f f", "i i", "f pyf", "i pyi", "b b", "pyf pyi")
+BITWISE = ("i i", "b b", "i pyi")
+DIVISION = ("f fnz", "i inz", "f pyf", "inz pyi", "pyf inz")
+
+
+def reduction(name: str, kind: str = "f", extra: str = "") -> list[Call]:
+    return [call(f"jnp.{name}(a{extra})", a=kind),
+            call(f"jnp.{name}(a, axis=1{extra})", a=f"{kind}@3,4,2"),
+            call(f"jnp.{name}(a, axis=-1, keepdims=True{extra})", a=f"{kind}@2,3"),
+            call(f"jnp.{name}(a, axis=(0, 2){extra})", a=f"{kind}@2,3,4")]
+
+
+def arg_reduction(name: str) -> list[Call]:
+    return [call(f"jnp.{name}(a)", a="f"), call(f"jnp.{name}(a, axis=1)", a="f@3,4,2"),
+            call(f"jnp.{name}(a, axis=-1, keepdims=True)", a="i@2,5")]
+
+
+CALLS: dict[str, list[Call]] = {
+    # ufuncs
+    "abs": unary("abs", "f", "i"), "absolute": unary("absolute", "f", "i"),
+    "negative": unary("negative", "f", "i"), "sign": unary("sign", "f", "i"),
+    "square": unary("square", "f", "i"), "ceil": unary("ceil", "f", "i"),
+    "floor": unary("floor", "f", "i"),
+    "cos": unary("cos", "f", "i"), "sin": unary("sin", "f", "pyf"),
+    "tan": unary("tan", "funit"), "tanh": unary("tanh", "f", "i"),
+    "exp": unary("exp", "f", "i", "pyi"), "expm1": unary("expm1", "f"),
+    "log": unary("log", "fpos", "ipos"), "log1p": unary("log1p", "funit"),
+    "sqrt": unary("sqrt", "fpos", "ipos"), "reciprocal": unary("reciprocal", "fnz"),
+    "isfinite": unary("isfinite", "f", "i"), "isinf": unary("isinf", "f"),
+    "isnan": unary("isnan", "f"),
+    "logical_not": unary("logical_not", "b", "i"),
+    "invert": unary("invert", "i", "b"), "bitwise_not": unary("bitwise_not", "i", "b"),
+    "add": binary("add", *ARITHMETIC), "subtract": binary("subtract", *ARITHMETIC[:-2]),
+    "multiply": binary("multiply", *ARITHMETIC),
+    "maximum": binary("maximum", *ARITHMETIC), "minimum": binary("minimum", *ARITHMETIC),
+    "divide": binary("divide", *DIVISION), "true_divide": binary("true_divide", *DIVISION),
+    "floor_divide": binary("floor_divide", *DIVISION),
+    "mod": binary("mod", *DIVISION), "remainder": binary("remainder", *DIVISION),
+    "fmod": binary("fmod", *DIVISION), "divmod": binary("divmod", *DIVISION),
+    "power": binary("power", "fpos f", "i ishift", "fpos pyf", "f pyi", "ipos pyi"),
+    "arctan2": binary("arctan2", "f f", "f pyf", "i i"),
+    "equal": binary("equal", *COMPARISON), "not_equal": binary("not_equal", *COMPARISON),
+    "greater": binary("greater", *COMPARISON), "less": binary("less", *COMPARISON),
+    "greater_equal": binary("greater_equal", *COMPARISON),
+    "less_equal": binary("less_equal", *COMPARISON),
+    "logical_and": binary("logical_and", "b b", "b i"),
+    "logical_or": binary("logical_or", "b b", "i i"),
+    "logical_xor": binary("logical_xor", "b b", "b pyb"),
+    "bitwise_and": binary("bitwise_and", *BITWISE), "bitwise_or": binary("bitwise_or", *BITWISE),
+    "bitwise_xor": binary("bitwise_xor", *BITWISE),
+    "left_shift": binary("left_shift", "i ishift", "i pyi"),
+    "right_shift": binary("right_shift", "i ishift", "i pyi"),
+    "where": [call("jnp.where(c, a, b)", c="b", a="f", b="f"),
+              call("jnp.where(c, a, b)", c="b", a="i", b="pyf"),
+              call("jnp.where(a > 0, a, 0.0)", a="f")],
+    "clip": [call("jnp.clip(a, -0.5, 0.5)", a="f"), call("jnp.clip(a, min=0)", a="i"),
+             call("jnp.clip(a, b, 1.0)", a="f", b="f")],
+    "astype": [call("jnp.astype(a, jnp.int32)", a="f"), call("jnp.astype(a, jnp.float32)", a="i"),
+               call("jnp.astype(a, jnp.bool_)", a="f"), call("a.astype(jnp.uint32)", a="ipos")],
+    # reductions
+    "sum": reduction("sum") + reduction("sum", "i")[:2] + unary("sum", "b", "pyf"),
+    "prod": reduction("prod", "funit"),
+    "mean": reduction("mean") + reduction("mean", "i")[:1] + unary("mean", "pyi"),
+    "max": reduction("max") + unary("max", "pyi"), "min": reduction("min"),
+    "amax": reduction("amax", "i"),
+    "amin": reduction("amin"), "all": reduction("all", "b"), "any": reduction("any", "i"),
+    "var": reduction("var") + [call("jnp.var(a, ddof=1)", a="f@5")],
+    "std": reduction("std") + [call("jnp.std(a, axis=0, ddof=1)", a="f@4,3")],
+    "argmax": arg_reduction("argmax"), "argmin": arg_reduction("argmin"),
+    # creation
+    "arange": [call("jnp.arange(5)"), call("jnp.arange(1, 7, 2)"),
+               call("jnp.arange(0.0, 1.0, 0.25)"), call("jnp.arange(3, dtype=jnp.float32)"),
+               call("jnp.arange(5, 1, -1)")],
+    "array": [call("jnp.array([[1, 2], [3, 4]])"), call("jnp.array([1.5, 2])"),
+              call("jnp.array(a)", a="f"), call("jnp.array(2.5)"), call("jnp.array(a, jnp.int32)",
+                                                                         a="f")],
+    "asarray": [call("jnp.asarray(a)", a="i"), call("jnp.asarray(3)"), call("jnp.asarray(True)"),
+                call("jnp.asarray([1.0, 2.0], dtype=jnp.int32)")],
+    "eye": [call("jnp.eye(3)"), call("jnp.eye(3, 4, k=1)"), call("jnp.eye(2, dtype=jnp.int32)")],
+    "identity": [call("jnp.identity(3)"), call("jnp.identity(2, dtype=jnp.bool_)")],
+    "full": [call("jnp.full((2, 3), 1.5)"), call("jnp.full(3, 7)"),
+             call("jnp.full((2,), 1, dtype=jnp.float32)")],
+    "full_like": [call("jnp.full_like(a, 2)", a="f"), call("jnp.full_like(a, 0.5)", a="i"),
+                  call("jnp.full_like(a, 2)", a="pyf")],
+    "linspace": [call("jnp.linspace(0, 1, 5)"), call("jnp.linspace(-1.0, 2.0, 4, endpoint=False)")],
+    "ones": [call("jnp.ones((2, 3))"), call("jnp.ones(4, dtype=jnp.int32)")],
+    "zeros": [call("jnp.zeros((2,))"), call("jnp.zeros((), jnp.bool_)")],
+    "ones_like": [call("jnp.ones_like(a)", a="i"), call("jnp.ones_like(a, dtype=jnp.float32)",
+                                                        a="b"), call("jnp.ones_like(a)", a="pyi")],
+    "zeros_like": [call("jnp.zeros_like(a)", a="f"), call("jnp.zeros_like(a)", a="pyf")],
+    # shapes
+    "reshape": [call("jnp.reshape(a, (3, -1))", a="f@2,3,2"), call("jnp.reshape(a, (-1,))", a="f"),
+                call("a.reshape(2, 6)", a="f@3,4")],
+    "ravel": unary("ravel", "f", "i"), "atleast_1d": unary("atleast_1d", "pyf", "f@", "f@2,2"),
+    "atleast_2d": unary("atleast_2d", "pyf", "f@3", "f@2,2"),
+    "shape": unary("shape", "f", "pyf"), "ndim": unary("ndim", "f", "pyi"),
+    "size": unary("size", "f", "pyf"),
+    "transpose": [call("jnp.transpose(a)", a="f"), call("jnp.transpose(a, (1, 0, 2))",
+                                                        a="f@2,3,4")],
+    "swapaxes": [call("jnp.swapaxes(a, 0, -1)", a="f@2,3,4")],
+    "moveaxis": [call("jnp.moveaxis(a, 0, -1)", a="f@2,3,4"),
+                 call("jnp.moveaxis(a, (0, 1), (2, 0))", a="f@2,3,4")],
+    "expand_dims": [call("jnp.expand_dims(a, 1)", a="f@2,3"),
+                    call("jnp.expand_dims(a, (0, -1))", a="f@2")],
+    "squeeze": [call("jnp.squeeze(a)", a="f@1,3,1"), call("jnp.squeeze(a, axis=2)", a="f@1,3,1")],
+    "flip": [call("jnp.flip(a)", a="f"), call("jnp.flip(a, 1)", a="f@2,3"),
+             call("jnp.flip(a, (0, 2))", a="f@2,3,2")],
+    "broadcast_to": [call("jnp.broadcast_to(a, (4, 3))", a="f@3"),
+                     call("jnp.broadcast_to(a, (2, 3))", a="pyf")],
+    "broadcast_arrays": [call("jnp.broadcast_arrays(a, b)", a="f@3,1", b="i@4")],
+    "concatenate": [call("jnp.concatenate([a, b])", a="f@2,3", b="f@1,3"),
+                    call("jnp.concatenate([a, b], axis=1)", a="f@2,3", b="i@2,2"),
+                    call("jnp.concatenate([a, b], axis=None)", a="f@2,3", b="f@4")],
+    "stack": [call("jnp.stack([a, b])", a="f@2,3", b="f@2,3"),
+              call("jnp.stack([a, b], axis=-1)", a="i@3", b="f@3")],
+    "split": [call("jnp.split(a, 2)", a="f@4,3"), call("jnp.split(a, [1, 3], axis=1)",
+                                                       a="f@2,5")],
+    "tile": [call("jnp.tile(a, 2)", a="f@3"), call("jnp.tile(a, (2, 1, 2))", a="f@2,3")],
+    # contractions
+    "dot": [call("jnp.dot(a, b)", a="f@3", b="f@3"), call("jnp.dot(a, b)", a="f@2,3", b="f@3,4"),
+            call("jnp.dot(a, b)", a="f@2,3,4", b="f@4,2"), call("jnp.dot(a, b)", a="i@2,3",
+                                                                 b="f@3")],
+    "matmul": [call("jnp.matmul(a, b)", a="f@2,3,4", b="f@4,5"),
+               call("jnp.matmul(a, b)", a="f@4", b="f@2,4,3"), call("a @ b", a="i@2,3", b="i@3")],
+    "einsum": [call("jnp.einsum('ij,jk->ik', a, b)", a="f@2,3", b="f@3,4"),
+               call("jnp.einsum('bij,bj->bi', a, b)", a="f@2,3,4", b="f@2,4"),
+               call("jnp.einsum('ij->j', a)", a="f@3,2")],
+    "tensordot": [call("jnp.tensordot(a, b)", a="f@2,3,4", b="f@3,4,2"),
+                  call("jnp.tensordot(a, b, axes=([0], [1]))", a="f@3,2", b="f@4,3")],
+    "inner": [call("jnp.inner(a, b)", a="f@2,3", b="f@4,3")],
+    "outer": [call("jnp.outer(a, b)", a="f@3", b="f@2,2")],
+    "vdot": [call("jnp.vdot(a, b)", a="f@2,3", b="f@6")],
+    # indexing
+    "take": [call("jnp.take(a, jnp.array([0, 2, -1]), axis=1)", a="f@2,3"),
+             call("jnp.take(a, jnp.array([[1, 0]]))", a="f@2,3")],
+    "take_along_axis": [call("jnp.take_along_axis(a, jnp.argmax(a, axis=1, keepdims=True), "
+                             "axis=1)", a="f@3,4")],
+    # scalar types and constants
+    "float32": [call("jnp.float32(1.5)"), call("jnp.float32(a)", a="i")],
+    "int32": [call("jnp.int32(2.7)"), call("jnp.int32(a)", a="f")],
+    "uint32": [call("jnp.uint32(3)"), call("jnp.uint32(a)", a="ipos")],
+    "bool_": [call("jnp.bool_(1)"), call("jnp.bool_(a)", a="i")],
+    "bool": [call("jnp.bool(0)"), call("jnp.bool(a)", a="f")],
+    "float64": [call("jnp.float64(1.5)")], "int64": [call("jnp.int64(2)")],
+    "uint64": [call("jnp.uint64(2)")],
+    "ndarray": [call("isinstance(jnp.asarray(a), jnp.ndarray)", a="f")],
+    "pi": [call("jnp.pi")], "e": [call("jnp.e")], "inf": [call("jnp.inf")],
+    "nan": [call("jnp.isnan(jnp.nan)")], "newaxis": [call("jnp.newaxis")],
+}
+
+# jax.nn: each function stage 1 defines there, called as jax.nn.NAME.
+NN_CALLS: dict[str, list[Call]] = {
+    "relu": [call("jax.nn.relu(a)", a="f"), call("jax.nn.relu(a)", a="pyf"),
+             call("jax.nn.relu(a)", a="i")],
+    "gelu": [call("jax.nn.gelu(a)", a="f"), call("jax.nn.gelu(a)", a="pyf")],
+    "sigmoid": [call("jax.nn.sigmoid(a)", a="f"), call("jax.nn.sigmoid(a)", a="pyf")],
+    "softplus": [call("jax.nn.softplus(a)", a="f"), call("jax.nn.softplus(a)", a="i")],
+    "softmax": [call("jax.nn.softmax(a)", a="f@3,4"), call("jax.nn.softmax(a, axis=0)",
+                                                          a="f@3,4")],
+    "log_softmax": [call("jax.nn.log_softmax(a)", a="f@3,4"),
+                    call("jax.nn.log_softmax(a, axis=(0, 1))", a="f@2,3")],
+    "logsumexp": [call("jax.nn.logsumexp(a)", a="f"),
+                  call("jax.nn.logsumexp(a, axis=1, keepdims=True)", a="f@2,3")],
+    "one_hot": [call("jax.nn.one_hot(a, 5)", a="ipos@3"),
+                call("jax.nn.one_hot(a, 3, axis=0)", a="i@2,2")],
+}
+
+
+# Calls JAX refuses: ours must raise too, an error of the same broad class (oracle.compare).
+ERROR_CALLS: list[Call] = [
+    call("jnp.sum(a, out=a)", a="f@3"), call("jnp.sum(a, axis=3)", a="f@2,3"),
+    call("jnp.max(a, axis=-3)", a="f@2,3"), call("jnp.reshape(a, (7,))", a="f@2,3"),
+    call("jnp.add(a, b)", a="f@2,3", b="f@4"), call("jnp.where(c, a)", c="b@3", a="f@3"),
+    call("jnp.concatenate([a, b])", a="f@2,3", b="f@2,4"),
+    call("jnp.stack([a, b])", a="f@2", b="f@3"), call("jnp.dot(a, b)", a="f@2,3", b="f@4"),
+    call("jnp.matmul(a, b)", a="f@2,3", b="f@2,3"),
+    call("jnp.einsum('ij,jk->ik', a, b)", a="f@2,3", b="f@4,2"),
+    call("jnp.transpose(a, (0, 0))", a="f@2,3"), call("jnp.squeeze(a, axis=0)", a="f@2,3"),
+    call("jnp.split(a, 4)", a="f@6"), call("jnp.expand_dims(a, 3)", a="f@2"),
+    call("jnp.moveaxis(a, 0, 5)", a="f@2,3"), call("jnp.broadcast_to(a, (2,))", a="f@3"),
+    call("jnp.take(a, jnp.array([0]), axis=2)", a="f@2,3"), call("jnp.ones(-1)"),
+    call("jnp.full((2,), a)", a="f@3"), call("jnp.asarray('text')"),
+    call("jnp.tile(a, (2, -1))", a="f@2,3"),
+]
+
+
+# Calls where we differ from JAX, found by this suite: each is expected to fail, strictly, so
+# that the fix shows up as an unexpected pass and its line here is deleted.
+LEAD = "issue 15: gather/scatter and jnp.take (the lead's part), being fixed"
+WEAK_COMPARISON = ("issue 15, reported: a comparison of two Python scalars is a weakly typed "
+                   "bool in JAX, a strong one here")
+WEAK_REDUCTION = ("issue 15, reported: a reduction of a Python scalar is strongly typed in "
+                  "JAX, weakly here")
+WEAK_LIKE = ("issue 15, reported: zeros_like/ones_like/full_like of a Python scalar are "
+             "weakly typed in JAX (they keep the operand's weak type), strong here")
+ERROR_CLASS = "issue 15, reported: the error's class is not JAX's"
+KNOWN: dict[tuple[str, int], str] = {
+    **{(name, 5): WEAK_COMPARISON for name in ("equal", "not_equal", "greater", "less",
+                                               "greater_equal", "less_equal")},
+    ("nan", 0): WEAK_COMPARISON,  # isnan(nan): a comparison of nan with itself
+    ("sum", 7): WEAK_REDUCTION, ("mean", 5): WEAK_REDUCTION, ("max", 4): WEAK_REDUCTION,
+    ("full_like", 2): WEAK_LIKE, ("ones_like", 2): WEAK_LIKE, ("zeros_like", 1): WEAK_LIKE,
+    ("nn.relu", 1): WEAK_LIKE,  # relu is where(x > 0, x, zeros_like(x))
+    **{("raises", k): ERROR_CLASS for k in (0, 3, 5, 6, 10, 11)},
+    ("raises", 17): LEAD,  # jnp.take with an axis past the operand's rank does not raise
+}
+
+
+# ------------------------------------------------------------------------------------------
+# Inputs
+# ------------------------------------------------------------------------------------------
+
+
+def draw(kind: str, shape: tuple[int, ...], rng: np.random.Generator):
+    """One input of ``kind`` (a Python scalar for the ``py`` kinds)."""
+    python = {"pyf": 1.75, "pyi": 3, "pyb": True}
+    if kind in python:
+        return python[kind]
+    if kind.startswith("i"):
+        low = {"i": -5, "inz": -5, "ipos": 1, "ishift": 0}[kind]
+        high = {"i": 6, "inz": 6, "ipos": 6, "ishift": 5}[kind]
+        x = rng.integers(low, high, size=shape).astype(np.int32)
+        return np.where(x == 0, 2, x).astype(np.int32) if kind == "inz" else x
+    if kind == "b":
+        return rng.random(size=shape) < 0.5
+    low, high = {"f": (-2, 2), "fnz": (0.25, 2), "fpos": (0.1, 3), "funit": (-0.9, 0.9)}[kind]
+    x = rng.uniform(low, high, size=shape).astype(np.float32)
+    return x * np.where(rng.random(size=shape) < 0.5, -1, 1).astype(np.float32) if (
+        kind == "fnz") else x
+
+
+def inputs_of(case: Call, seed: int) -> dict:
+    """The inputs of a call: fixed shapes as written, the others one drawn shape (the first)
+    and shapes that broadcast to it."""
+    rng = np.random.default_rng(seed)
+    base = draw_shape(rng, (1, 2, 3, 4))
+    values, first = {}, True
+    for name, spec in case.kinds:
+        kind, _, shape_text = spec.partition("@")
+        if "@" in spec:
+            shape = tuple(int(d) for d in shape_text.split(",")) if shape_text else ()
+        else:
+            shape = base if first else broadcastable_to(rng, base)
+            first = False
+        values[name] = draw(kind, shape, rng)
+    return values
+
+
+# ------------------------------------------------------------------------------------------
+# Running
+# ------------------------------------------------------------------------------------------
+
+
+def evaluate(code: str, jax_module: ModuleType, jnp: ModuleType, values: dict) -> Outcome:
+    return oracle.evaluate(code, {"jax": jax_module, "jnp": jnp, "np": np, **values})
+
+
+def grad_code(case: Call) -> str:
+    """A scalar of the call's result, differentiated with respect to its float arrays."""
+    names = [n for n, _ in case.kinds]
+    floats = tuple(k for k, (_, spec) in enumerate(case.kinds) if spec.startswith("f"))
+    params = ", ".join(names)
+    return (f"jax.grad(lambda {params}: jnp.sum(jnp.sin(jnp.asarray({case.expr}, "
+            f"jnp.float32))), argnums={floats})({params})")
+
+
+def seed_of(name: str, number: int) -> int:
+    return zlib.crc32(f"{name}:{number}".encode())
+
+
+def first_float_calls() -> set[tuple[str, int]]:
+    """Per name, the first call with a float input: the one whose gradient is checked too
+    (one per function keeps the suite fast; the random programs differentiate the rest)."""
+    firsts = {}
+    for name, calls in [*CALLS.items(), *((f"nn.{n}", c) for n, c in NN_CALLS.items())]:
+        for number, case in enumerate(calls):
+            if name not in firsts and any(spec.startswith("f") for _, spec in case.kinds):
+                firsts[name] = number
+    return set(firsts.items())
+
+
+DIFFERENTIATED = first_float_calls()
+
+
+def is_float_result(outcome: Outcome) -> bool:
+    return outcome.error is None and np.asarray(outcome.value).dtype.kind == "f"
+
+
+def mismatches(name: str, number: int, case: Call) -> list[str]:
+    """What differs from JAX in the call, and in its gradient where that is checked."""
+    values = inputs_of(case, seed_of(name, number))
+    inputs = ", ".join(f"{k}={v!r}" for k, v in values.items())
+    want = evaluate(case.expr, jax, jax.numpy, values)
+    if want.error is not None:  # the table's fault: a call must be a real use in JAX
+        return [f"the table's call fails in JAX: {want}\n    inputs: {inputs}"]
+    got = evaluate(case.expr, sj, sjnp, values)
+    found = [f"call {case.expr}: {p}\n    ours:  {got}\n    JAX's: {want}"
+             for p in compare(got, want)]
+    if (name, number) in DIFFERENTIATED and is_float_result(want):
+        code = grad_code(case)
+        want = evaluate(code, jax, jax.numpy, values)
+        got = evaluate(code, sj, sjnp, values)
+        found += [f"{code}: {p}\n    ours:  {got}\n    JAX's: {want}"
+                  for p in compare(got, want)]
+    return [f"{m}\n    inputs: {inputs}" for m in found]
+
+
+CASES = [(name, number, case) for name, calls in CALLS.items()
+         for number, case in enumerate(calls)] + [
+    (f"nn.{name}", number, case) for name, calls in NN_CALLS.items()
+    for number, case in enumerate(calls)]
+
+
+def marked(name: str, number: int, case: Call):
+    reason = KNOWN.get((name, number))
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(name, number, case, marks=marks, id=f"{name}-{number}")
+
+
+@pytest.mark.parametrize("name, number, case", [marked(*c) for c in CASES])
+def test_function_equals_jax(name: str, number: int, case: Call) -> None:
+    found = mismatches(name, number, case)
+    assert not found, f"{name}, {case}:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(case, marks=[pytest.mark.xfail(strict=True, reason=KNOWN[("raises", k)])]
+                 if ("raises", k) in KNOWN else [], id=f"{k}-{case.expr}")
+    for k, case in enumerate(ERROR_CALLS)])
+def test_function_raises_as_jax(case: Call) -> None:
+    values = inputs_of(case, seed_of("raises", 0))
+    want = evaluate(case.expr, jax, jax.numpy, values)
+    assert want.error is not None, f"JAX runs {case.expr}: it belongs in CALLS"
+    got = evaluate(case.expr, sj, sjnp, values)
+    problems = compare(got, want)
+    assert not problems, f"{case}: {problems}"
+
+
+def public_names(module: ModuleType) -> list[str]:
+    return sorted(n for n in dir(module) if not n.startswith("_")
+                  and not inspect.ismodule(getattr(module, n)))
+
+
+def test_every_name_has_a_call() -> None:
+    """Our jnp's public names, each called above (if JAX has it) or listed as ours only."""
+    names = public_names(ours_jnp)
+    missing = [n for n in names if n not in CALLS and n not in OURS_ONLY]
+    assert not missing, f"jnp names with no call in CALLS: {missing}"
+    ours_only = [n for n in names if not hasattr(jax.numpy, n)]
+    assert sorted(ours_only) == sorted(OURS_ONLY), (
+        f"names JAX lacks: {ours_only}; OURS_ONLY lists {sorted(OURS_ONLY)}")
+    stale = sorted(set(CALLS) - set(names))
+    assert not stale, f"CALLS has rows for names we do not export: {stale}"
+
+
+def test_the_calls_use_their_inputs_and_name_their_function() -> None:
+    """The table itself: each call reads each input it declares and calls its function
+    (that JAX runs each call is checked with the call)."""
+    broken = []
+    for name, number, case in CASES:
+        unused = [n for n, _ in case.kinds if n not in case.expr]
+        named = (f"jnp.{name}" in case.expr or f"jax.{name}" in case.expr
+                 or name in ("matmul", "astype", "reshape"))
+        if unused or not named:
+            broken.append(f"{name}-{number}: {case} (unused inputs {unused})")
+    assert not broken, "\n".join(broken)
+
+
+def test_every_nn_function_has_a_call() -> None:
+    defined = sorted(n for n in dir(ours_nn) if callable(getattr(ours_nn, n))
+                     and getattr(getattr(ours_nn, n), "__module__", "") == ours_nn.__name__)
+    assert sorted(NN_CALLS) == defined
+    assert all(hasattr(jax.nn, name) for name in defined)
+
+
+def test_stage_4_exports_the_same_names() -> None:
+    """Stage 4's jnp (what the suite calls) re-exports stage 1's, so the table covers it."""
+    assert set(public_names(ours_jnp)) <= set(public_names(sjnp))
