@@ -110,22 +110,21 @@ def test_the_seeds_reach_every_feature() -> None:
 # stays checked whatever the seeds above draw
 # ------------------------------------------------------------------------------------------
 
-LEAD = "issue 15: gather/scatter and .at[] (the lead's part), being fixed"
 REPORTED = "issue 15: found by the differential suite, reported to the lead"
 
 FOUND = {
     # a scatter-min of repeated indices, both updates equal: the tie's cotangent is split
-    # between them in JAX (each gets half); ours gives each all of it
+    # between them (each gets half), as in JAX
     "scatter_min_tie": ("grad", written(
         {"x": np.array([0.5, 2.0, 1.0], np.float32), "u": np.array([0.3, 0.3], np.float32)},
-        "v = x.at[jnp.array([1, 1])].min(u)"), LEAD),
+        "v = x.at[jnp.array([1, 1])].min(u)"), None),
     "scatter_max_tie": ("grad", written(
         {"x": np.array([0.5, -2.0, 1.0], np.float32), "u": np.array([0.3, 0.3], np.float32)},
-        "v = x.at[jnp.array([-2, 1])].max(u)"), LEAD),
-    # an update equal to the operand's element it meets: JAX splits the cotangent between
-    # the two, ours gives each all of it
+        "v = x.at[jnp.array([-2, 1])].max(u)"), None),
+    # an update equal to the operand's element it meets: the cotangent is split between
+    # the two, as in JAX
     "scatter_max_tie_with_operand": ("grad", written(
-        {"x": np.array([1.5], np.float32)}, "v = x.at[jnp.array([-1])].max(x)"), LEAD),
+        {"x": np.array([1.5], np.float32)}, "v = x.at[jnp.array([-1])].max(x)"), None),
     # Jacobians of a weakly typed output: weak in JAX (jacfwd: every block; jacrev: the
     # block of the weak input), strong here
     "jacfwd_weak_type": ("jacfwd", written(
@@ -143,7 +142,6 @@ def test_found_program_equals_jax(name: str) -> None:
     assert_agrees(program, BY_NAME[transform], 4)
 
 
-@pytest.mark.xfail(strict=True, reason=LEAD)
 def test_scatter_mul_of_repeated_indices_has_the_true_gradient_or_refuses() -> None:
     """``x.at[[0, 0]].mul(y)`` multiplies ``x[0]`` by ``y[0] * y[1]``. JAX refuses to
     differentiate it (NotImplementedError: the indices might repeat); ours must refuse too,

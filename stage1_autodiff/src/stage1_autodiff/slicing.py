@@ -38,10 +38,13 @@ from .primitives import (
     broadcast_in_dim,
     concatenate,
     convert_element_type,
+    div,
     eq,
     full_like,
     iota,
+    max,
     mul,
+    select_n,
     zeros_like,
 )
 
@@ -299,30 +302,59 @@ def scatter_mul(operand, indices, updates, dimension_numbers: ScatterDimensionNu
     """``lax.scatter_mul``: ``operand`` multiplied by ``updates`` where they land."""
     return _scatter_bind(scatter_mul_p, operand, indices, updates, dimension_numbers, mode)
 impl_rules[scatter_mul_p] = _scatter_impl(np.multiply)
-# NB: exact for unique indices, as JAX's rule (which requires unique_indices=True).
-def scatter_mul_vjp(ct, operand, indices, updates, *, out, dimension_numbers, mode):
-    return [scatter_mul_p.bind(ct, indices, updates, dimension_numbers=dimension_numbers,
-                               mode=mode),
-            None, _gather_of(mul(ct, operand), indices, updates, dimension_numbers, mode)]
+
+
+def _product_of_the_others(operand, indices, updates, params):
+    """For each update, the product of the *other* updates landing where it lands (times
+    the operand's element): the derivative of the result there by that update. Exact with
+    repeated indices and zeros (NB: JAX refuses the derivative unless unique_indices)."""
+    dn, mode = params["dimension_numbers"], params["mode"]
+    zero = eq(updates, zeros_like(updates))
+    nonzero = select_n(zero, updates, full_like(updates, 1))
+    nonzero_product = scatter_mul_p.bind(operand, indices, nonzero, **params)
+    zeros_there = scatter_add_p.bind(zeros_like(operand), indices,
+                                     convert_element_type(zero, get_aval(operand).dtype),
+                                     **params)
+    product, count = (_gather_of(v, indices, updates, dn, mode)
+                      for v in (nonzero_product, zeros_there))
+    # no zero among the others: the product over this one; one zero, this one: the rest
+    alone = select_n(eq(count, zeros_like(count)), zeros_like(count),
+                     div(product, nonzero))
+    return select_n(zero, alone, select_n(eq(count, full_like(count, 1)), zeros_like(count),
+                                          product))
+
+
+def scatter_mul_vjp(ct, operand, indices, updates, *, out, **params):
+    others = _product_of_the_others(operand, indices, updates, params)
+    ct_updates = mul(_gather_of(ct, indices, updates, params["dimension_numbers"],
+                                params["mode"]), others)
+    return [scatter_mul_p.bind(ct, indices, updates, **params), None, ct_updates]
 vjp_rules[scatter_mul_p] = scatter_mul_vjp
 def scatter_mul_jvp(primals, tangents, **params):
     (operand, indices, updates), (operand_dot, _, updates_dot) = primals, tangents
     out = scatter_mul_p.bind(operand, indices, updates, **params)
     from_operand = scatter_mul_p.bind(operand_dot, indices, updates, **params)
-    from_updates = scatter_mul_p.bind(operand, indices, updates_dot, **params)
-    only_updates = scatter_p.bind(zeros_like(operand), indices, full_like(updates, 1), **params)
-    return out, add(from_operand, mul(only_updates, from_updates))
+    others = _product_of_the_others(operand, indices, updates, params)
+    from_updates = scatter_add_p.bind(zeros_like(operand), indices, mul(others, updates_dot),
+                                      **params)
+    return out, add(from_operand, from_updates)
 jvp_rules[scatter_mul_p] = scatter_mul_jvp
 
 
 def _scatter_chooser_vjp(ct, operand, indices, updates, *, out, dimension_numbers, mode):
-    """For scatter_min/max: the cotangent goes to whichever side ended up in ``out``."""
+    """For scatter_min/max: the cotangent goes to whichever sides ended up in ``out``, split
+    evenly among ties (the operand's element and each update equal to the result), as
+    JAX's rule splits it."""
     dtype = get_aval(ct).dtype
     operand_won = convert_element_type(eq(out, operand), dtype)
     landed = _gather_of(out, indices, updates, dimension_numbers, mode)
     update_won = convert_element_type(eq(landed, updates), dtype)
-    return [mul(ct, operand_won), None,
-            mul(_gather_of(ct, indices, updates, dimension_numbers, mode), update_won)]
+    winners = add(operand_won, scatter_add_p.bind(zeros_like(operand), indices, update_won,
+                                                  dimension_numbers=dimension_numbers,
+                                                  mode=mode))
+    share = div(ct, max(winners, full_like(winners, 1)))  # a NaN result: no winner
+    return [mul(share, operand_won), None,
+            mul(_gather_of(share, indices, updates, dimension_numbers, mode), update_won)]
 
 
 def _scatter_chooser_jvp(prim):
@@ -331,8 +363,8 @@ def _scatter_chooser_jvp(prim):
         out = prim.bind(operand, indices, updates, **params)
         ct_operand, _, ct_updates = _scatter_chooser_vjp(
             full_like(out, 1), operand, indices, updates, out=out, **params)
-        from_updates = scatter_p.bind(zeros_like(operand), indices,
-                                      mul(ct_updates, tangents[2]), **params)
+        from_updates = scatter_add_p.bind(zeros_like(operand), indices,
+                                          mul(ct_updates, tangents[2]), **params)
         return out, add(mul(ct_operand, tangents[0]), from_updates)
     return jvp
 

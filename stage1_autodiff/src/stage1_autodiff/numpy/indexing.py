@@ -365,6 +365,9 @@ def take(a, indices, axis: int | None = None, out: None = None, mode: str | None
     if axis is None:
         a, axis = ravel(a), 0
     ndim = get_aval(a).ndim
+    if not -max(ndim, 1) <= axis < max(ndim, 1):
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}: "
+                         f"jnp.take picks along one of the array's axes.")
     axis = axis % ndim if ndim else 0
     if mode == "wrap":
         from .ufuncs import remainder
