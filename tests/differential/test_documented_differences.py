@@ -48,6 +48,54 @@ def test_jnp_also_exports_the_array_class() -> None:
 
 
 # ------------------------------------------------------------------------------------------
+# Numbers
+# ------------------------------------------------------------------------------------------
+
+
+def test_subnormal_floats_are_kept() -> None:
+    """XLA's CPU flushes subnormal operands and results to zero; NumPy and Numba keep them.
+    (Making the value alone computes nothing: ``bool(jnp.float32(1e-40))`` is True in both.)"""
+    tiny = np.float32(1e-40)
+    assert float(jnp.float32(tiny) * 1e10) == 0.0 and not bool(jnp.float32(tiny) + 0)
+    assert float(jax.jit(lambda x: x * 1e10)(tiny)) == 0.0
+    assert float(sjnp.float32(tiny) * 1e10) == pytest.approx(1e-30, rel=1e-4)
+    assert bool(sjnp.float32(tiny) + 0)
+    assert float(sj.jit(lambda x: x * 1e10)(tiny)) == pytest.approx(1e-30, rel=1e-4)
+
+
+def test_the_x64_warning_continues_in_our_words() -> None:
+    messages = []
+    for np_ in (jnp, sjnp):
+        with pytest.warns(UserWarning) as record:
+            np_.zeros(2, dtype=np.float64)
+        messages.append(str(record[0].message))
+    theirs, ours = messages
+    assert theirs.startswith("Explicitly requested dtype float64 requested in zeros")
+    assert ours.startswith("Explicitly requested dtype float64 in zeros is not available")
+    assert "jax_enable_x64" in ours and "github.com" not in ours
+
+
+def test_the_sign_of_a_nan_may_differ() -> None:
+    """NaN is NaN in both; its sign bit follows NumPy (and Numba) here, XLA's kernels there:
+    ``log`` of a positive NaN is a negative NaN in JAX, a positive one here."""
+    nan = np.float32(np.nan)
+    theirs = np.asarray(jnp.log(nan)), np.asarray(jax.jit(jnp.log)(nan))
+    ours = np.asarray(sjnp.log(nan)), np.asarray(sj.jit(sjnp.log)(nan))
+    assert all(np.isnan(v) for v in (*theirs, *ours))
+    assert all(np.signbit(v) for v in theirs)
+    assert not any(np.signbit(v) for v in ours)
+    assert np.signbit(np.log(nan)) == np.signbit(ours[0])
+
+
+def test_a_list_with_nan_to_an_int_dtype_is_numpys_int_min() -> None:
+    raises(ValueError, jnp.asarray, [1.0, float("nan")], dtype=np.int32,
+           match="cannot convert float NaN to integer")
+    with pytest.warns(RuntimeWarning, match="invalid value encountered in cast"):
+        got = sjnp.asarray([1.0, float("nan")], dtype=np.int32)
+    assert got.dtype == np.int32 and np.asarray(got).tolist() == [1, np.iinfo(np.int32).min]
+
+
+# ------------------------------------------------------------------------------------------
 # Indexing and updates
 # ------------------------------------------------------------------------------------------
 
@@ -76,6 +124,33 @@ def test_repeated_indices_in_a_set_share_its_gradient() -> None:
     assert np.asarray(sjnp.zeros(3).at[sjnp.array([0, 0])].set(u)).tolist() == [2.0, 0, 0]
     assert np.asarray(jax.grad(lambda u: loss(jnp, u))(u)).tolist() == [0.0, 1.0]
     assert np.asarray(sj.grad(lambda u: loss(sjnp, u))(u)).tolist() == [1.0, 1.0]
+
+
+def test_unique_indices_and_indices_are_sorted_are_ignored() -> None:
+    """Both hints are accepted and change nothing here: not the result, not the jaxpr
+    (``x.at[i].add`` with a repeated ``i`` still accumulates; JAX's result under a false
+    hint is unspecified)."""
+    x, i = np.arange(3.0, dtype=np.float32), np.array([0, 0])
+    plain = sj.make_jaxpr(lambda x: x.at[i].add(1.0))(x)
+    for hint in ("unique_indices", "indices_are_sorted"):
+        got = sjnp.asarray(x).at[i].add(1.0, **{hint: True})
+        assert np.asarray(got).tolist() == [2.0, 1.0, 2.0]
+        assert str(sj.make_jaxpr(lambda x: x.at[i].add(1.0, **{hint: True}))(x)) == str(plain)
+        assert np.asarray(sjnp.asarray(x).at[np.array([2, 0])].get(**{hint: True})).tolist() \
+            == [2.0, 0.0]
+
+
+def test_gather_and_scatter_print_without_jaxs_extra_params() -> None:
+    x, i = np.zeros(3, np.float32), np.array([0, 2], np.int32)
+    theirs = str(jax.make_jaxpr(lambda x: x.at[i].add(1.0))(x))
+    ours = str(sj.make_jaxpr(lambda x: x.at[i].add(1.0))(x))
+    extras = ("update_jaxpr", "update_consts", "indices_are_sorted", "unique_indices")
+    assert "scatter-add[" in theirs and all(name in theirs for name in extras)
+    assert "scatter_add[" in ours and not any(name in ours for name in extras)
+    theirs = str(jax.make_jaxpr(lambda x: x[i])(x))
+    ours = str(sj.make_jaxpr(lambda x: x[i])(x))
+    assert "gather[" in ours and "indices_are_sorted" in theirs and "unique_indices" in theirs
+    assert "indices_are_sorted" not in ours and "unique_indices" not in ours
 
 
 # ------------------------------------------------------------------------------------------
@@ -184,7 +259,7 @@ def test_custom_vjp_has_no_nondiff_argnums() -> None:
 
 def test_scatter_mul_is_differentiated_without_unique_indices() -> None:
     """JAX refuses to differentiate ``.at[].mul`` unless told the indices are unique; ours
-    differentiates it, exactly where they are (with repeats, see the page)."""
+    differentiates it exactly, repeated indices and zeros included."""
     def f(np_, x, y):
         return np_.sum(x.at[np_.array([0, 2])].mul(y))
 
@@ -193,6 +268,84 @@ def test_scatter_mul_is_differentiated_without_unique_indices() -> None:
            match="unique_indices")
     gx, gy = sj.grad(lambda x, y: f(sjnp, x, y), (0, 1))(x, y)
     assert np.asarray(gx).tolist() == [5.0, 1.0, 7.0] and np.asarray(gy).tolist() == [2.0, 4.0]
+    # repeated indices and a zero: x[0] * y[0] * y[1] * y[2], each factor's derivative the
+    # product of the others, as JAX gives for the product written out
+    y = np.array([5.0, 0.0, 7.0], np.float32)
+    g = sj.grad(lambda y: sjnp.sum(sjnp.asarray(x).at[sjnp.array([0, 0, 0])].mul(y)))(y)
+    want = jax.grad(lambda y: x[0] * y[0] * y[1] * y[2])(y)
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(want))
+
+
+# ------------------------------------------------------------------------------------------
+# Errors and tracers
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["stop_gradient", "sign", "floor", "comparison"])
+def test_a_value_without_a_derivative_is_still_traced(op: str) -> None:
+    """``float()`` and ``.tolist()`` of ``stop_gradient(x)``, ``sign(x)``, ``floor(x)`` or
+    ``x > 0`` under ``grad`` or ``jvp``: JAX's zero tangent leaves a plain array, ours is
+    still on the tape, so the conversion is refused."""
+    def loss_of(lib, np_, convert):
+        def loss(x):
+            y = {"stop_gradient": lambda: lib.lax.stop_gradient(x), "sign": lambda: np_.sign(x),
+                 "floor": lambda: np_.floor(x), "comparison": lambda: x > 0}[op]()
+            convert(y)
+            return x * 2.0
+        return loss
+
+    x = np.float32(1.5)
+    for convert in (float, lambda y: y.tolist()):
+        theirs = loss_of(jax, jnp, convert)
+        assert float(jax.grad(theirs)(jnp.asarray(x))) == 2.0
+        jax.jvp(theirs, (jnp.asarray(x),), (jnp.asarray(np.float32(1.0)),))
+        ours = loss_of(sj, sjnp, convert)
+        raises(sj.errors.ConcretizationTypeError, sj.grad(ours), sjnp.asarray(x))
+        raises(sj.errors.ConcretizationTypeError, sj.jvp, ours, (sjnp.asarray(x),),
+               (sjnp.asarray(np.float32(1.0)),))
+
+
+def test_mesh_axis_names_print_with_repr() -> None:
+    """``str(mesh)`` quotes each axis name with ``repr``; JAX puts it between single quotes,
+    so the two differ only for a name with a quote in it."""
+    for name, theirs, ours in (("d", "'d'", "'d'"), ("it's", "'it's'", '"it\'s"')):
+        assert str(jax.make_mesh((8,), (name,))) == f"Mesh({theirs}: 8, axis_types=(Explicit,))"
+        assert str(sj.make_mesh((8,), (name,))) == f"Mesh({ours}: 8, axis_types=(Explicit,))"
+
+
+def test_error_classes_take_a_finished_message() -> None:
+    """Ours are plain exceptions of a finished message; JAX's build theirs from a tracer and
+    append a link to the documentation."""
+    assert str(sj.errors.ConcretizationTypeError("a message")) == "a message"
+    assert str(sj.errors.JAXTypeError("a message")) == "a message"
+    assert str(jax.errors.JAXTypeError("a message")) == (
+        "a message\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.JAXTypeError")
+    raises(AttributeError, jax.errors.ConcretizationTypeError, "a message")
+
+
+def test_jax_errors_lacks_three_classes() -> None:
+    missing = {"InconclusiveDimensionOperation", "JaxRuntimeError", "KeyReuseError"}
+    theirs = {n for n in dir(jax.errors) if not n.startswith("_")}
+    ours = {n for n in dir(sj.errors) if not n.startswith("_")}
+    assert theirs - ours == missing and ours - theirs == set()
+
+
+def test_two_error_classes_are_also_at_the_top_level() -> None:
+    for name in ("ConcretizationTypeError", "TracerArrayConversionError"):
+        assert not hasattr(jax, name)
+        assert getattr(sj, name) is getattr(sj.errors, name)
+
+
+def test_error_messages_are_in_our_own_words() -> None:
+    """The class and the moment are JAX's, the words after the first few are ours."""
+    for fn, cls in ((float, "ConcretizationTypeError"),
+                    (np.asarray, "TracerArrayConversionError")):
+        with pytest.raises(getattr(jax.errors, cls)) as theirs:
+            jax.jit(fn)(1.0)
+        with pytest.raises(getattr(sj.errors, cls)) as ours:
+            sj.jit(fn)(1.0)
+        assert str(theirs.value).splitlines()[0] != str(ours.value).splitlines()[0]
+        assert "docs.jax.dev" in str(theirs.value) and "docs.jax.dev" not in str(ours.value)
 
 
 # ------------------------------------------------------------------------------------------
@@ -205,6 +358,112 @@ def test_there_are_always_8_simulated_devices() -> None:
     (this suite asks XLA for 8 CPU devices, oracle.prepare_jax, so that both have the meshes)."""
     assert len(sj.devices()) == 8 and sj.device_count() == 8
     assert {d.platform for d in jax.devices()} == {"cpu"}
+
+
+def _split(lib, mesh, value, *spec):
+    sharding = lib.sharding.NamedSharding(mesh, lib.sharding.PartitionSpec(*spec))
+    return lib.device_put(value, sharding)
+
+
+def _sharding_error(fn, *args) -> BaseException:
+    with pytest.raises(Exception) as caught:
+        fn(*args)
+    return caught.value
+
+
+def test_sharding_type_error_is_a_type_error() -> None:
+    """JAX's ShardingTypeError derives from Exception alone; ours from TypeError. For a reshape
+    of a split operand that no rule places, JAX asks for ``out_sharding=`` (our reshape has
+    none), we ask to reshard first."""
+    value = np.arange(16.0, dtype=np.float32).reshape(2, 8)
+    errors = []
+    for lib in (jax, sj):
+        mesh = lib.make_mesh((8,), ("d",))
+        with lib.set_mesh(mesh):
+            y = _split(lib, mesh, value, None, "d")
+            errors.append(_sharding_error(lib.jit(lambda y: y.reshape(4, 4)), y))
+    theirs, ours = errors
+    assert type(theirs).__name__ == type(ours).__name__ == "ShardingTypeError"
+    assert type(theirs).__bases__ == (Exception,) and isinstance(ours, TypeError)
+    assert "out_sharding" in str(theirs)
+    assert "out_sharding" not in str(ours) and "Reshard the operand first" in str(ours)
+
+
+def test_a_constant_in_a_jitted_concatenate_takes_the_operands_layout() -> None:
+    """Under jit, ``jnp.zeros(16)`` has no sharding in our types, so it is laid out as the
+    split operand it is concatenated with; JAX types it replicated and refuses. Eagerly both
+    refuse (the constant is an array, replicated)."""
+    value = np.arange(16.0, dtype=np.float32)
+    for lib, np_ in ((jax, jnp), (sj, sjnp)):
+        mesh = lib.make_mesh((8,), ("d",))
+        with lib.set_mesh(mesh):
+            x = _split(lib, mesh, value, "d")
+            join = lambda x: np_.concatenate([x, np_.zeros(16)])  # noqa: E731
+            eager = _sharding_error(join, x)
+            assert type(eager).__name__ == "ShardingTypeError"
+            if lib is jax:
+                assert type(_sharding_error(lib.jit(join), x)).__name__ == \
+                    "ShardingTypeError"
+            else:
+                got = lib.jit(join)(x)
+                assert tuple(got.sharding.spec) == ("d",)
+                assert np.asarray(got).tolist() == value.tolist() + [0.0] * 16
+
+
+def test_a_slice_across_devices_gathers_the_dim_whole() -> None:
+    """``x[2:18]`` of 32 elements split 8 ways: the values and the spec are JAX's; XLA moves
+    the few elements each block needs by collective permutes, we all-gather the dim (7 blocks
+    of 4 float32 per device), which the cost model counts."""
+    value = np.arange(32.0, dtype=np.float32)
+    cut = lambda x: x[2:18]  # noqa: E731
+    mesh = jax.make_mesh((8,), ("d",))
+    with jax.set_mesh(mesh):
+        x = _split(jax, mesh, value, "d")
+        want = jax.jit(cut)(x)
+        hlo = jax.jit(cut).lower(x).compile().as_text()
+    assert "collective-permute" in hlo and "all-gather" not in hlo
+    mesh = sj.make_mesh((8,), ("d",))
+    with sj.set_mesh(mesh):
+        x = _split(sj, mesh, value, "d")
+        with sj.record_collectives() as log:
+            got = sj.jit(cut)(x)
+    assert np.asarray(got).tolist() == np.asarray(want).tolist() == value[2:18].tolist()
+    assert tuple(got.sharding.spec) == tuple(want.sharding.spec) == ("d",)
+    assert [(c.kind, c.bytes_sent) for c in log] == [("all-gather", 7 * 4 * 4)]
+
+
+# ------------------------------------------------------------------------------------------
+# Compiled kernels
+# ------------------------------------------------------------------------------------------
+
+
+def test_an_unusable_kernel_cache_folder_falls_back_to_a_temporary_one(tmp_path,
+                                                                       monkeypatch) -> None:
+    """JAX caches nothing on disk unless asked (``jax_compilation_cache_dir`` is unset); ours
+    always caches, and where its folder cannot be used it warns and uses a temporary one."""
+    from stage2_jit import kernel_cache
+
+    assert jax.config.jax_compilation_cache_dir is None
+    blocked = tmp_path / "a file"
+    blocked.write_text("in the way")
+    monkeypatch.setenv("JAX_FROM_NUMPY_CACHE_DIR", str(blocked / "kernels"))
+    with pytest.warns(UserWarning, match="cannot be used"):
+        folder = kernel_cache.usable_cache_dir()
+    assert folder != blocked / "kernels" and folder.is_dir()
+    assert folder.name.startswith("jax_from_numpy_kernels-")
+
+
+def test_each_distinct_closure_compiles_a_kernel_of_its_own() -> None:
+    """Constants are written into the generated source, so closures over different floats are
+    different kernels; Numba keeps each one's machine code for the life of the process."""
+    x = np.float32(1.0)
+
+    def source(c: float) -> str:
+        text = sj.jit(lambda x: x * c + 1.0).lower(x).as_text()
+        return text[text.index("# generated source"):]
+
+    first, second = source(2.5), source(3.5)
+    assert first != second and "np.float32(2.5)" in first and "np.float32(3.5)" in second
 
 
 # ------------------------------------------------------------------------------------------
