@@ -248,23 +248,7 @@ ERROR_CALLS: list[Call] = [
 
 # Calls where we differ from JAX, found by this suite: each is expected to fail, strictly, so
 # that the fix shows up as an unexpected pass and its line here is deleted.
-LEAD = "issue 15: gather/scatter and jnp.take (the lead's part), being fixed"
-WEAK_COMPARISON = ("issue 15, reported: a comparison of two Python scalars is a weakly typed "
-                   "bool in JAX, a strong one here")
-WEAK_REDUCTION = ("issue 15, reported: a reduction of a Python scalar is strongly typed in "
-                  "JAX, weakly here")
-WEAK_LIKE = ("issue 15, reported: zeros_like/ones_like/full_like of a Python scalar are "
-             "weakly typed in JAX (they keep the operand's weak type), strong here")
-ERROR_CLASS = "issue 15, reported: the error's class is not JAX's"
 KNOWN: dict[tuple[str, int], str] = {
-    **{(name, 5): WEAK_COMPARISON for name in ("equal", "not_equal", "greater", "less",
-                                               "greater_equal", "less_equal")},
-    ("nan", 0): WEAK_COMPARISON,  # isnan(nan): a comparison of nan with itself
-    ("sum", 7): WEAK_REDUCTION, ("mean", 5): WEAK_REDUCTION, ("max", 4): WEAK_REDUCTION,
-    ("full_like", 2): WEAK_LIKE, ("ones_like", 2): WEAK_LIKE, ("zeros_like", 1): WEAK_LIKE,
-    ("nn.relu", 1): WEAK_LIKE,  # relu is where(x > 0, x, zeros_like(x))
-    **{("raises", k): ERROR_CLASS for k in (0, 3, 5, 6, 10, 11)},
-    ("raises", 17): LEAD,  # jnp.take with an axis past the operand's rank does not raise
 }
 
 

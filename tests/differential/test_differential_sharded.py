@@ -30,13 +30,8 @@ SEEDS = range(8)
 # Known differences, by (transformation, mesh, seed) or (op, mesh): strict, see
 # test_differential_programs.py.
 SHAPE_OPS_FIX = "issue 15: stage 4 shape primitives on split dims, being fixed"
-LIKE = ("issue 15, reported: zeros_like/full_like do not keep their operand's sharding "
-        "(JAX's do, in explicit mode)")
 KNOWN: dict[tuple, str] = {
     ("tile", "8"): SHAPE_OPS_FIX, ("tile", "4x2"): SHAPE_OPS_FIX,  # tile's reshape
-    ("zeros_like", "8"): LIKE, ("zeros_like", "4x2"): LIKE,
-    ("full_like", "8"): LIKE, ("full_like", "4x2"): LIKE,
-    ("sharded_jit", "4x2", 4): LIKE,  # a scan's carry starts as zeros_like of a split row
 }
 
 

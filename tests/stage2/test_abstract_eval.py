@@ -406,13 +406,15 @@ def test_rules_compute_types_without_the_data():
 
 
 def test_weak_type_examples():
-    """Spelled out: weak only when every operand of the result's dtype is weak."""
+    """Spelled out: weak only when every operand of the result's dtype is weak (for a
+    comparison, whose bool has no such operand: when both operands are, as in JAX)."""
     weak, strong = ShapedArray((3,), f32, True), ShapedArray((3,), f32)
     pred = ShapedArray((3,), b1)
     assert abstract_eval_rules[lax.add_p](weak, weak).weak_type
     assert not abstract_eval_rules[lax.add_p](weak, strong).weak_type
     assert abstract_eval_rules[lax.select_n_p](pred, weak, weak).weak_type  # pred doesn't count
-    assert not abstract_eval_rules[lax.lt_p](weak, weak).weak_type          # a strong bool
+    assert abstract_eval_rules[lax.lt_p](weak, weak).weak_type              # 1.5 < 2: weak
+    assert not abstract_eval_rules[lax.lt_p](weak, strong).weak_type        # a strong bool
     assert not abstract_eval_rules[lax.iota_p](dtype=f32, shape=(3,), dimension=0).weak_type
     convert = abstract_eval_rules[lax.convert_element_type_p]
     assert convert(strong, new_dtype=i32, weak_type=True) == ShapedArray((3,), i32, True)

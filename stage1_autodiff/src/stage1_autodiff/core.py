@@ -105,6 +105,10 @@ all_primitives: list[Primitive] = []
 # The rule tables of stage 1, one entry per primitive (a test checks they are complete).
 impl_rules: dict[Primitive, Callable[..., Any]] = {}  # NumPy arrays in, NumPy arrays out
 vjp_rules: dict[Primitive, Callable[..., Any]] = {}   # see autodiff.py for the signature
+# Primitives whose result is weakly typed when all their operands are, whatever its dtype:
+# the comparisons, so that ``1.5 > 2`` is a weak bool (JAX's rule for every n-ary op; for the
+# others we look only at operands of the result's dtype, see _result_weak_type).
+weak_when_operands_weak: set[Primitive] = set()
 jvp_rules: dict[Primitive, Callable[..., Any]] = {}
 # The VJP rules that also take ``needs`` (one bool per operand) and skip the cotangents of
 # operands that are not being differentiated, as JAX's transpose rules skip defined primals.
@@ -265,11 +269,11 @@ class EvalTrace(Trace):
                 outs = impl_rules[prim](*values, **params)
         if not prim.multiple_results:
             out = np.asarray(outs)
-            return [Array(out, _result_weak_type(tracers, out.dtype, params))]
+            return [Array(out, _result_weak_type(prim, tracers, out.dtype, params))]
         # An impl with several results may return Arrays when it knows their weak types
         # (stage 2's jit does: they come from the program's output types).
         return [out if isinstance(out, Array) else
-                Array(np.asarray(out), _result_weak_type(tracers, out.dtype, params))
+                Array(np.asarray(out), _result_weak_type(prim, tracers, out.dtype, params))
                 for out in outs]
 
     def process_custom_vjp_call(self, prim: Primitive, fun: Callable, fwd: Callable,
@@ -280,11 +284,14 @@ class EvalTrace(Trace):
         return impl_rules[prim](*tracers, fun=fun)
 
 
-def _result_weak_type(args: list[Array], out_dtype: np.dtype, params: dict[str, Any]) -> bool:
+def _result_weak_type(prim: Primitive, args: list[Array], out_dtype: np.dtype,
+                      params: dict[str, Any]) -> bool:
     """A result is weakly typed when all its operands of the same dtype are (JAX's rule for
     most primitives: the predicate of a select or the indices of a gather do not count)."""
     if "weak_type" in params:  # convert_element_type says explicitly
         return params["weak_type"]
+    if prim in weak_when_operands_weak:
+        return bool(args) and all(a.weak_type for a in args)
     same_dtype = False
     for a in args:
         if a.dtype == out_dtype:

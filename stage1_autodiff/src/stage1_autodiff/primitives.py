@@ -24,7 +24,16 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
-from .core import Array, Primitive, get_aval, impl_rules, jvp_rules, vjp_rules, vjp_rules_take_needs
+from .core import (
+    Array,
+    Primitive,
+    get_aval,
+    impl_rules,
+    jvp_rules,
+    vjp_rules,
+    vjp_rules_take_needs,
+    weak_when_operands_weak,
+)
 
 Shape = tuple[int, ...]
 
@@ -436,6 +445,7 @@ lt_p, lt = _nondifferentiable_binary("lt", np.less)
 le_p, le = _nondifferentiable_binary("le", np.less_equal)
 gt_p, gt = _nondifferentiable_binary("gt", np.greater)
 ge_p, ge = _nondifferentiable_binary("ge", np.greater_equal)
+weak_when_operands_weak.update((eq_p, ne_p, lt_p, le_p, gt_p, ge_p))  # 1.5 > 2 is weak
 and_p, bitwise_and = _nondifferentiable_binary("and", np.bitwise_and)
 or_p, bitwise_or = _nondifferentiable_binary("or", np.bitwise_or)
 xor_p, bitwise_xor = _nondifferentiable_binary("xor", np.bitwise_xor)

@@ -106,11 +106,12 @@ def _binary(prim: Primitive, kinds: str) -> AbstractEvalRule:
 
 
 def _comparison(prim: Primitive, kinds: str) -> AbstractEvalRule:
-    """Like a binary op, but the result is a (never weakly typed) bool."""
+    """Like a binary op, but the result is a bool (weak when both operands are, as in
+    stage 1: ``1.5 > 2`` is a weak bool)."""
     def rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
         _check_equal(prim, x, y)
         _check_kinds(prim, kinds, x, y)
-        return ShapedArray(x.shape, _BOOL, False)
+        return ShapedArray(x.shape, _BOOL, x.weak_type and y.weak_type)
     return rule
 
 

@@ -28,6 +28,7 @@ from stage1_autodiff.api_util import (
 )
 from stage1_autodiff.autodiff import jvp, vjp
 from stage1_autodiff.core import get_aval
+from stage1_autodiff.numpy._promote import convert
 from stage1_autodiff.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
 from stage1_autodiff import dtypes
@@ -62,8 +63,9 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         # The basis index last (out + (n,)); the primal output and aux do not depend on it.
         out_axes = (None, -1, None) if has_aux else (None, -1)
         outs = vmap(pushforward, out_axes=out_axes)(*_basis(in_leaves))
-        out_tree = tree_structure(outs[0])
-        jac = [_split_last(t, in_leaves, in_tree) for t in tree_flatten(outs[1])[0]]
+        out_leaves, out_tree = tree_flatten(outs[0])
+        jac = [_split_last(t, in_leaves, in_tree, typed_as=y)
+               for t, y in zip(tree_flatten(outs[1])[0], out_leaves)]
         result = tree_unflatten(out_tree, jac)
         return (result, outs[2]) if has_aux else result
 
@@ -110,7 +112,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             cts_in = vmap(pull)(basis)  # leading: this result's elements
             shape = get_aval(leaf).shape
             rows.append(tree_unflatten(in_tree, [
-                jnp.reshape(c, shape + get_aval(x).shape)
+                _typed_as(jnp.reshape(c, shape + get_aval(x).shape), x)
                 for c, x in zip(tree_flatten(cts_in)[0], in_leaves)]))
         result = tree_unflatten(out_tree, rows)
         return (result, aux) if has_aux else result
@@ -226,15 +228,24 @@ def _basis(leaves: list, start: int = 0, stop: int | None = None) -> list:
 # --8<-- [end:basis]
 
 
-def _split_last(t: Any, in_leaves: list, in_tree: Any) -> Any:
+def _typed_as(block: Any, example: Any) -> Any:
+    """A Jacobian block with the dtype and weak type of ``example``: the output it is of
+    (jacfwd) or the input it is with respect to (jacrev).
+    NB: in JAX this is jax/_src/api.py:_possible_downcast."""
+    aval = get_aval(example)
+    return convert(block, aval.dtype, aval.weak_type)
+
+
+def _split_last(t: Any, in_leaves: list, in_tree: Any, typed_as: Any = None) -> Any:
     """A result's tangents with the basis index last (``out + (n,)``), as the inputs'
-    pytree of ``out + in_k`` blocks."""
+    pytree of ``out + in_k`` blocks (each typed as the result ``typed_as``, if given)."""
     shape = get_aval(t).shape[:-1]
     blocks, start = [], 0
     for x in in_leaves:
         aval = get_aval(x)
         block = t[..., start:start + aval.size]
-        blocks.append(jnp.reshape(block, shape + aval.shape))
+        block = jnp.reshape(block, shape + aval.shape)
+        blocks.append(block if typed_as is None else _typed_as(block, typed_as))
         start += aval.size
     return tree_unflatten(in_tree, blocks)
 

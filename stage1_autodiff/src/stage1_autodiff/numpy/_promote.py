@@ -61,7 +61,8 @@ def promote(*args: Any) -> list[Any]:
     if len(args) == 2:  # fast paths: both already agree, or an array and a Python scalar
         x, y = args
         if isinstance(x, (Array, Tracer)) and isinstance(y, (Array, Tracer)):
-            if x.dtype == y.dtype and x.weak_type == y.weak_type:
+            # (Weak pairs take the lattice: two weak bools promote to a strong bool.)
+            if x.dtype == y.dtype and not x.weak_type and not y.weak_type:
                 return [x, y]
         elif type(y) in (int, float) and (y_like := _scalar_like(x, y)) is not None:
             return [x, y_like]

@@ -157,12 +157,28 @@ def einsum(subscripts: str, *operands: Any):
         if len(spec) != get_aval(v).ndim:
             raise ValueError(f"einsum: operand with subscripts {spec!r} has {get_aval(v).ndim} "
                              f"dims, expected {len(spec)}.")
+    _check_label_sizes(inputs, values)
     spec, acc = inputs[0], values[0]
     for i in range(1, len(values)):
         needed = set(output).union(*inputs[i + 1:])
         spec, acc = _einsum_pair(spec, acc, inputs[i], values[i], needed)
     spec, acc = _sum_unused(spec, acc, set(output))
     return transpose(acc, [spec.index(c) for c in output])
+
+
+def _check_label_sizes(inputs: list[str], values: list[Any]) -> None:
+    """Each index has one size in every operand that uses it (a ValueError, as in JAX)."""
+    sizes: dict[str, int] = {}
+    for k, (spec, v) in enumerate(zip(inputs, values)):
+        for label, size in zip(spec, get_aval(v).shape):
+            seen = sizes.setdefault(label, size)
+            if seen != size and 1 in (seen, size):
+                raise NotImplementedError(f"einsum: index {label!r} of size 1 in one operand "
+                                          f"and {max(seen, size)} in another (a broadcast) is "
+                                          f"not supported; broadcast the operand first.")
+            if seen != size:
+                raise ValueError(f"einsum: index {label!r} has size {size} in operand {k}, but "
+                                 f"{seen} in an earlier one.")
 
 
 def _parse_einsum(subscripts: str, num_operands: int) -> tuple[list[str], str]:

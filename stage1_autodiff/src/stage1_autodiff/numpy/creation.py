@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -77,7 +77,10 @@ def full(shape: Shape, fill_value: Any, dtype: Any = None) -> Any:
     return _full(shape, fill_value, dtype, "full")
 
 
-def _full(shape: Shape, fill_value: Any, dtype: Any, fun_name: str) -> Any:
+def _full(shape: Shape, fill_value: Any, dtype: Any, fun_name: str,
+          weak_type: bool | None = None) -> Any:
+    """``fill_value`` broadcast to ``shape``, weakly typed as ``weak_type`` says (when None:
+    as the fill value is, if no dtype is asked)."""
     shape = _shape(shape)
     requested = None if dtype is None else _dtype(dtype, None, fun_name)
     if type(fill_value) is float and requested is not None and dtypes.is_int(requested):
@@ -86,8 +89,9 @@ def _full(shape: Shape, fill_value: Any, dtype: Any, fun_name: str) -> Any:
     else:
         value = as_value(fill_value, requested)
     aval = get_aval(value)
-    value = convert(value, aval.dtype if requested is None else requested,
-                    aval.weak_type and dtype is None)
+    if weak_type is None:
+        weak_type = aval.weak_type and dtype is None
+    value = convert(value, aval.dtype if requested is None else requested, weak_type)
     return broadcast_to_shape(value, shape) if aval.shape != shape else value
 
 
@@ -101,28 +105,50 @@ def ones(shape: Shape, dtype: Any = None) -> Any:
     return lax.full(_shape(shape), 1, _dtype(dtype, dtypes.default_float_dtype(), "ones"))
 
 
-def _like(a: Any, dtype: Any, shape: Shape | None,
-          fun_name: str) -> tuple[tuple[int, ...], np.dtype]:
+class _Like(NamedTuple):
+    """What a ``*_like`` result takes from its operand (or from the arguments that override)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    weak_type: bool
+    sharding: Any
+
+
+def _like(a: Any, dtype: Any, shape: Shape | None, fun_name: str) -> _Like:
+    """As JAX's ``lax.full_like``: the result is weak when ``a`` is and no dtype is asked, and
+    keeps ``a``'s sharding (stage 4) when no shape is asked."""
     aval = get_aval(as_value(a))
-    return (aval.shape if shape is None else _shape(shape)), _dtype(dtype, aval.dtype, fun_name)
+    return _Like(aval.shape if shape is None else _shape(shape),
+                 _dtype(dtype, aval.dtype, fun_name),
+                 aval.weak_type and dtype is None,
+                 aval.sharding if shape is None else None)
 
 
 def zeros_like(a: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
-    """Zeros with the shape and dtype of ``a``."""
-    like_shape, like_dtype = _like(a, dtype, shape, "zeros_like")
-    return lax.full(like_shape, 0, like_dtype)
+    """Zeros with the shape, dtype and weak type of ``a``.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.zeros_like(1.5)
+        Array(0., dtype=float32, weak_type=True)
+    """
+    like = _like(a, dtype, shape, "zeros_like")
+    return lax.full(like.shape, 0, like.dtype, like.weak_type, like.sharding)
 
 
 def ones_like(a: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
-    """Ones with the shape and dtype of ``a``."""
-    like_shape, like_dtype = _like(a, dtype, shape, "ones_like")
-    return lax.full(like_shape, 1, like_dtype)
+    """Ones with the shape, dtype and weak type of ``a``."""
+    like = _like(a, dtype, shape, "ones_like")
+    return lax.full(like.shape, 1, like.dtype, like.weak_type, like.sharding)
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
-    """``fill_value`` with the shape and dtype of ``a``."""
-    like_shape, like_dtype = _like(a, dtype, shape, "full_like")
-    return _full(like_shape, fill_value, like_dtype, "full_like")
+    """``fill_value`` with the shape, dtype and weak type of ``a``."""
+    like = _like(a, dtype, shape, "full_like")
+    if np.ndim(fill_value) != 0:  # NB: JAX broadcasts an array fill value as jnp.full does
+        return _full(like.shape, fill_value, like.dtype, "full_like", weak_type=False)
+    out = _full(like.shape, fill_value, like.dtype, "full_like", like.weak_type)
+    return out if like.sharding is None else lax.with_sharding_of(out, a)
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:

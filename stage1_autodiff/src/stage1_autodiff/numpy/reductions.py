@@ -27,8 +27,12 @@ def _keep_dims(out: Any, shape: tuple[int, ...], axes: tuple[int, ...], keepdims
 
 
 def _reduce(name: str, lax_fn, x, axis: Axis, keepdims: bool) -> Any:
-    x = as_value(x)
-    shape = get_aval(x).shape
+    aval = get_aval(as_value(x))
+    # A reduction's result is never weakly typed, even of a Python scalar (``jnp.sum(1.5)``):
+    # NB: JAX's jnp reductions (jax/_src/numpy/reductions.py:_reduction) convert the operand
+    # to a strong dtype first, as here; the lax reductions themselves keep the weak type.
+    x = convert(as_value(x), aval.dtype)
+    shape = aval.shape
     axes = canonicalize_axes(axis, len(shape), name)
     return _keep_dims(lax_fn(x, axes), shape, axes, keepdims)
 
@@ -50,8 +54,8 @@ def sum(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False):  # 
 
 def _check_no_out(out: Any) -> None:
     if out is not None:
-        raise TypeError("The 'out' argument is not supported: JAX arrays are immutable. Use "
-                        "the returned array instead.")
+        raise NotImplementedError("The 'out' argument is not supported: JAX arrays are "
+                                  "immutable. Use the returned array instead.")
 
 
 def _accumulation_dtype(a: Any, dtype: Any, fun_name: str) -> Any:

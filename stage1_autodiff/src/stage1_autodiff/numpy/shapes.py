@@ -28,11 +28,11 @@ def _resolve_shape(size: int, shape: Sequence[int]) -> tuple[int, ...]:
     if -1 in shape:
         known = math.prod(d for d in shape if d != -1)
         if known == 0 or size % known:
-            raise TypeError(f"cannot reshape array of size {size} into shape {shape}.")
+            raise ValueError(f"cannot reshape array of size {size} into shape {shape}.")
         shape = tuple(size // known if d == -1 else d for d in shape)
     if math.prod(shape) != size:
-        raise TypeError(f"cannot reshape array of size {size} into shape {shape}: the new "
-                        f"shape must have the same number of elements.")
+        raise ValueError(f"cannot reshape array of size {size} into shape {shape}: the new "
+                         f"shape must have the same number of elements.")
     return shape
 
 
@@ -78,7 +78,7 @@ def transpose(a, axes: Sequence[int] | None = None):
         axes = tuple(reversed(range(ndim)))
     axes = tuple(canonicalize_axis(int(ax), ndim, "transpose") for ax in axes)
     if sorted(axes) != list(range(ndim)):
-        raise ValueError(f"transpose: axes {axes} are not a permutation of 0..{ndim - 1}.")
+        raise TypeError(f"transpose: axes {axes} are not a permutation of 0..{ndim - 1}.")
     return a if axes == tuple(range(ndim)) else lax.transpose(a, axes)
 
 
@@ -177,9 +177,9 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0):
     for s in shapes[1:]:
         if len(s) != len(shapes[0]) or any(
                 a != b for d, (a, b) in enumerate(zip(s, shapes[0])) if d != axis):
-            raise ValueError(f"concatenate: all input array dimensions except for the "
-                             f"concatenation axis {axis} must match exactly, got shapes "
-                             f"{', '.join(map(str, shapes))}.")
+            raise TypeError(f"concatenate: all input array dimensions except for the "
+                            f"concatenation axis {axis} must match exactly, got shapes "
+                            f"{', '.join(map(str, shapes))}.")
     return values[0] if len(values) == 1 else lax.concatenate(values, axis)
 
 

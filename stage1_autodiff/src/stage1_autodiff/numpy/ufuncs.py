@@ -275,9 +275,12 @@ def where(condition, x=None, y=None):
         >>> jnp.where(jnp.array([True, False]), 1.0, 0.0)
         Array([1., 0.], dtype=float32, weak_type=True)
     """
-    if x is None or y is None:
+    if x is None and y is None:
         raise ValueError("where with one argument (nonzero) has a data-dependent shape and is "
                          "not supported; pass both x and y.")
+    if x is None or y is None:
+        raise TypeError("where takes both x and y or neither: got only "
+                        f"{'y' if x is None else 'x'}.")
     condition = as_value(condition)
     if get_aval(condition).dtype != np.bool_:
         condition = not_equal(condition, 0)
@@ -402,7 +405,10 @@ def isinf(x):
     x = as_value(x)
     if not dtypes.is_float(get_aval(x).dtype):
         return lax.full(get_aval(x).shape, False, np.dtype(np.bool_))
-    return lax.eq(lax.abs(x), lax.full_like(x, np.inf))
+    aval = get_aval(x)
+    # A strong inf, so the result is strong even for a Python scalar, as JAX's isinf is
+    inf = lax.full(aval.shape, np.inf, aval.dtype, False, aval.sharding)
+    return lax.eq(lax.abs(x), inf)
 
 
 def isnan(x):
