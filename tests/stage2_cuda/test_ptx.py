@@ -60,6 +60,10 @@ PROGRAMS = [
     ("batched_matmul", lambda x, y: jnp.matmul(x[None], x.T[None])),
     ("contraction", lambda x, y: jnp.einsum("ij,ij->i", x, x)),
     ("gather_scatter", lambda x, y: x[:, jnp.array([2, 0])].at[0].max(y[:2])),
+    ("fill_clip_cast_divide", lambda x, y: (
+        (jnp.take(x, jnp.array([1, 9]), axis=1) * 1e10).astype(jnp.int32)
+        + x.at[:, jnp.array([7])].add(1.0, mode="clip")[:, :2].astype(jnp.uint32)
+        + jnp.arange(2) // (jnp.arange(2) - 1) + jnp.arange(2) % jnp.zeros(2, jnp.int32))),
     ("argmax_pad_concat", lambda x, y: jnp.concatenate(
         [jnp.argmax(x, axis=1).astype(jnp.float32), jax.lax.pad(y, 0.0, ((1, 1, 1),))])),
     ("random", lambda x, y: jax.random.normal(jax.random.key(1), (2, 3)) + x),
