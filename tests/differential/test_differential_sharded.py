@@ -28,11 +28,8 @@ from sharded import (  # noqa: E402
 SEEDS = range(8)
 
 # Known differences, by (transformation, mesh, seed) or (op, mesh): strict, see
-# test_differential_programs.py.
-SHAPE_OPS_FIX = "issue 15: stage 4 shape primitives on split dims, being fixed"
-KNOWN: dict[tuple, str] = {
-    ("tile", "8"): SHAPE_OPS_FIX, ("tile", "4x2"): SHAPE_OPS_FIX,  # tile's reshape
-}
+# test_differential_programs.py. None at present.
+KNOWN: dict[tuple, str] = {}
 
 
 def xfail_if_known(key: tuple, *values, id: str):
@@ -83,6 +80,7 @@ SHAPE_OPS = {
     "expand_dims": "jnp.expand_dims(x, 1)", "squeeze": "jnp.squeeze(x[:, :1], axis=1)",
     "broadcast": "jnp.broadcast_to(x[None], (2,) + x.shape)",
     "stack": "jnp.stack([x, x], axis=1)", "tile": "jnp.tile(x, (1, 2, 1))",
+    "tile_major": "jnp.tile(x, (2, 1, 1))", "tile_rank": "jnp.tile(x, (2, 1, 1, 1))",
     "index": "x[2]", "gather": "x[jnp.array([0, 3, 1])]",
     "gather_minor": "x[:, jnp.array([1, 0])]", "take": "jnp.take(x, jnp.array([1, 0]), axis=2)",
     "update": "x.at[..., 0].add(0.5)", "update_rows": "x.at[jnp.array([1, 2])].set(0.0)",

@@ -235,6 +235,12 @@ def rev_case(draw):
     return (lambda x: p.rev(x, dims)), [Operand(shape, f32)]
 
 
+def tile_case(draw):
+    shape = draw(shapes())
+    reps = [draw(st.integers(0, 3)) for _ in shape]
+    return (lambda x: p.tile(x, reps)), [Operand(shape, f32)]
+
+
 def iota_case(draw):
     shape = draw(shapes(min_dims=1))
     dimension = draw(st.integers(0, len(shape) - 1))
@@ -250,6 +256,7 @@ CASES[p.concatenate_p] = concatenate_case
 CASES[p.pad_p] = pad_case
 CASES[p.slice_p] = slice_case
 CASES[p.rev_p] = rev_case
+CASES[p.tile_p] = tile_case
 CASES[p.iota_p] = iota_case
 
 # --- reductions

@@ -122,7 +122,7 @@ CASES: dict[str, tuple[Callable, tuple]] = {
     "shapes": (lambda x, y: (  # dim 0 may stay split
         x.T, x[None], jnp.reshape(x, (8, 4, 4)), jnp.squeeze(x[:, None], 1),
         jnp.broadcast_to(x[:, :1], (8, 16)), x[:, ::2],
-        lax.pad(x, np.float32(0), ((0, 0, 0), (1, 2, 1))), jnp.flip(x, 1),
+        lax.pad(x, np.float32(0), ((0, 0, 0), (1, 2, 1))), jnp.flip(x, 1), jnp.tile(x, (1, 2)),
         jnp.concatenate([x, x * 2.0], 1), lax.sort(x, dimension=1), jnp.arange(16.0) + x),
         (F, G)),
     "moved dims": (lambda x, y: (  # dim 0 may stay split, and its elements change devices

@@ -80,7 +80,7 @@ from .primitives import (
     transpose,
     zeros_like,
 )
-from .slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
+from .slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, tile
 
 
 def select(pred, on_true, on_false):
@@ -99,5 +99,5 @@ __all__ = [
     "reshape", "rev", "scatter", "scatter_add", "scatter_max", "scatter_min", "scatter_mul",
     "select", "select_n", "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign",
     "sin", "slice", "sort", "sqrt", "squeeze", "stop_gradient", "sub", "tan", "tanh",
-    "transpose", "zeros_like",
+    "tile", "transpose", "zeros_like",
 ]

@@ -924,28 +924,7 @@ jvp_rules[dot_general_p] = dot_general_jvp
 # Gather, scatter and sort live in slicing.py (they are built on the primitives above); named
 # here too, in their place, so that ``primitives`` stays the one table of stage 1's primitives.
 # ------------------------------------------------------------------------------------------
-from .slicing import (  # noqa: E402
-    GatherDimensionNumbers,
-    GatherScatterMode,
-    ScatterDimensionNumbers,
-    gather,
-    gather_p,
-    index_grid,
-    point_dimension_numbers,
-    point_gather,
-    scatter,
-    scatter_add,
-    scatter_add_p,
-    scatter_max,
-    scatter_max_p,
-    scatter_min,
-    scatter_min_p,
-    scatter_mul,
-    scatter_mul_p,
-    scatter_p,
-    sort,
-    sort_p,
-)
+from .slicing import *  # noqa: E402, F403 (the names in slicing.__all__)
 
 # ------------------------------------------------------------------------------------------
 # The PRNG's hash

@@ -1,4 +1,5 @@
-"""Gather, scatter and sort: the primitives that move elements to or from computed positions.
+"""Gather, scatter, sort and tile: the primitives that move elements to or from computed
+positions.
 
 Gather and scatter take XLA's dimension numbers, as JAX's do (jax/_src/lax/slicing.py). The
 last dim of ``indices`` holds index vectors; the other dims are its *batch* dims. For each
@@ -34,6 +35,7 @@ from . import dtypes
 from .core import Primitive, get_aval, impl_rules, jvp_rules, vjp_rules
 from .primitives import (
     Shape,
+    _linear_jvp,
     add,
     broadcast_in_dim,
     concatenate,
@@ -44,9 +46,20 @@ from .primitives import (
     iota,
     max,
     mul,
+    reduce_sum,
+    reshape,
     select_n,
     zeros_like,
 )
+
+# primitives.py names these too: it stays the one table of stage 1's primitives.
+__all__ = [
+    "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers", "gather",
+    "gather_p", "index_grid", "point_dimension_numbers", "point_gather", "scatter",
+    "scatter_add", "scatter_add_p", "scatter_max", "scatter_max_p", "scatter_min",
+    "scatter_min_p", "scatter_mul", "scatter_mul_p", "scatter_p", "sort", "sort_p", "tile",
+    "tile_by_copies", "tile_p",
+]
 
 
 class GatherDimensionNumbers(NamedTuple):
@@ -451,3 +464,31 @@ def sort_jvp(primals, tangents, *, dimension, num_keys):
     outs = sort(primals, dimension, num_keys)
     return outs, [point_gather(t, indices) for t in tangents]
 jvp_rules[sort_p] = sort_jvp
+
+
+# --8<-- [start:tile]
+tile_p = Primitive("tile")
+def tile(x, reps: Shape):
+    """``lax.tile``: ``x`` repeated ``reps[d]`` times along each dim ``d`` (one rep per dim;
+    ``jnp.tile`` adds the leading dims)."""
+    reps = tuple(int(r) for r in reps)
+    if len(reps) != get_aval(x).ndim or any(r < 0 for r in reps):
+        raise ValueError(f"tile: reps {reps} must be one count of at least 0 for each of the "
+                         f"operand's {get_aval(x).ndim} dims")
+    return tile_p.bind(x, reps=reps)
+impl_rules[tile_p] = lambda x, *, reps: np.tile(x, reps)
+def _interleaved(reps, shape) -> Shape:
+    return tuple(k for pair in zip(reps, shape) for k in pair)  # (r0, n0, r1, n1, ...)
+def tile_by_copies(x, *, reps):
+    """Tile from other primitives, for a backend with no rule of its own: ``x`` broadcast to
+    (r0, n0, r1, n1, ...), a copy per repetition, then each pair of dims merged."""
+    shape = get_aval(x).shape
+    copies = broadcast_in_dim(x, _interleaved(reps, shape), tuple(range(1, 2 * len(shape), 2)))
+    return reshape(copies, tuple(r * n for r, n in zip(reps, shape)))
+def tile_vjp(ct, x, *, out, reps):
+    # An element's copies all add to its cotangent: the sum over the repetitions' dims.
+    shape = get_aval(x).shape
+    return [reduce_sum(reshape(ct, _interleaved(reps, shape)), tuple(range(0, 2 * len(shape), 2)))]
+vjp_rules[tile_p] = tile_vjp
+jvp_rules[tile_p] = _linear_jvp(tile_p)
+# --8<-- [end:tile]

@@ -300,6 +300,11 @@ def rev_abstract_eval(x: ShapedArray, *, dimensions: tuple[int, ...]) -> ShapedA
 abstract_eval_rules[p.rev_p] = rev_abstract_eval
 
 
+def tile_abstract_eval(x: ShapedArray, *, reps: tuple[int, ...]) -> ShapedArray:
+    return ShapedArray(tuple(r * n for r, n in zip(reps, x.shape)), x.dtype, x.weak_type)
+abstract_eval_rules[p.tile_p] = tile_abstract_eval
+
+
 def iota_abstract_eval(*, dtype: np.dtype, shape: tuple[int, ...],
                        dimension: int) -> ShapedArray:
     out = ShapedArray(tuple(shape), np.dtype(dtype), False)

@@ -39,6 +39,7 @@ from .control_flow import cond_p, scan_p, while_p
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, _Names
 from .kernel_cache import call_kernel, load_kernel_module, source_hash
 from .passes import dce, optimize
+from .tracing import trace_to_jaxpr
 
 PARALLEL_MIN_ELEMENTS = 1 << 15  # smaller loops run serially: threads cost more than they save
 
@@ -1529,21 +1530,34 @@ class CpuExecutable:
 
 # --8<-- [start:inline_calls]
 CALL_PARAMS = {"jit": "jaxpr", "custom_vjp_call": "call_jaxpr"}  # primitive: its program
+# Primitives a kernel computes from others, each with its decomposition over stage 1's
+# primitives, traced at the equation's types (XLA expands such ops the same way).
+DECOMPOSED = {p.tile_p: p.tile_by_copies}
+
+
+def _program_of(eqn: JaxprEqn) -> Jaxpr:
+    if eqn.primitive in DECOMPOSED:
+        rule = DECOMPOSED[eqn.primitive]
+        jaxpr, _ = trace_to_jaxpr(lambda *xs: [rule(*xs, **eqn.params)],
+                                  [x.aval for x in eqn.invars])
+        return jaxpr
+    called = eqn.params[CALL_PARAMS[eqn.primitive.name]]
+    if called.consts:
+        raise UnsupportedError(f"{eqn.primitive} of a program with constants")
+    return called.jaxpr
 
 
 def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
     """Replaces each nested ``jit`` equation, and each ``custom_vjp_call`` (whose forward
     program is all a kernel computes), by the equations of its program, so fusion sees
-    through function boundaries (as XLA sees one module)."""
+    through function boundaries (as XLA sees one module); and each ``DECOMPOSED`` primitive
+    by the equations of its decomposition."""
     eqns: list[JaxprEqn] = []
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name not in CALL_PARAMS:
+        if eqn.primitive.name not in CALL_PARAMS and eqn.primitive not in DECOMPOSED:
             eqns.append(eqn)
             continue
-        called = eqn.params[CALL_PARAMS[eqn.primitive.name]]
-        if called.consts:
-            raise UnsupportedError(f"{eqn.primitive} of a program with constants")
-        inner = inline_calls(called.jaxpr)
+        inner = inline_calls(_program_of(eqn))
         renamed: dict[Var, Any] = dict(zip(inner.invars, eqn.invars))
         for inner_eqn in inner.eqns:
             invars = [renamed.get(a, a) if isinstance(a, Var) else a for a in inner_eqn.invars]

@@ -240,6 +240,15 @@ def rev_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
 batching_rules[lax.rev_p] = rev_batching_rule
 
 
+def tile_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
+                       reps: tuple[int, ...]):
+    (x,), (x_bdim,) = vals_in, dims_in
+    reps = list(reps)
+    reps.insert(x_bdim, 1)  # the batch dim is not repeated
+    return [lax.tile(x, reps)], [x_bdim]
+batching_rules[lax.tile_p] = tile_batching_rule
+
+
 def iota_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, **params: Any):
     """For completeness only: iota has no operands, so ``vmap`` never calls this rule (it
     runs rules for batched operands). Its result is the same for every example."""

@@ -269,7 +269,7 @@ def _same_layout(prim: Primitive) -> PartitionRule:
     """Each operand of the result's rank brought to the result's layout, then the same
     primitive on the blocks: elementwise ops, and ops whose rule keeps every split dim whole
     on its own (transpose permutes the spec; squeeze drops dims of size 1; sort needs whole
-    only the dim it sorts along)."""
+    only the dim it sorts along; tile only the dims it repeats)."""
     def rule(ctx, vals, specs, out_specs, avals_in, avals_out, **params):
         target = out_specs[0]
         vals = [ctx.convert(v, s, _operand_target(prim, a, target, params))
@@ -290,7 +290,8 @@ def _operand_target(prim: Primitive, aval: ShapedArray, out_spec: Spec, params) 
     return out_spec
 
 
-for _prim in [*ELEMENTWISE, p.threefry2x32_p, p.transpose_p, p.squeeze_p, p.sort_p]:
+for _prim in [*ELEMENTWISE, p.threefry2x32_p, p.transpose_p, p.squeeze_p, p.sort_p,
+              p.tile_p]:
     partition_rules[_prim] = _same_layout(_prim)
 
 

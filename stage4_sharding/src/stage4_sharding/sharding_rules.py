@@ -262,6 +262,17 @@ def rev_sharding_rule(avals, specs, *, dimensions):
 sharding_rules[p.rev_p] = rev_sharding_rule
 
 
+def tile_sharding_rule(avals, specs, *, reps):
+    """The operand's layout, where every repeated dim is whole (a split one would need each
+    device to hold copies of the others' blocks)."""
+    for d, (r, axes) in enumerate(zip(reps, specs[0])):
+        if r != 1 and axes:
+            raise _error(p.tile_p, avals, specs, f"dim {d} is split over {axes} and repeated "
+                         f"{r} times", f"Reshard dim {d} unsplit first (jax.sharding.reshard).")
+    return [specs[0]]
+sharding_rules[p.tile_p] = tile_sharding_rule
+
+
 def _resized(prim: Primitive) -> ShardingRule:
     """Slicing and padding keep the operand's layout, as JAX does; a split dim whose size
     changes must still divide evenly over its mesh axes (blocks are all one size). The

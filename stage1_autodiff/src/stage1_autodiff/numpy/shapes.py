@@ -250,11 +250,9 @@ def tile(A, reps: int | Sequence[int]):
     ndim = max(len(shape), len(reps))
     shape = (1,) * (ndim - len(shape)) + shape
     reps = (1,) * (ndim - len(reps)) + reps
-    A = reshape(A, shape)
-    # Broadcast to (r0, n0, r1, n1, ...) and merge each pair: a copy per repetition.
-    interleaved = tuple(x for pair in zip(reps, shape) for x in pair)
-    tiled = lax.broadcast_in_dim(A, interleaved, tuple(range(1, 2 * ndim, 2)))
-    return reshape(tiled, tuple(r * n for r, n in zip(reps, shape)))
+    if ndim > len(get_aval(A).shape):  # leading dims of size 1, as JAX adds them
+        A = lax.broadcast_in_dim(A, shape, tuple(range(ndim - len(get_aval(A).shape), ndim)))
+    return lax.tile(A, reps)
 
 
 def atleast_1d(x):
