@@ -34,6 +34,8 @@ MESHES = {"8": ((8,), ("d",)), "4x2": ((4, 2), ("x", "y"))}
 
 SHARDED_JIT = Transform("sharded_jit", "jax.jit(program)(*args)", 4)
 SHARDED_EAGER = Transform("sharded_eager", "program(*args)", 4)
+# Eager on JAX's side too, op by op (slower): where JAX's eager and traced results differ.
+OP_BY_OP = Transform("op_by_op", "program(*args)", 4)
 
 Spec = tuple[Any, ...] | None  # None: not put on the mesh (a Python float)
 
@@ -108,7 +110,7 @@ def run_sharded(lib: Library, program: Program, transform: Transform, inputs: In
             scope = scope_for(lib, program, transform.code)
             scope["args"] = placed_args(lib, mesh, inputs, placement.specs)
             scope["tangents"] = scope["batch"] = ()
-            code = transform.code if transform is SHARDED_JIT or not lib.is_jax else (
+            code = transform.code if transform in (SHARDED_JIT, OP_BY_OP) or not lib.is_jax else (
                 jax_side(transform.code))
             return evaluate(code, scope, f"<{transform.name}>")
     except Exception as error:  # noqa: BLE001 -- an error is a result to compare

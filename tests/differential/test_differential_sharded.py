@@ -15,6 +15,7 @@ from oracle import Inputs, Mismatch, compare, ours, real_jax  # noqa: E402
 from random_programs import Line, Program, Value, draw_program  # noqa: E402
 from sharded import (  # noqa: E402
     MESHES,
+    OP_BY_OP,
     SHARDED_EAGER,
     SHARDED_JIT,
     Placement,
@@ -85,6 +86,8 @@ SHAPE_OPS = {
     "gather_minor": "x[:, jnp.array([1, 0])]", "take": "jnp.take(x, jnp.array([1, 0]), axis=2)",
     "update": "x.at[..., 0].add(0.5)", "update_rows": "x.at[jnp.array([1, 2])].set(0.0)",
     "zeros_like": "jnp.zeros_like(x)", "full_like": "jnp.full_like(x, 2.0)",
+    "zeros_like_shape": "jnp.zeros_like(x, shape=x.shape)",
+    "ones_like_new_shape": "jnp.ones_like(x, shape=x.shape[:2])",
 }
 SHAPES = {"8": (8, 8, 2), "4x2": (8, 4, 2)}
 
@@ -104,6 +107,21 @@ def test_shape_op_on_each_split_equals_jax(op: str, mesh: str) -> None:
     for spec in every_split(SHAPES[mesh], mesh):
         placement = Placement(mesh, (spec,))
         mismatch = check_sharded(program, placement, SHARDED_JIT)
+        if mismatch is not None:
+            found.append((mismatch, placement))
+    report(found)
+
+
+@pytest.mark.parametrize("op", [op for op in SHAPE_OPS if "like" in op])
+def test_like_functions_keep_shardings_eagerly_as_jax(op: str) -> None:
+    """Eagerly (op by op, not under the one jit the oracle uses for JAX's eager side), JAX
+    keeps a concrete array's sharding for a *_like of its own shape, given or not; traced,
+    only when no shape is given (the jit test above)."""
+    program = one_line_program(SHAPE_OPS[op], SHAPES["8"])
+    found = []
+    for spec in every_split(SHAPES["8"], "8"):
+        placement = Placement("8", (spec,))
+        mismatch = check_sharded(program, placement, OP_BY_OP)
         if mismatch is not None:
             found.append((mismatch, placement))
     report(found)

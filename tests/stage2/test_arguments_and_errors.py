@@ -92,6 +92,7 @@ def generator(x):
 
 JIT_CASES = {
     "jit of a non-callable": lambda jax, jnp: jax.jit(3),
+    "jit of None": lambda jax, jnp: jax.jit(None),
     "jit of a generator function": lambda jax, jnp: jax.jit(generator),
     "static_argnums past the positional arguments": lambda jax, jnp: jax.jit(
         lambda x: x, static_argnums=2),

@@ -92,3 +92,10 @@ def test_shard_map_of_a_non_callable_raises_jax_s_class():
         real.shard_map(3, mesh=meshes(("data",))[0], in_specs=None, out_specs=None)
     assert type(mine.value) is type(theirs.value) is TypeError
     assert "callable" in str(mine.value)
+
+
+@pytest.mark.parametrize("entries", [(), ("data",), ("data", None), (None, "model"),
+                                     (("data", "model"),), (None, ("data", "model"), None)])
+def test_partition_spec_repr_is_jax_s(entries):
+    from jax.sharding import PartitionSpec as TheirP
+    assert repr(P(*entries)) == repr(TheirP(*entries)) == str(P(*entries))

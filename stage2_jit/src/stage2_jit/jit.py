@@ -468,7 +468,10 @@ def _signature_or_none(fun: Callable) -> inspect.Signature | None:
 
 
 # --8<-- [start:jit]
-def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
+_DECORATOR = object()  # jit called without a function: @jit(static_argnums=...)
+
+
+def jit(fun: Callable = _DECORATOR, *, static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Sequence[str] | None = None,
         donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Sequence[str] | None = None,
@@ -493,7 +496,7 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
         >>> f(jnp.arange(3.0))
         Array([1., 3., 5.], dtype=float32)
     """
-    if fun is None:  # used as @jit(static_argnums=...)
+    if fun is _DECORATOR:  # used as @jit(static_argnums=...); jit(None) is an error, as in JAX
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums,

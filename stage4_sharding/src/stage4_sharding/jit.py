@@ -90,14 +90,17 @@ class ShardedCompiled:
         return result
 
 
-def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
+_DECORATOR = object()  # jit called without a function: @jit(static_argnums=...)
+
+
+def jit(fun: Callable = _DECORATOR, *, static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Sequence[str] | None = None,
         donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Sequence[str] | None = None,
         backend: str | None = None) -> Any:
     """Stage 2's ``jit``; over sharded arrays the program is partitioned and runs on every
     device of the mesh (see ``partitioner.py`` and ``runtime.py``)."""
-    if fun is None:
+    if fun is _DECORATOR:  # jit(None) is an error, as in JAX
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums,

@@ -27,7 +27,7 @@ class PartitionSpec(tuple):
     Example:
         >>> from stage4_sharding.sharding import PartitionSpec as P
         >>> P("data", None)
-        PartitionSpec('data', None)
+        P('data', None)
     """
 
     def __new__(cls, *entries: Any) -> PartitionSpec:
@@ -39,7 +39,7 @@ class PartitionSpec(tuple):
         return super().__new__(cls, entries)
 
     def __repr__(self) -> str:
-        return f"PartitionSpec({', '.join(repr(e) for e in self)})"
+        return f"P{tuple(self)!r}"  # as JAX writes it: P('data',), P(None, 'model')
 
     def axes_of(self, dim: int) -> tuple[str, ...]:
         """The mesh axes ``dim`` is split over, major first (none for an unsplit dim)."""

@@ -118,10 +118,16 @@ def _like(a: Any, dtype: Any, shape: Shape | None, fun_name: str) -> _Like:
     """As JAX's ``lax.full_like``: the result is weak when ``a`` is and no dtype is asked, and
     keeps ``a``'s sharding (stage 4) when no shape is asked."""
     aval = get_aval(as_value(a))
+    weak_type = aval.weak_type and dtype is None
+    # JAX's choice: a traced ``a`` gives its sharding without ``shape``; a concrete one,
+    # when the shape is its own and the result is not weakly typed.
+    if isinstance(a, Tracer):
+        keep = shape is None
+    else:
+        keep = (shape is None or tuple(_shape(shape)) == tuple(aval.shape)) and not weak_type
     return _Like(aval.shape if shape is None else _shape(shape),
-                 _dtype(dtype, aval.dtype, fun_name),
-                 aval.weak_type and dtype is None,
-                 aval.sharding if shape is None else None)
+                 _dtype(dtype, aval.dtype, fun_name), weak_type,
+                 aval.sharding if keep else None)
 
 
 def zeros_like(a: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
