@@ -186,7 +186,10 @@ CALLS: dict[str, list[Call]] = {
                call("jnp.matmul(a, b)", a="f@4", b="f@2,4,3"), call("a @ b", a="i@2,3", b="i@3")],
     "einsum": [call("jnp.einsum('ij,jk->ik', a, b)", a="f@2,3", b="f@3,4"),
                call("jnp.einsum('bij,bj->bi', a, b)", a="f@2,3,4", b="f@2,4"),
-               call("jnp.einsum('ij->j', a)", a="f@3,2")],
+               call("jnp.einsum('ij->j', a)", a="f@3,2"),
+               # an index of size 1 in one operand broadcasts against the other's
+               call("jnp.einsum('ij,ij->ij', a, b)", a="f@1,3", b="f@4,3"),
+               call("jnp.einsum('ij,jk->ik', a, b)", a="f@2,1", b="f@4,5")],
     "tensordot": [call("jnp.tensordot(a, b)", a="f@2,3,4", b="f@3,4,2"),
                   call("jnp.tensordot(a, b, axes=([0], [1]))", a="f@3,2", b="f@4,3")],
     "inner": [call("jnp.inner(a, b)", a="f@2,3", b="f@4,3")],

@@ -328,3 +328,26 @@ def test_disk_cache_is_pruned_least_recently_used_first(tmp_path, monkeypatch, s
     oldest, expected = _unique_function("prune 0")
     np.testing.assert_allclose(np.asarray(oldest(x)), expected(x), rtol=1e-6)
     assert not kernel_cache._entries(tmp_path)
+
+
+def test_prune_removes_the_temporaries_a_killed_writer_left(tmp_path):
+    """A process killed while writing leaves ``_write_atomically``'s temporary file; pruning
+    deletes one older than an hour, and never a writer's live one (or a kernel's files)."""
+    stale, live = tmp_path / ".kernel-stale.tmp", tmp_path / ".kernel-live.tmp"
+    kernel = tmp_path / "kernel_0123456789abcdef0123.py"
+    for path in (stale, live, kernel):
+        path.write_text("x = 1\n")
+    old = stale.stat().st_mtime - kernel_cache.STALE_SECONDS - 60
+    os.utime(stale, (old, old))
+    os.utime(kernel, (old, old))
+    kernel_cache.prune(tmp_path, max_size=-1)  # no size limit: only the stale file goes
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".kernel-live.tmp", kernel.name]
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(kernel_cache.os, "replace", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        kernel_cache._write_atomically(tmp_path / "kernel_x.py", "x = 1\n")
+    assert not list(tmp_path.iterdir())

@@ -26,6 +26,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
@@ -301,6 +302,7 @@ def prune(folder: Path, max_size: int | None = None) -> None:
         >>> list(folder.iterdir())
         []
     """
+    _remove_stale_temporaries(folder)
     limit = config.jax_from_numpy_cache_max_size if max_size is None else max_size
     if limit < 0:
         return
@@ -313,6 +315,19 @@ def prune(folder: Path, max_size: int | None = None) -> None:
         for path, size, _ in entries[key]:
             path.unlink(missing_ok=True)
             total -= size
+
+
+STALE_SECONDS = 3600.0  # a temporary file this old was left by a process that was killed
+
+
+def _remove_stale_temporaries(folder: Path) -> None:
+    """``_write_atomically``'s temporary files that outlived their writer."""
+    for path in folder.glob(".kernel-*.tmp"):
+        try:
+            if time.time() - path.stat().st_mtime > STALE_SECONDS:
+                path.unlink()
+        except OSError:  # renamed or deleted meanwhile
+            continue
 
 
 def _entries(folder: Path) -> dict[str, list[tuple[Path, int, float]]]:
@@ -346,8 +361,12 @@ def _holds(path: Path, source: str) -> bool:
 
 def _write_atomically(path: Path, source: str) -> None:
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".kernel-", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(source)
-    os.chmod(temporary, 0o644)  # mkstemp makes it private; a shared cache must be readable
-    os.replace(temporary, path)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; a shared cache must be readable
+        os.replace(temporary, path)
+    except BaseException:  # a full disk, say: no temporary file left behind
+        Path(temporary).unlink(missing_ok=True)
+        raise
 # --8<-- [end:write_atomically]

@@ -152,11 +152,12 @@ def einsum(subscripts: str, *operands: Any):
         (2, 3, 5)
     """
     inputs, output = _parse_einsum(subscripts, len(operands))
-    values = promote(*operands)
+    values = list(promote(*operands))
     for spec, v in zip(inputs, values):
         if len(spec) != get_aval(v).ndim:
             raise ValueError(f"einsum: operand with subscripts {spec!r} has {get_aval(v).ndim} "
                              f"dims, expected {len(spec)}.")
+    inputs, values = _broadcast_labels(inputs, values)
     _check_label_sizes(inputs, values)
     spec, acc = inputs[0], values[0]
     for i in range(1, len(values)):
@@ -166,16 +167,27 @@ def einsum(subscripts: str, *operands: Any):
     return transpose(acc, [spec.index(c) for c in output])
 
 
+def _broadcast_labels(inputs: list[str], values: list[Any]) -> tuple[list[str], list[Any]]:
+    """An index of size 1 in one operand and more in another broadcasts, as in NumPy and
+    JAX: the size-1 dim is squeezed out of its operand, which then does not use the index
+    (its one value multiplies every term of the others)."""
+    sizes = {label: size for spec, v in zip(inputs, values)
+             for label, size in zip(spec, get_aval(v).shape) if size != 1}
+    for k, (spec, v) in enumerate(zip(inputs, values)):
+        shape = get_aval(v).shape
+        drop = tuple(d for d, label in enumerate(spec) if shape[d] == 1 and label in sizes)
+        if drop:
+            inputs[k] = "".join(c for d, c in enumerate(spec) if d not in drop)
+            values[k] = lax.squeeze(v, drop)
+    return inputs, values
+
+
 def _check_label_sizes(inputs: list[str], values: list[Any]) -> None:
     """Each index has one size in every operand that uses it (a ValueError, as in JAX)."""
     sizes: dict[str, int] = {}
     for k, (spec, v) in enumerate(zip(inputs, values)):
         for label, size in zip(spec, get_aval(v).shape):
             seen = sizes.setdefault(label, size)
-            if seen != size and 1 in (seen, size):
-                raise NotImplementedError(f"einsum: index {label!r} of size 1 in one operand "
-                                          f"and {max(seen, size)} in another (a broadcast) is "
-                                          f"not supported; broadcast the operand first.")
             if seen != size:
                 raise ValueError(f"einsum: index {label!r} has size {size} in operand {k}, but "
                                  f"{seen} in an earlier one.")
