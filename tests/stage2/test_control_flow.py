@@ -424,3 +424,31 @@ def test_cost_analysis_counts_loop_bodies_by_their_trips_and_the_costliest_branc
     branches = cost(lambda v: lax.cond(v[0] > 0, lambda u: u + 1.0,
                                        lambda u: jnp.exp(u) @ u + u, v))
     assert dear["flops"] <= branches["flops"] < dear["flops"] + cheap["flops"]
+
+
+LOOPS_AND_BRANCHES = {
+    "cond": lambda lib, n: lambda x: lib.lax.cond(True, n.sin, n.cos, x),
+    "switch": lambda lib, n: lambda x: lib.lax.switch(1, [n.sin, n.cos, n.tanh], n.tanh(x)),
+    "fori_loop": lambda lib, n: lambda x: lib.lax.fori_loop(0, 2, lambda i, c: n.sin(c), x),
+    "scan carry": lambda lib, n: lambda x: lib.lax.scan(
+        lambda c, _: (n.sin(c), None), x, None, length=2)[0],
+    "scan ys": lambda lib, n: lambda x: n.sum(lib.lax.scan(
+        lambda c, _: (c, n.sin(c)), x, None, length=2)[1]),
+}
+
+
+@pytest.mark.parametrize("case", list(LOOPS_AND_BRANCHES))
+def test_derivatives_through_control_flow_keep_jax_s_weak_types(case):
+    """A Python float's derivative through a loop or branch is weakly typed, as in JAX: the
+    loop's or branch's results take the types of its program, not the generic rule's (which
+    would count the int32 index or a constant among the operands)."""
+    real = pytest.importorskip("jax")
+    import jax.numpy as real_jnp
+    theirs = LOOPS_AND_BRANCHES[case](real, real_jnp)
+    mine = LOOPS_AND_BRANCHES[case](jax, jnp)
+    for transform in (lambda lib, f: lib.grad(f)(0.3),
+                      lambda lib, f: lib.jvp(f, (0.3,), (1.0,))[1],
+                      lambda lib, f: lib.jit(lib.grad(f))(0.3)):
+        want, got = transform(real, theirs), transform(jax, mine)
+        assert got.weak_type == want.weak_type
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5)

@@ -135,6 +135,13 @@ def _weak_joined(avals_list: Sequence[Sequence[ShapedArray]]) -> list[ShapedArra
             for i, a in enumerate(avals_list[0])]
 
 
+def _typed(values: Sequence[Any], *avals_lists: Sequence[ShapedArray]) -> list[Array]:
+    """An impl's results as Arrays, weak where every list's type is (the abstract eval's
+    rule): the generic rule, on the impl's operands, would count an index or a constant."""
+    joined = _weak_joined(avals_lists)
+    return [Array(np.asarray(v), a.weak_type) for v, a in zip(values, joined)]
+
+
 # ------------------------------------------------------------------------------------------
 # cond and switch
 # ------------------------------------------------------------------------------------------
@@ -217,7 +224,8 @@ def _bind_cond(index: Any, branches: list[Callable], operands: tuple, names: lis
 
 
 def cond_impl(index, *args, branches):
-    return eval_jaxpr(branches[int(index)].jaxpr, [], list(args))
+    outs = eval_jaxpr(branches[int(index)].jaxpr, [], list(args))
+    return _typed(outs, *[b.out_avals for b in branches])
 
 
 def cond_abstract_eval(index: ShapedArray, *avals: ShapedArray, branches):
@@ -324,7 +332,7 @@ def while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     carry = list(args[cond_nconsts + body_nconsts:])
     while bool(np.asarray(eval_jaxpr(cond_jaxpr.jaxpr, [], [*cond_consts, *carry])[0])):
         carry = eval_jaxpr(body_jaxpr.jaxpr, [], [*body_consts, *carry])
-    return carry
+    return _typed(carry, body_jaxpr.in_avals[body_nconsts:], body_jaxpr.out_avals)
 
 
 def while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -523,7 +531,9 @@ def scan_impl(*args, jaxpr, length, reverse, num_consts, num_carry, linear, unro
     y_avals = jaxpr.out_avals[num_carry:]
     stacked = [np.stack([np.asarray(y[k]) for y in ys]) if ys else
                np.zeros((0, *a.shape), a.dtype) for k, a in enumerate(y_avals)]
-    return [*carry, *stacked]
+    carry_avals = jaxpr.in_avals[num_consts:num_consts + num_carry]
+    return [*_typed(carry, carry_avals, jaxpr.out_avals[:num_carry]),
+            *_typed(stacked, y_avals)]
 
 
 def scan_abstract_eval(*avals, jaxpr, length, reverse, num_consts, num_carry, linear, unroll,
