@@ -112,9 +112,10 @@ def run_tests(repo: Path, ids: list[str], collect_only: bool = False,
     problems: list[str] = []
     collected: dict[str, list[str]] = {task_id: [] for task_id in ids}
     for folder, extra in SUITES:
-        if not _suite_mentions(repo, folder, ids):
+        files = _files_marking(repo, folder, ids)
+        if not files:
             continue
-        lines, crash = _run_suite(repo, folder, ids, collect_only, dict(env or {}, **extra))
+        lines, crash = _run_suite(repo, files, ids, collect_only, dict(env or {}, **extra))
         if crash:
             problems.append(crash)
         for line in lines:
@@ -131,26 +132,25 @@ def run_tests(repo: Path, ids: list[str], collect_only: bool = False,
     return outcomes, problems, collected
 
 
-def _suite_mentions(repo: Path, folder: str, ids: list[str]) -> bool:
-    """Whether a suite's files mark tests with one of the ids (so that the simulator's process
-    runs only for the tasks that need it). The main suite always runs."""
-    if folder == SUITES[0][0]:
-        return True
+def _files_marking(repo: Path, folder: str, ids: list[str]) -> list[str]:
+    """The test files of a suite that name one of the ids (a task's marker), without the
+    folders of other suites: pytest then collects only those, not the whole suite (most of a
+    grading run's time), and a suite that names none is not run."""
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, ids)) + r")\b")
-    return any(pattern.search(path.read_text(encoding="utf-8"))
-               for path in (repo / folder).rglob("test_*.py"))
+    others = [repo / name for name, _ in SUITES if name != folder and name.startswith(folder + "/")]
+    return sorted(str(path.relative_to(repo)) for path in (repo / folder).rglob("test_*.py")
+                  if not any(other in path.parents for other in others)
+                  and pattern.search(path.read_text(encoding="utf-8")))
 
 
-def _run_suite(repo: Path, folder: str, ids: list[str], collect_only: bool,
+def _run_suite(repo: Path, files: list[str], ids: list[str], collect_only: bool,
                extra_env: dict[str, str]) -> tuple[list[dict], str | None]:
-    others = [name for name, _ in SUITES if name != folder and name.startswith(folder + "/")]
     with tempfile.TemporaryDirectory() as tmp:
         lines_path = Path(tmp) / "outcomes.jsonl"
         # One hypothesis seed: a grade is the same each time the same code is graded.
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "grade",
                    "--hypothesis-seed=0", "--continue-on-collection-errors",
-                   "-m", " or ".join(ids), folder,
-                   *[f"--ignore={other}" for other in others]]
+                   "-m", " or ".join(ids), *files]
         if collect_only:
             command.append("--collect-only")
         path = [str(repo / "tools"), *[str(repo / source) for source in STAGE_SOURCES]]
@@ -164,7 +164,8 @@ def _run_suite(repo: Path, folder: str, ids: list[str], collect_only: bool,
     crash = None
     if result.returncode not in (0, 1, 5):
         tail = (result.stdout + result.stderr).strip().splitlines()[-15:]
-        crash = f"pytest {folder} exited with {result.returncode}:\n" + "\n".join(tail)
+        crash = (f"pytest {' '.join(files)} exited with {result.returncode}:\n"
+                 + "\n".join(tail))
     return lines, crash
 
 

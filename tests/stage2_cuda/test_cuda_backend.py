@@ -145,6 +145,18 @@ def test_a_row_group_with_several_results_and_one_read_at_another_row():
     assert "one block per row" not in jax.jit(shifted, backend="cuda").lower(x5x7).as_text()
 
 
+@pytest.mark.parametrize("shape", [(1, 2, 3), (2, 1, 3), (1, 4, 1, 3)], ids=str)
+def test_a_row_group_over_rows_with_dims_of_size_1(shape):
+    """Rows indexed over dims of size 1 too: each row's result lands at its own row (the
+    size-1 dims take index 0, the others the row's index along them)."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    for reduce in (jnp.sum, jnp.max):
+        _assert_equals_eager(lambda x: reduce(x, axis=-1, keepdims=True), x)
+    _assert_equals_eager(lambda x: jax.nn.softmax(x), x, rtol=1e-5)
+    assert "one block per row" in jax.jit(
+        lambda x: jnp.sum(x, axis=-1, keepdims=True), backend="cuda").lower(x).as_text()
+
+
 x_special = np.array([[-2.5, -0.5, -0.0, 0.0, 0.5, 2.5, 1e9], [np.nan, np.inf, -np.inf,
                       3.0, -3.0, 8388607.5, -1.5]], np.float32)
 

@@ -675,6 +675,8 @@ class CudaProgramWriter(ProgramWriter):
         saved = set(self.materialized)
         self.materialized -= row_values  # inside the group they are recomputed
         self.row_scalars, self.row_index_ok = {}, True
+        # the row's indices, without its dims of size 1 (a row scalar's 0 there)
+        self.row_names = tuple(index[k] for k in range(kept) if shape[k] != 1)
         self.reads = []
         rows = [self.dim(first.invars[0], k) for k in range(kept)]
         reduced = [self.dim(first.invars[0], k) for k in range(kept, len(shape))]
@@ -710,11 +712,11 @@ class CudaProgramWriter(ProgramWriter):
                                    + [f"{name}[{', '.join(index)}] = {value}"])]
                 continue
             else:  # a scalar per row, every thread computing it
-                value = self._fused(eqn, _row_index(out.aval.shape, index[:kept]), body, {})
+                value = self._fused(eqn, _row_index(out.aval.shape, self.row_names), body, {})
                 steps += [f"# {self.eqn_text(eqn)}", *body, f"{name}_row = {value}"]
                 self.row_scalars[out] = f"{name}_row"
             if out in used_outside:
-                target = _row_index(out.aval.shape, index[:kept])
+                target = _row_index(out.aval.shape, self.row_names)
                 steps += ["if tid == 0:", f"    {name}[{', '.join(target) or '0'}] = {name}_row"]
         ok, self.row_scalars = self.row_index_ok, {}
         if not ok:
@@ -764,8 +766,7 @@ class CudaProgramWriter(ProgramWriter):
         return super()._read(var, index)
 
     def _expected_row_index(self, var: Var) -> tuple[str, ...]:
-        kept = len([d for d in var.aval.shape if d != 1])
-        return _row_index(var.aval.shape, tuple(f"i{k}" for k in range(kept)))
+        return _row_index(var.aval.shape, self.row_names)
     # --8<-- [end:row_group]
 
     def _fused(self, eqn: JaxprEqn, index: tuple[str, ...], body: list[str],
@@ -1142,7 +1143,8 @@ def _row_group(work: list[JaxprEqn], i: int) -> list[JaxprEqn]:
 
 def _row_index(shape: tuple[int, ...], kept: tuple[str, ...]) -> tuple[str, ...]:
     """Where a row scalar of ``shape`` (the rows' dims, maybe with size-1 dims) is read for
-    the row at ``kept``: the kept indices in order, 0 at the size-1 dims."""
+    the row at ``kept`` (the indices of the rows' dims that are not of size 1): the kept
+    indices in order, 0 at the size-1 dims."""
     names = iter(kept)
     return tuple("0" if d == 1 else next(names) for d in shape)
 
