@@ -410,6 +410,24 @@ def test_a_constant_in_a_jitted_concatenate_takes_the_operands_layout() -> None:
                 assert np.asarray(got).tolist() == value.tolist() + [0.0] * 16
 
 
+def test_an_update_split_unlike_its_target_is_resharded() -> None:
+    """``x.at[0].add(u)`` with ``u`` split and ``x`` replicated: JAX refuses the broadcast of
+    ``u``; ours reshards it, giving what JAX gives for ``u`` resharded replicated first."""
+    value, update = np.zeros((4, 8), np.float32), np.arange(8.0, dtype=np.float32)
+    add = lambda x, u: x.at[0].add(u)  # noqa: E731
+    mesh = jax.make_mesh((8,), ("d",))
+    with jax.set_mesh(mesh):
+        x, u = _split(jax, mesh, value), _split(jax, mesh, update, "d")
+        with pytest.raises(ValueError, match="Incompatible types for broadcasting"):
+            jax.jit(add)(x, u)
+        want = jax.jit(add)(x, jax.sharding.reshard(u, jax.sharding.PartitionSpec()))
+    mesh = sj.make_mesh((8,), ("d",))
+    with sj.set_mesh(mesh):
+        got = sj.jit(add)(_split(sj, mesh, value), _split(sj, mesh, update, "d"))
+    assert np.asarray(got).tolist() == np.asarray(want).tolist()
+    assert tuple(e for e in got.sharding.spec if e) == tuple(e for e in want.sharding.spec if e)
+
+
 def test_a_slice_across_devices_gathers_the_dim_whole() -> None:
     """``x[2:18]`` of 32 elements split 8 ways: the values and the spec are JAX's; XLA moves
     the few elements each block needs by collective permutes, we all-gather the dim (7 blocks

@@ -162,6 +162,8 @@ DTYPE_CASES: dict[str, list[DtypeCase]] = {
     "slice": [(lambda: lax.slice(X, (1,), (3,)), (f32,)),
               (lambda: lax.slice(M, (0, 0), (2, 2), (2, 1)), (f32,))],
     "rev": [(lambda: lax.rev(X, (0,)), (f32,))],
+    "tile": [(lambda: lax.tile(M, (2, 1)), (f32,)),
+             (lambda: lax.tile(jnp.asarray(np.arange(3, dtype=np.int32)), (2,)), (i32,))],
     "iota": [(lambda: lax.iota(np.int32, (2, 3), 1), (i32,)),
              (lambda: lax.iota(np.uint32, (4,)), (u32,)),
              (lambda: lax.iota(np.float32, (4,)), (f32,))],

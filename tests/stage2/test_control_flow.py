@@ -427,6 +427,7 @@ def test_cost_analysis_counts_loop_bodies_by_their_trips_and_the_costliest_branc
 
 
 LOOPS_AND_BRANCHES = {
+    "jit": lambda lib, n: lib.jit(n.sin),
     "cond": lambda lib, n: lambda x: lib.lax.cond(True, n.sin, n.cos, x),
     "switch": lambda lib, n: lambda x: lib.lax.switch(1, [n.sin, n.cos, n.tanh], n.tanh(x)),
     "fori_loop": lambda lib, n: lambda x: lib.lax.fori_loop(0, 2, lambda i, c: n.sin(c), x),
@@ -439,16 +440,18 @@ LOOPS_AND_BRANCHES = {
 
 @pytest.mark.parametrize("case", list(LOOPS_AND_BRANCHES))
 def test_derivatives_through_control_flow_keep_jax_s_weak_types(case):
-    """A Python float's derivative through a loop or branch is weakly typed, as in JAX: the
-    loop's or branch's results take the types of its program, not the generic rule's (which
-    would count the int32 index or a constant among the operands)."""
+    """A Python float's derivative through a jit, loop or branch is weakly typed, as in JAX
+    (unless the cotangent is not): the results take the types of the program, not the
+    generic rule's (which would count the int32 index or a constant among the operands)."""
     real = pytest.importorskip("jax")
     import jax.numpy as real_jnp
     theirs = LOOPS_AND_BRANCHES[case](real, real_jnp)
     mine = LOOPS_AND_BRANCHES[case](jax, jnp)
     for transform in (lambda lib, f: lib.grad(f)(0.3),
                       lambda lib, f: lib.jvp(f, (0.3,), (1.0,))[1],
-                      lambda lib, f: lib.jit(lib.grad(f))(0.3)):
+                      lambda lib, f: lib.jit(lib.grad(f))(0.3),
+                      # a strongly typed cotangent gives a strongly typed result
+                      lambda lib, f: lib.vjp(f, 0.3)[1](lib.numpy.ones((), "float32"))[0]):
         want, got = transform(real, theirs), transform(jax, mine)
         assert got.weak_type == want.weak_type
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5)

@@ -107,7 +107,7 @@ CASES: dict[str, tuple[Callable, tuple]] = {
         x + y, x - y, x * y, x / (jnp.abs(y) + 1), lax.rem(x, jnp.abs(y) + 1),
         jnp.power(jnp.abs(x) + 0.5, y), jnp.maximum(x, y), jnp.minimum(x, y),
         jnp.arctan2(x, y), x == y, x != y, x < y, x <= y, x > y, x >= y,
-        jnp.where(x > y, x, y)), (F, G)),
+        jnp.where(x > y, x, -x), jnp.where(x > 0, 1.0, x)), (F, G)),
     "integer": (lambda i, j: (
         i & j, i | j, i ^ j, ~i, i << j, i >> j, lax.shift_right_logical(i, j),
         i.astype(np.float32), lax.bitcast_convert_type(i, np.float32)), (INTS, J)),
@@ -118,7 +118,8 @@ CASES: dict[str, tuple[Callable, tuple]] = {
         jnp.argmax(x, 0), jnp.argmin(x, 1)), (F,)),
     "contractions": (lambda x, y: (
         jnp.matmul(x, y.T), jnp.matmul(x.T, y, out_sharding=P()),
-        jnp.einsum("bij,bjk->bik", x.reshape(8, 4, 4), y.reshape(8, 4, 4))), (F, G)),
+        # batch dims split alike (JAX refuses a split on one side only)
+        jnp.einsum("bij,bjk->bik", x.reshape(8, 4, 4), jnp.sin(x).reshape(8, 4, 4))), (F, G)),
     "shapes": (lambda x, y: (  # dim 0 may stay split
         x.T, x[None], jnp.reshape(x, (8, 4, 4)), jnp.squeeze(x[:, None], 1),
         jnp.broadcast_to(x[:, :1], (8, 16)), x[:, ::2],

@@ -101,7 +101,7 @@ def test_dot_general_rule_keeps_free_and_batch_dims_and_drops_one_sided_contract
     assert rule(shapes, [((), ("x",)), ((), ())]) == [((), ())]
     assert rule(shapes, [(("x", "y"), ()), (("y",), ())]) == [(("x", "y"), ())]
     cube, other = (8, 4, 4), (8, 4, 2)
-    assert rule([cube, other], [((), ("y",), ()), (("x",), (), ())], BATCHED) == [
+    assert rule([cube, other], [(("x",), ("y",), ()), (("x",), (), ())], BATCHED) == [
         (("x",), ("y",), ())]
     assert rule([cube, other], [(("x",), (), ()), (("x",), ("y",), ())], BATCHED) == [
         (("x",), (), ())]
@@ -114,6 +114,8 @@ def test_dot_general_rule_errors_name_the_problem():
         rule(shapes, [((), ("x",)), (("x",), ())])
     with pytest.raises(ShardingTypeError, match="batch dims 0 and 0 are split differently"):
         rule([(8, 4, 4), (8, 4, 2)], [(("x",), (), ()), (("y",), (), ())], BATCHED)
+    with pytest.raises(ShardingTypeError, match="batch dims 0 and 0 are split differently"):
+        rule([(8, 4, 4), (8, 4, 2)], [((), (), ()), (("x",), (), ())], BATCHED)  # as JAX
     with pytest.raises(ShardingTypeError, match="same mesh axis"):
         rule(shapes, [(("x",), ()), ((), ("x",))])
     with pytest.raises(ShardingTypeError, match="more entries than the result has dims"):

@@ -265,8 +265,8 @@ def cond_vjp(cts, index, *operands, out, needs, branches):
     wanted = [n and is_float(get_aval(x)) for n, x in zip(needs[1:], operands)]
     if not any(wanted):
         return [None] * (1 + len(operands))
-    programs, consts = join_consts([vjp_program(b, wanted) for b in branches])
     float_cts = [ct for ct, a in zip(cts, branches[0].out_avals) if is_float(a)]
+    programs, consts = join_consts([vjp_program(b, wanted, float_cts) for b in branches])
     results = iter(cond_p.bind(index, *consts, *operands, *float_cts,
                                branches=tuple(programs)))
     return [None, *[next(results) if w else None for w in wanted]]

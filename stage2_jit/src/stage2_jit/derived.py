@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 from stage1_autodiff.autodiff import jvp, vjp
-from stage1_autodiff.core import ShapedArray
+from stage1_autodiff.core import ShapedArray, get_aval
 
 from stage1_autodiff import dtypes
 from stage1_autodiff import primitives as lax
@@ -72,10 +72,12 @@ def jvp_program(program: ClosedJaxpr, float_in: Sequence[bool],
 
 
 # --8<-- [start:vjp_program]
-def vjp_program(program: ClosedJaxpr, wanted: Sequence[bool],
+def vjp_program(program: ClosedJaxpr, wanted: Sequence[bool], cts: Sequence[Any] = (),
                 trace: Tracer = trace_flat) -> tuple[ClosedJaxpr, list[Any]]:
     """The program of (primals, cotangents of the float outputs) -> cotangents of the wanted
-    inputs (zeros where an input does not matter), and the constants it takes first."""
+    inputs (zeros where an input does not matter), and the constants it takes first. The
+    cotangents ``cts``, when given, say which are weakly typed (as the results then are, in
+    JAX); by default, those of weakly typed outputs."""
     float_out = [is_float(a) for a in program.out_avals]
     run = jaxpr_as_fun(program)
 
@@ -91,8 +93,12 @@ def vjp_program(program: ClosedJaxpr, wanted: Sequence[bool],
         full = [next(cts) if f else lax.zeros_like(o) for f, o in zip(float_out, outs)]
         return [lax.zeros_like(p) if ct is None else ct for ct, p in zip(pullback(full), chosen)]
 
-    avals = list(program.in_avals) + [a for a in program.out_avals if is_float(a)]
-    return _cached(program, ("vjp", tuple(wanted)),
+    ct_avals = [a for a in program.out_avals if is_float(a)]
+    if cts:
+        ct_avals = [a if ct is None else a._replace(weak_type=get_aval(ct).weak_type)
+                    for a, ct in zip(ct_avals, cts)]
+    avals = list(program.in_avals) + ct_avals
+    return _cached(program, ("vjp", tuple(wanted), tuple(a.weak_type for a in ct_avals)),
                    lambda: trace(vjp_of_program, avals), trace)
 # --8<-- [end:vjp_program]
 

@@ -120,8 +120,8 @@ def jit_vjp(cts, *primals, out, needs, jaxpr: ClosedJaxpr, name: str, backend: s
     wanted = [need and _is_float(a) for need, a in zip(needs, jaxpr.in_avals)]
     if not any(wanted):
         return [None] * len(wanted)
-    program, consts = vjp_program(jaxpr, wanted)
     float_cts = [ct for ct, a in zip(cts, jaxpr.out_avals) if _is_float(a)]
+    program, consts = vjp_program(jaxpr, wanted, float_cts)
     results = iter(jit_p.bind(*consts, *primals, *float_cts, jaxpr=program,
                               name=f"vjp({name})", backend=backend))
     return [next(results) if w else None for w in wanted]

@@ -101,6 +101,20 @@ for _prim in [*ELEMENTWISE, p.threefry2x32_p]:
     sharding_rules[_prim] = _elementwise(_prim)
 
 
+def select_n_sharding_rule(avals, specs):
+    """JAX's rule, stricter than the other elementwise ops': the cases laid out alike, and
+    the predicate a scalar or laid out as they are (no split is inferred from one side)."""
+    which, (which_spec, *case_specs) = avals[0], specs
+    if any(spec != case_specs[0] for spec in case_specs):
+        raise _error(p.select_n_p, avals, specs, "its cases are laid out differently",
+                     "Reshard them alike first (jax.sharding.reshard).")
+    if which.ndim and which_spec != case_specs[0]:
+        raise _error(p.select_n_p, avals, specs, "its predicate is laid out differently "
+                     "from its cases", "Reshard it as they are, or use a scalar predicate.")
+    return [case_specs[0]]
+sharding_rules[p.select_n_p] = select_n_sharding_rule
+
+
 # ------------------------------------------------------------------------------------------
 # Shapes
 # ------------------------------------------------------------------------------------------
@@ -358,7 +372,7 @@ def dot_general_sharding_rule(avals, specs, *, dimension_numbers, preferred_elem
                          "jax.device_put(params, P()), or take the gradient under jit.)")
     batch = []
     for dx, dy in zip(lb, rb):
-        if xs[dx] and ys[dy] and xs[dx] != ys[dy]:
+        if xs[dx] != ys[dy]:  # as JAX: a split on one side only is an error too
             raise _error(p.dot_general_p, avals, specs,
                          f"batch dims {dx} and {dy} are split differently",
                          "Reshard one operand so its batch dims match the other's.")

@@ -17,7 +17,15 @@ import numpy as np
 from .. import dtypes
 from .. import primitives as lax
 from ..core import get_aval
-from ._promote import as_value, broadcast_to_shape, convert, promote_and_broadcast, promote_inexact
+from ._promote import (
+    as_value,
+    broadcast_shapes,
+    broadcast_to_shape,
+    convert,
+    promote,
+    promote_and_broadcast,
+    promote_inexact,
+)
 
 
 def _float_unary(lax_fn, x: Any) -> Any:
@@ -284,10 +292,15 @@ def where(condition, x=None, y=None):
     condition = as_value(condition)
     if get_aval(condition).dtype != np.bool_:
         condition = not_equal(condition, 0)
-    x, y = promote_and_broadcast("where", x, y)
-    from ._promote import broadcast_shapes
-    shape = broadcast_shapes(get_aval(condition).shape, get_aval(x).shape, op_name="where")
-    condition, x, y = (broadcast_to_shape(v, shape) for v in (condition, x, y))
+    x, y = promote(x, y)
+    operands = (condition, as_value(x), as_value(y))
+    shape = broadcast_shapes(*(get_aval(v).shape for v in operands), op_name="where")
+    whole = [v for v in operands if get_aval(v).shape == shape]
+    # A broadcast operand is laid out as the first whole one (from stage 4 on), as in JAX:
+    # a scalar case joins a split one, while whole operands must agree (select_n's rule).
+    condition, x, y = (v if get_aval(v).shape == shape or not whole else
+                       lax.with_sharding_of(broadcast_to_shape(v, shape), whole[0])
+                       for v in operands)
     return lax.select_n(condition, y, x)
 
 
