@@ -29,9 +29,10 @@ from stage2_jit import numpy as jnp
 f32, i32, u32, b1 = (np.dtype(d) for d in (np.float32, np.int32, np.uint32, np.bool_))
 FLOAT, NUMBERS, ALL = (f32,), (f32, i32), (f32, i32, b1)
 
-# Every property test in this file: few examples (tracing is the cost), no deadline (the first
-# example of a test pays for imports and caches).
-laws = settings(max_examples=examples(15), deadline=None)
+# Every property test in this file: few examples (each new rank, axis or dtype compiles a
+# kernel: most of CI's time in this file), no deadline (the first example of a test pays for
+# imports and caches). tests/differential runs the same laws on random programs.
+laws = settings(max_examples=examples(10), deadline=None)
 
 # ------------------------------------------------------------------------------------------
 # Helpers: operands and the comparison
