@@ -415,6 +415,16 @@ def test_where(shapes_, seed):
     check(jnp.where(cond, x, y), np.where(cond, x, y.astype(np.float32)), F32)
     check(jnp.where(cond, ints(seed, x_shape), y), np.where(cond, ints(seed, x_shape), y), I32)
     check(jnp.where(cond.astype(np.int32) * 2, 1.0, x), np.where(cond, 1.0, x), F32)
+    # each operand is broadcast to the result's shape (none may have it): the gradient by x
+    # counts, for each of x's elements, the places of the result it was chosen for
+    shape = np.broadcast_shapes(c_shape, x_shape, y_shape)
+    chosen = np.broadcast_to(cond, shape).astype(np.float32)
+    extra = len(shape) - len(x_shape)
+    summed = tuple(range(extra)) + tuple(extra + d for d, n in enumerate(x_shape) if n == 1
+                                        and shape[extra + d] != 1)
+    want = chosen.sum(axis=summed, keepdims=True).reshape(x_shape) if summed else chosen
+    got = jax.grad(lambda x: jnp.sum(jnp.where(cond, x, y)))(x)
+    np.testing.assert_array_equal(np.asarray(got), want.reshape(x_shape))
 
 
 def test_where_with_one_argument_is_not_supported():

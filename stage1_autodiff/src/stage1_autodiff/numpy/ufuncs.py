@@ -298,7 +298,8 @@ def where(condition, x=None, y=None):
     whole = [v for v in operands if get_aval(v).shape == shape]
     # A broadcast operand is laid out as the first whole one (from stage 4 on), as in JAX:
     # a scalar case joins a split one, while whole operands must agree (select_n's rule).
-    condition, x, y = (v if get_aval(v).shape == shape or not whole else
+    condition, x, y = (v if get_aval(v).shape == shape else broadcast_to_shape(v, shape)
+                       if not whole else
                        lax.with_sharding_of(broadcast_to_shape(v, shape), whole[0])
                        for v in operands)
     return lax.select_n(condition, y, x)
