@@ -296,12 +296,15 @@ def where(condition, x=None, y=None):
     operands = (condition, as_value(x), as_value(y))
     shape = broadcast_shapes(*(get_aval(v).shape for v in operands), op_name="where")
     whole = [v for v in operands if get_aval(v).shape == shape]
-    # A broadcast operand is laid out as the first whole one (from stage 4 on), as in JAX:
-    # a scalar case joins a split one, while whole operands must agree (select_n's rule).
-    condition, x, y = (v if get_aval(v).shape == shape else broadcast_to_shape(v, shape)
-                       if not whole else
-                       lax.with_sharding_of(broadcast_to_shape(v, shape), whole[0])
-                       for v in operands)
+
+    def spread(v):
+        # A broadcast operand is laid out as the first whole one (from stage 4 on), as in
+        # JAX: a scalar case joins a split one; whole ones must agree (select_n's rule).
+        if get_aval(v).shape == shape:
+            return v
+        v = broadcast_to_shape(v, shape)
+        return lax.with_sharding_of(v, whole[0]) if whole else v
+    condition, x, y = map(spread, operands)
     return lax.select_n(condition, y, x)
 
 
