@@ -195,6 +195,12 @@ def rev_case(data, dtype):
     return (lambda x: lax.rev(x, dims)), [values(data, shape, dtype)]
 
 
+def tile_case(data, dtype):
+    shape = data.draw(shapes())
+    reps = tuple(data.draw(st.integers(0, 3)) for _ in shape)
+    return (lambda x: lax.tile(x, reps)), [values(data, shape, dtype)]
+
+
 def iota_case(data, dtype):
     shape = data.draw(shapes(min_dims=1))
     dimension = data.draw(st.integers(0, len(shape) - 1))
@@ -355,6 +361,7 @@ LAW_CASES: dict[str, tuple[tuple[np.dtype, ...], Case]] = {
     "scatter_min": (NUMBERS, scatter(lax.scatter_min)),
     "scatter_max": (NUMBERS, scatter(lax.scatter_max)),
     "sort": (NUMBERS, sort_case),
+    "tile": (NUMBERS, tile_case),
     "threefry2x32": ((u32,), threefry2x32_case),
 }
 

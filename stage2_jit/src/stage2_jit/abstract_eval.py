@@ -300,11 +300,6 @@ def rev_abstract_eval(x: ShapedArray, *, dimensions: tuple[int, ...]) -> ShapedA
 abstract_eval_rules[p.rev_p] = rev_abstract_eval
 
 
-def tile_abstract_eval(x: ShapedArray, *, reps: tuple[int, ...]) -> ShapedArray:
-    return ShapedArray(tuple(r * n for r, n in zip(reps, x.shape)), x.dtype, x.weak_type)
-abstract_eval_rules[p.tile_p] = tile_abstract_eval
-
-
 def iota_abstract_eval(*, dtype: np.dtype, shape: tuple[int, ...],
                        dimension: int) -> ShapedArray:
     out = ShapedArray(tuple(shape), np.dtype(dtype), False)
@@ -474,6 +469,11 @@ def sort_abstract_eval(*operands: ShapedArray, dimension: int,
         raise TypeError(f"sort requires 1 <= num_keys <= {len(operands)}, got {num_keys}.")
     return [ShapedArray(shape, x.dtype, _weak_type(x.dtype, *operands)) for x in operands]
 abstract_eval_rules[p.sort_p] = sort_abstract_eval
+
+
+def tile_abstract_eval(x: ShapedArray, *, reps: tuple[int, ...]) -> ShapedArray:
+    return ShapedArray(tuple(r * n for r, n in zip(reps, x.shape)), x.dtype, x.weak_type)
+abstract_eval_rules[p.tile_p] = tile_abstract_eval
 
 
 def threefry2x32_abstract_eval(key1: ShapedArray, key2: ShapedArray, x1: ShapedArray,
