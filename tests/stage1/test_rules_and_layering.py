@@ -54,6 +54,37 @@ def test_primitive_names_are_unique():
 
 
 # ------------------------------------------------------------------------------------------
+# Primitive kinds: what later stages rely on when they treat a kind alike
+# ------------------------------------------------------------------------------------------
+
+REDUCTION, ELEMENTWISE = core.PrimitiveKind.REDUCTION, core.PrimitiveKind.ELEMENTWISE
+
+
+def _reduction_dtypes(prim: core.Primitive) -> list[np.dtype]:
+    if prim in (lax.reduce_and_p, lax.reduce_or_p):
+        return [b1]
+    return [f32, i32, u32] if prim in (lax.reduce_sum_p, lax.reduce_prod_p) else [f32, i32, b1]
+
+
+@pytest.mark.parametrize("prim", core.primitives_of_kind(REDUCTION), ids=str)
+def test_a_reduction_is_unchanged_by_its_identity(prim):
+    """The law the kernels' accumulators rest on: combining the identity changes nothing."""
+    rng = np.random.default_rng(0)
+    for dtype in _reduction_dtypes(prim):
+        x = (rng.normal(size=(3, 5)) * 4).astype(dtype)
+        identity = np.full((1, 5), prim.identity(dtype), dtype)
+        padded = np.concatenate([x, identity, x[:1]], axis=0)
+        expected = core.impl_rules[prim](np.concatenate([x, x[:1]]), axes=(0,))
+        np.testing.assert_array_equal(core.impl_rules[prim](padded, axes=(0,)), expected)
+
+
+def test_only_a_reduction_has_an_identity():
+    with pytest.raises(ValueError, match="only a reduction, has an identity"):
+        core.Primitive("not_registered", identity=lambda dtype: 0)
+    assert all((p.kind is REDUCTION) == (p.identity is not None) for p in core.all_primitives)
+
+
+# ------------------------------------------------------------------------------------------
 # Each impl keeps dtypes: one or more representative calls per primitive
 # ------------------------------------------------------------------------------------------
 
@@ -222,6 +253,38 @@ def test_dtype_table_covers_every_primitive():
     names = {p.name for p in _stage1_primitives()}
     assert names - DTYPE_CASES.keys() == set(), "add a DTYPE_CASES entry for these primitives"
     assert DTYPE_CASES.keys() - names == set(), "DTYPE_CASES names primitives that don't exist"
+
+
+def _impl_calls(prim: core.Primitive) -> list[tuple[tuple, dict]]:
+    """The (operands, params) each of ``prim``'s dtype cases hands its impl."""
+    calls, original = [], core.impl_rules[prim]
+
+    def spy(*args, **params):
+        calls.append((args, params))
+        return original(*args, **params)
+
+    core.impl_rules[prim] = spy
+    try:
+        for call, _ in DTYPE_CASES[prim.name]:
+            call()
+    finally:
+        core.impl_rules[prim] = original
+    return calls
+
+
+@pytest.mark.parametrize("prim", core.primitives_of_kind(ELEMENTWISE), ids=str)
+def test_an_elementwise_impl_maps_over_elements(prim):
+    """What batching, sharding and fusion assume of every primitive declared elementwise:
+    the result on the whole operands is the results on pieces of them, put together (so a
+    batch, a shard or a loop iteration can be computed alone)."""
+    for operands, params in _impl_calls(prim):
+        n = np.shape(operands[0])[0]
+        assert all(np.shape(x)[:1] == (n,) for x in operands), "a case of equal shapes"
+        whole = _outputs(core.impl_rules[prim](*operands, **params))
+        pieces = [_outputs(core.impl_rules[prim](*[x[i:i + 1] for x in operands], **params))
+                  for i in range(n)]
+        for k, result in enumerate(whole):
+            np.testing.assert_array_equal(result, np.concatenate([p[k] for p in pieces]))
 
 
 @pytest.fixture(params=[False, True], ids=["x32", "x64"])

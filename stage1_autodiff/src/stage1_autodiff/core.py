@@ -13,6 +13,7 @@ without confusing each other's perturbations.
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -73,19 +74,49 @@ class ShapedArray(NamedTuple):
 # --8<-- [end:shaped_array]
 
 
+# --8<-- [start:primitive_kind]
+class PrimitiveKind(enum.Enum):
+    """What a primitive is, declared once where it is made, for every stage that reads it:
+    batching, sharding and the partitioner treat all elementwise primitives alike, and the
+    kernel generator fuses them and knows a reduction by its identity.
+
+    NB: XLA asks the same of an HLO instruction (``HloInstruction::IsElementwise``); JAX
+    builds its elementwise primitives with ``standard_naryop`` in ``jax/_src/lax/lax.py``.
+    """
+
+    ELEMENTWISE = "elementwise"  # each result element from the operands' at its index
+    REDUCTION = "reduction"  # combines along ``axes``, starting from an identity
+    SHAPE = "shape"  # moves, drops or repeats elements and computes none
+    OTHER = "other"  # a rule of its own everywhere (contractions, indexing, sorting...)
+# --8<-- [end:primitive_kind]
+
+
 # --8<-- [start:primitive]
 class Primitive:
     """An operation the interpreters know by name, with one rule per interpreter.
+
+    ``kind`` says what it is (:class:`PrimitiveKind`); a reduction also has an ``identity``,
+    a function of the dtype giving the value it starts from (0 for a sum, the lowest value
+    for a max).
 
     Example:
         >>> from stage1_autodiff.primitives import sin_p
         >>> sin_p.bind(np.float32(0.0))
         Array(0., dtype=float32)
+        >>> sin_p.kind
+        <PrimitiveKind.ELEMENTWISE: 'elementwise'>
     """
 
-    def __init__(self, name: str, multiple_results: bool = False) -> None:
+    def __init__(self, name: str, multiple_results: bool = False, *,
+                 kind: PrimitiveKind = PrimitiveKind.OTHER,
+                 identity: Callable[[np.dtype], Any] | None = None) -> None:
+        if (kind is PrimitiveKind.REDUCTION) != (identity is not None):
+            raise ValueError(f"Primitive {name!r}: a reduction, and only a reduction, has an "
+                             f"identity.")
         self.name = name
         self.multiple_results = multiple_results
+        self.kind = kind
+        self.identity = identity
         all_primitives.append(self)
 
     def bind(self, *args: Any, **params: Any) -> Any:
@@ -101,6 +132,17 @@ class Primitive:
 
 
 all_primitives: list[Primitive] = []
+
+
+def primitives_of_kind(kind: PrimitiveKind) -> list[Primitive]:
+    """The primitives made so far that are of ``kind``, in the order they were made.
+
+    Example:
+        >>> from stage1_autodiff import primitives
+        >>> [p.name for p in primitives_of_kind(PrimitiveKind.REDUCTION)][:2]
+        ['reduce_sum', 'reduce_max']
+    """
+    return [prim for prim in all_primitives if prim.kind is kind]
 
 # The rule tables of stage 1, one entry per primitive (a test checks they are complete).
 impl_rules: dict[Primitive, Callable[..., Any]] = {}  # NumPy arrays in, NumPy arrays out

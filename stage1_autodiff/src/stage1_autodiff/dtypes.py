@@ -139,6 +139,20 @@ def _saturating_float_to_int(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.where(value <= low, np.array(info.min, dtype), out)
 
 
+def lowest(dtype: np.dtype) -> Any:
+    """The smallest value of ``dtype`` (-inf for floats): a max reduction starts from it."""
+    if dtype.kind == "f":
+        return -np.inf
+    return False if dtype.kind == "b" else np.iinfo(dtype).min
+
+
+def highest(dtype: np.dtype) -> Any:
+    """The largest value of ``dtype`` (inf for floats): a min reduction starts from it."""
+    if dtype.kind == "f":
+        return np.inf
+    return True if dtype.kind == "b" else np.iinfo(dtype).max
+
+
 def is_float(dtype: np.dtype) -> bool:
     return dtype.kind == "f"
 

@@ -27,6 +27,7 @@ from . import dtypes
 from .core import (
     Array,
     Primitive,
+    PrimitiveKind,
     get_aval,
     impl_rules,
     jvp_rules,
@@ -36,6 +37,10 @@ from .core import (
 )
 
 Shape = tuple[int, ...]
+# What each block's primitive is (core.PrimitiveKind), by the short names the blocks use.
+ELEMENTWISE = PrimitiveKind.ELEMENTWISE
+REDUCTION = PrimitiveKind.REDUCTION
+SHAPE = PrimitiveKind.SHAPE
 
 
 def zeros_like(x: Any) -> Any:
@@ -107,7 +112,7 @@ def _zero_jvp(prim: Primitive):
 # Unary elementwise
 # ------------------------------------------------------------------------------------------
 
-neg_p = Primitive("neg")
+neg_p = Primitive("neg", kind=ELEMENTWISE)
 def neg(x): return neg_p.bind(x)
 impl_rules[neg_p] = np.negative
 def neg_vjp(ct, x, *, out): return [neg(ct)]
@@ -115,7 +120,7 @@ vjp_rules[neg_p] = neg_vjp
 jvp_rules[neg_p] = _unary_elementwise_jvp(neg_p)
 
 # --8<-- [start:exp]
-exp_p = Primitive("exp")
+exp_p = Primitive("exp", kind=ELEMENTWISE)
 def exp(x): return exp_p.bind(x)
 impl_rules[exp_p] = np.exp
 def exp_vjp(ct, x, *, out): return [mul(ct, out)]
@@ -127,28 +132,28 @@ def exp_jvp(primals, tangents):
 jvp_rules[exp_p] = exp_jvp
 # --8<-- [end:exp]
 
-log_p = Primitive("log")
+log_p = Primitive("log", kind=ELEMENTWISE)
 def log(x): return log_p.bind(x)
 impl_rules[log_p] = np.log
 def log_vjp(ct, x, *, out): return [div(ct, x)]
 vjp_rules[log_p] = log_vjp
 jvp_rules[log_p] = _unary_elementwise_jvp(log_p)
 
-log1p_p = Primitive("log1p")
+log1p_p = Primitive("log1p", kind=ELEMENTWISE)
 def log1p(x): return log1p_p.bind(x)
 impl_rules[log1p_p] = np.log1p
 def log1p_vjp(ct, x, *, out): return [div(ct, add(x, full_like(x, 1)))]
 vjp_rules[log1p_p] = log1p_vjp
 jvp_rules[log1p_p] = _unary_elementwise_jvp(log1p_p)
 
-expm1_p = Primitive("expm1")
+expm1_p = Primitive("expm1", kind=ELEMENTWISE)
 def expm1(x): return expm1_p.bind(x)
 impl_rules[expm1_p] = np.expm1
 def expm1_vjp(ct, x, *, out): return [mul(ct, add(out, full_like(out, 1)))]
 vjp_rules[expm1_p] = expm1_vjp
 jvp_rules[expm1_p] = _unary_elementwise_jvp(expm1_p)
 
-sin_p = Primitive("sin")
+sin_p = Primitive("sin", kind=ELEMENTWISE)
 def sin(x): return sin_p.bind(x)
 impl_rules[sin_p] = np.sin
 def sin_vjp(ct, x, *, out):
@@ -158,7 +163,7 @@ def sin_vjp(ct, x, *, out):
 vjp_rules[sin_p] = sin_vjp
 jvp_rules[sin_p] = _unary_elementwise_jvp(sin_p)
 
-cos_p = Primitive("cos")
+cos_p = Primitive("cos", kind=ELEMENTWISE)
 def cos(x): return cos_p.bind(x)
 impl_rules[cos_p] = np.cos
 def cos_vjp(ct, x, *, out):
@@ -168,7 +173,7 @@ def cos_vjp(ct, x, *, out):
 vjp_rules[cos_p] = cos_vjp
 jvp_rules[cos_p] = _unary_elementwise_jvp(cos_p)
 
-tan_p = Primitive("tan")
+tan_p = Primitive("tan", kind=ELEMENTWISE)
 def tan(x): return tan_p.bind(x)
 impl_rules[tan_p] = np.tan
 def tan_vjp(ct, x, *, out): return [mul(ct, add(full_like(out, 1), mul(out, out)))]
@@ -176,7 +181,7 @@ vjp_rules[tan_p] = tan_vjp
 jvp_rules[tan_p] = _unary_elementwise_jvp(tan_p)
 
 # --8<-- [start:tanh]
-tanh_p = Primitive("tanh")
+tanh_p = Primitive("tanh", kind=ELEMENTWISE)
 def tanh(x): return tanh_p.bind(x)
 impl_rules[tanh_p] = np.tanh
 def tanh_vjp(ct, x, *, out):
@@ -185,7 +190,7 @@ vjp_rules[tanh_p] = tanh_vjp
 jvp_rules[tanh_p] = _unary_elementwise_jvp(tanh_p)
 # --8<-- [end:tanh]
 
-logistic_p = Primitive("logistic")
+logistic_p = Primitive("logistic", kind=ELEMENTWISE)
 def logistic(x): return logistic_p.bind(x)
 def logistic_impl(x):
     # Two forms so that exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below.
@@ -196,14 +201,14 @@ def logistic_vjp(ct, x, *, out): return [mul(ct, mul(out, sub(full_like(out, 1),
 vjp_rules[logistic_p] = logistic_vjp
 jvp_rules[logistic_p] = _unary_elementwise_jvp(logistic_p)
 
-sqrt_p = Primitive("sqrt")
+sqrt_p = Primitive("sqrt", kind=ELEMENTWISE)
 def sqrt(x): return sqrt_p.bind(x)
 impl_rules[sqrt_p] = np.sqrt
 def sqrt_vjp(ct, x, *, out): return [div(ct, mul(full_like(out, 2), out))]
 vjp_rules[sqrt_p] = sqrt_vjp
 jvp_rules[sqrt_p] = _unary_elementwise_jvp(sqrt_p)
 
-abs_p = Primitive("abs")
+abs_p = Primitive("abs", kind=ELEMENTWISE)
 def abs(x): return abs_p.bind(x)  # noqa: A001 -- lax's name
 impl_rules[abs_p] = np.abs
 def abs_vjp(ct, x, *, out):  # at 0 the derivative is taken as +1, as in JAX
@@ -211,25 +216,25 @@ def abs_vjp(ct, x, *, out):  # at 0 the derivative is taken as +1, as in JAX
 vjp_rules[abs_p] = abs_vjp
 jvp_rules[abs_p] = _unary_elementwise_jvp(abs_p)
 
-sign_p = Primitive("sign")
+sign_p = Primitive("sign", kind=ELEMENTWISE)
 def sign(x): return sign_p.bind(x)
 impl_rules[sign_p] = np.sign
 vjp_rules[sign_p] = _zero_vjp
 jvp_rules[sign_p] = _zero_jvp(sign_p)
 
-floor_p = Primitive("floor")
+floor_p = Primitive("floor", kind=ELEMENTWISE)
 def floor(x): return floor_p.bind(x)
 impl_rules[floor_p] = np.floor
 vjp_rules[floor_p] = _zero_vjp
 jvp_rules[floor_p] = _zero_jvp(floor_p)
 
-ceil_p = Primitive("ceil")
+ceil_p = Primitive("ceil", kind=ELEMENTWISE)
 def ceil(x): return ceil_p.bind(x)
 impl_rules[ceil_p] = np.ceil
 vjp_rules[ceil_p] = _zero_vjp
 jvp_rules[ceil_p] = _zero_jvp(ceil_p)
 
-integer_pow_p = Primitive("integer_pow")
+integer_pow_p = Primitive("integer_pow", kind=ELEMENTWISE)
 def integer_pow(x, y: int): return integer_pow_p.bind(x, y=y)
 def integer_pow_impl(x, *, y):
     return np.power(x, y, dtype=x.dtype) if y >= 0 else (1 / np.power(x, -y)).astype(x.dtype)
@@ -242,7 +247,7 @@ def integer_pow_vjp(ct, x, *, out, y):
 vjp_rules[integer_pow_p] = integer_pow_vjp
 jvp_rules[integer_pow_p] = _unary_elementwise_jvp(integer_pow_p)
 
-erf_inv_p = Primitive("erf_inv")
+erf_inv_p = Primitive("erf_inv", kind=ELEMENTWISE)
 def erf_inv(x): return erf_inv_p.bind(x)
 
 # Giles' single-precision approximation of erfinv ("Approximating the erfinv function",
@@ -285,7 +290,7 @@ def erf_inv_vjp(ct, x, *, out):  # d erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2)
 vjp_rules[erf_inv_p] = erf_inv_vjp
 jvp_rules[erf_inv_p] = _unary_elementwise_jvp(erf_inv_p)
 
-not_p = Primitive("not")
+not_p = Primitive("not", kind=ELEMENTWISE)
 def bitwise_not(x): return not_p.bind(x)
 impl_rules[not_p] = np.invert
 vjp_rules[not_p] = _zero_vjp
@@ -296,7 +301,7 @@ jvp_rules[not_p] = _zero_jvp(not_p)
 # ------------------------------------------------------------------------------------------
 
 # --8<-- [start:add]
-add_p = Primitive("add")
+add_p = Primitive("add", kind=ELEMENTWISE)
 def add(x, y): return add_p.bind(x, y)
 impl_rules[add_p] = np.add
 def add_vjp(ct, x, y, *, out): return [ct, ct]
@@ -307,7 +312,7 @@ def add_jvp(primals, tangents):
 jvp_rules[add_p] = add_jvp
 # --8<-- [end:add]
 
-sub_p = Primitive("sub")
+sub_p = Primitive("sub", kind=ELEMENTWISE)
 def sub(x, y): return sub_p.bind(x, y)
 impl_rules[sub_p] = np.subtract
 def sub_vjp(ct, x, y, *, out): return [ct, neg(ct)]
@@ -318,7 +323,7 @@ def sub_jvp(primals, tangents):
 jvp_rules[sub_p] = sub_jvp
 
 # --8<-- [start:mul]
-mul_p = Primitive("mul")
+mul_p = Primitive("mul", kind=ELEMENTWISE)
 def mul(x, y): return mul_p.bind(x, y)
 impl_rules[mul_p] = np.multiply
 def mul_vjp(ct, x, y, *, out): return [mul(ct, y), mul(x, ct)]
@@ -329,7 +334,7 @@ def mul_jvp(primals, tangents):
 jvp_rules[mul_p] = mul_jvp
 # --8<-- [end:mul]
 
-div_p = Primitive("div")
+div_p = Primitive("div", kind=ELEMENTWISE)
 def div(x, y): return div_p.bind(x, y)
 def div_impl(x, y):
     if dtypes.is_int(x.dtype):  # integer division rounds toward zero, as in C and XLA
@@ -353,7 +358,7 @@ def div_jvp(primals, tangents):
     # --8<-- [end:task1_4]
 jvp_rules[div_p] = div_jvp
 
-rem_p = Primitive("rem")
+rem_p = Primitive("rem", kind=ELEMENTWISE)
 def rem(x, y): return rem_p.bind(x, y)
 def rem_impl(x, y):
     if dtypes.is_int(x.dtype):
@@ -368,7 +373,7 @@ def rem_jvp(primals, tangents):
     return rem(x, y), sub(x_dot, mul(y_dot, _truncate(div(x, y))))
 jvp_rules[rem_p] = rem_jvp
 
-pow_p = Primitive("pow")
+pow_p = Primitive("pow", kind=ELEMENTWISE)
 def pow(x, y): return pow_p.bind(x, y)  # noqa: A001 -- lax's name
 impl_rules[pow_p] = np.power
 def _pow_dx(x, y):
@@ -392,7 +397,7 @@ def _balanced_eq(x, y, z):
     return select_n(eq(x, z), zero, select_n(eq(y, z), one, half))
 
 
-max_p = Primitive("max")
+max_p = Primitive("max", kind=ELEMENTWISE)
 def max(x, y): return max_p.bind(x, y)  # noqa: A001 -- lax's name
 impl_rules[max_p] = np.maximum
 def max_vjp(ct, x, y, *, out):
@@ -404,7 +409,7 @@ def max_jvp(primals, tangents):
     return out, add(mul(x_dot, _balanced_eq(x, y, out)), mul(y_dot, _balanced_eq(y, x, out)))
 jvp_rules[max_p] = max_jvp
 
-min_p = Primitive("min")
+min_p = Primitive("min", kind=ELEMENTWISE)
 def min(x, y): return min_p.bind(x, y)  # noqa: A001 -- lax's name
 impl_rules[min_p] = np.minimum
 def min_vjp(ct, x, y, *, out):
@@ -416,7 +421,7 @@ def min_jvp(primals, tangents):
     return out, add(mul(x_dot, _balanced_eq(x, y, out)), mul(y_dot, _balanced_eq(y, x, out)))
 jvp_rules[min_p] = min_jvp
 
-atan2_p = Primitive("atan2")
+atan2_p = Primitive("atan2", kind=ELEMENTWISE)
 def atan2(x, y): return atan2_p.bind(x, y)
 impl_rules[atan2_p] = np.arctan2
 def atan2_vjp(ct, x, y, *, out):
@@ -432,7 +437,7 @@ jvp_rules[atan2_p] = atan2_jvp
 
 def _nondifferentiable_binary(name: str, impl) -> tuple[Primitive, Any]:
     """Comparisons and bitwise ops: integer or boolean results, zero derivatives."""
-    prim = Primitive(name)
+    prim = Primitive(name, kind=ELEMENTWISE)
     impl_rules[prim] = impl
     vjp_rules[prim] = _zero_vjp
     jvp_rules[prim] = _zero_jvp(prim)
@@ -479,7 +484,7 @@ shift_right_arithmetic_p, shift_right_arithmetic = _nondifferentiable_binary(
     "shift_right_arithmetic", shift_right_arithmetic_impl)
 
 # --8<-- [start:select_n]
-select_n_p = Primitive("select_n")
+select_n_p = Primitive("select_n", kind=ELEMENTWISE)
 def select_n(which, *cases):
     """``cases[which]`` elementwise: ``select_n(pred, if_false, if_true)`` for a bool ``which``."""
     return select_n_p.bind(which, *cases)
@@ -507,7 +512,7 @@ jvp_rules[select_n_p] = select_n_jvp
 # Types
 # ------------------------------------------------------------------------------------------
 
-convert_element_type_p = Primitive("convert_element_type")
+convert_element_type_p = Primitive("convert_element_type", kind=ELEMENTWISE)
 def convert_element_type(x, new_dtype, weak_type: bool = False):
     new_dtype = dtypes.check_and_canonicalize_user_dtype(new_dtype, "convert_element_type")
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
@@ -529,14 +534,14 @@ def convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
     return out, convert_element_type(tangents[0], new_dtype, weak_type)
 jvp_rules[convert_element_type_p] = convert_element_type_jvp
 
-bitcast_convert_type_p = Primitive("bitcast_convert_type")
+bitcast_convert_type_p = Primitive("bitcast_convert_type", kind=ELEMENTWISE)
 def bitcast_convert_type(x, new_dtype):
     return bitcast_convert_type_p.bind(x, new_dtype=np.dtype(new_dtype))
 impl_rules[bitcast_convert_type_p] = lambda x, *, new_dtype: x.view(new_dtype)
 vjp_rules[bitcast_convert_type_p] = _zero_vjp
 jvp_rules[bitcast_convert_type_p] = _zero_jvp(bitcast_convert_type_p)
 
-stop_gradient_p = Primitive("stop_gradient")
+stop_gradient_p = Primitive("stop_gradient", kind=ELEMENTWISE)
 def stop_gradient(x): return stop_gradient_p.bind(x)
 impl_rules[stop_gradient_p] = lambda x: x
 vjp_rules[stop_gradient_p] = _zero_vjp
@@ -547,7 +552,7 @@ jvp_rules[stop_gradient_p] = _zero_jvp(stop_gradient_p)
 # ------------------------------------------------------------------------------------------
 
 # --8<-- [start:broadcast_in_dim]
-broadcast_in_dim_p = Primitive("broadcast_in_dim")
+broadcast_in_dim_p = Primitive("broadcast_in_dim", kind=SHAPE)
 def broadcast_in_dim(x, shape: Shape, broadcast_dimensions: Sequence[int], out_sharding=None):
     """Operand dim ``i`` becomes output dim ``broadcast_dimensions[i]``; the rest are new.
     ``out_sharding`` is the result's sharding (stage 4), as for ``dot_general``: a new dim
@@ -586,7 +591,7 @@ def _linear_jvp(prim: Primitive):
 
 jvp_rules[broadcast_in_dim_p] = _linear_jvp(broadcast_in_dim_p)
 
-reshape_p = Primitive("reshape")
+reshape_p = Primitive("reshape", kind=SHAPE)
 def reshape(x, new_sizes: Shape):
     return reshape_p.bind(x, new_sizes=tuple(new_sizes), dimensions=None)
 impl_rules[reshape_p] = lambda x, *, new_sizes, dimensions: np.reshape(x, new_sizes)
@@ -595,7 +600,7 @@ def reshape_vjp(ct, x, *, out, new_sizes, dimensions):
 vjp_rules[reshape_p] = reshape_vjp
 jvp_rules[reshape_p] = _linear_jvp(reshape_p)
 
-transpose_p = Primitive("transpose")
+transpose_p = Primitive("transpose", kind=SHAPE)
 def transpose(x, permutation: Sequence[int]):
     return transpose_p.bind(x, permutation=tuple(permutation))
 impl_rules[transpose_p] = lambda x, *, permutation: np.transpose(x, permutation)
@@ -604,7 +609,7 @@ def transpose_vjp(ct, x, *, out, permutation):
 vjp_rules[transpose_p] = transpose_vjp
 jvp_rules[transpose_p] = _linear_jvp(transpose_p)
 
-squeeze_p = Primitive("squeeze")
+squeeze_p = Primitive("squeeze", kind=SHAPE)
 def squeeze(x, dimensions: Sequence[int]):
     return squeeze_p.bind(x, dimensions=tuple(dimensions))
 impl_rules[squeeze_p] = lambda x, *, dimensions: np.squeeze(x, axis=dimensions)
@@ -625,7 +630,7 @@ def expand_dims(x, dimensions: Sequence[int]):
     return broadcast_in_dim(x, tuple(shape), kept)
 
 
-concatenate_p = Primitive("concatenate")
+concatenate_p = Primitive("concatenate", kind=SHAPE)
 def concatenate(operands: Sequence[Any], dimension: int):
     return concatenate_p.bind(*operands, dimension=dimension)
 impl_rules[concatenate_p] = lambda *xs, dimension: np.concatenate(xs, axis=dimension)
@@ -642,7 +647,7 @@ def concatenate_vjp(ct, *operands, out, dimension):
 vjp_rules[concatenate_p] = concatenate_vjp
 jvp_rules[concatenate_p] = _linear_jvp(concatenate_p)
 
-pad_p = Primitive("pad")
+pad_p = Primitive("pad", kind=SHAPE)
 def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
     """Pads each dim with (low, high, interior) copies of ``padding_value`` (non-negative)."""
     return pad_p.bind(x, padding_value, padding_config=tuple(map(tuple, padding_config)))
@@ -669,7 +674,7 @@ def pad_vjp(ct, x, padding_value, *, out, padding_config):
 vjp_rules[pad_p] = pad_vjp
 jvp_rules[pad_p] = _linear_jvp(pad_p)
 
-slice_p = Primitive("slice")
+slice_p = Primitive("slice", kind=SHAPE)
 def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001 -- lax's name
     strides = None if strides is None else tuple(strides)
     return slice_p.bind(x, start_indices=tuple(start_indices),
@@ -690,7 +695,7 @@ def slice_vjp(ct, x, *, out, start_indices, limit_indices, strides):
 vjp_rules[slice_p] = slice_vjp
 jvp_rules[slice_p] = _linear_jvp(slice_p)
 
-rev_p = Primitive("rev")
+rev_p = Primitive("rev", kind=SHAPE)
 def rev(x, dimensions: Sequence[int]): return rev_p.bind(x, dimensions=tuple(dimensions))
 impl_rules[rev_p] = lambda x, *, dimensions: np.flip(x, dimensions)
 def rev_vjp(ct, x, *, out, dimensions): return [rev(ct, dimensions)]
@@ -723,8 +728,15 @@ def _broadcast_back(reduced, operand_shape: Shape, axes: Sequence[int], sharding
     return broadcast_in_dim(reduced, operand_shape, kept, out_sharding=sharding)
 
 
+# A reduction's identity, a function of the dtype (``PrimitiveKind``): what it starts from.
+def _zero(dtype): return 0
+def _one(dtype): return 1
+def _true(dtype): return True
+def _false(dtype): return False
+
+
 # --8<-- [start:reduce_sum]
-reduce_sum_p = Primitive("reduce_sum")
+reduce_sum_p = Primitive("reduce_sum", kind=REDUCTION, identity=_zero)
 def reduce_sum(x, axes: Sequence[int]): return reduce_sum_p.bind(x, axes=tuple(axes))
 def reduce_sum_impl(x, *, axes): return np.sum(x, axis=axes, dtype=x.dtype)
 impl_rules[reduce_sum_p] = reduce_sum_impl
@@ -753,19 +765,19 @@ def _chooser_jvp(prim: Primitive):
     return jvp
 
 
-reduce_max_p = Primitive("reduce_max")
+reduce_max_p = Primitive("reduce_max", kind=REDUCTION, identity=dtypes.lowest)
 def reduce_max(x, axes: Sequence[int]): return reduce_max_p.bind(x, axes=tuple(axes))
 impl_rules[reduce_max_p] = lambda x, *, axes: np.max(x, axis=axes)
 vjp_rules[reduce_max_p] = _chooser_vjp
 jvp_rules[reduce_max_p] = _chooser_jvp(reduce_max_p)
 
-reduce_min_p = Primitive("reduce_min")
+reduce_min_p = Primitive("reduce_min", kind=REDUCTION, identity=dtypes.highest)
 def reduce_min(x, axes: Sequence[int]): return reduce_min_p.bind(x, axes=tuple(axes))
 impl_rules[reduce_min_p] = lambda x, *, axes: np.min(x, axis=axes)
 vjp_rules[reduce_min_p] = _chooser_vjp
 jvp_rules[reduce_min_p] = _chooser_jvp(reduce_min_p)
 
-reduce_prod_p = Primitive("reduce_prod")
+reduce_prod_p = Primitive("reduce_prod", kind=REDUCTION, identity=_one)
 def reduce_prod(x, axes: Sequence[int]): return reduce_prod_p.bind(x, axes=tuple(axes))
 impl_rules[reduce_prod_p] = lambda x, *, axes: np.prod(x, axis=axes, dtype=x.dtype)
 def _prod_of_others(x, axes):
@@ -797,13 +809,13 @@ def reduce_prod_jvp(primals, tangents, *, axes):
     return reduce_prod(x, axes), reduce_sum(mul(x_dot, _prod_of_others(x, axes)), axes)
 jvp_rules[reduce_prod_p] = reduce_prod_jvp
 
-reduce_and_p = Primitive("reduce_and")
+reduce_and_p = Primitive("reduce_and", kind=REDUCTION, identity=_true)
 def reduce_and(x, axes: Sequence[int]): return reduce_and_p.bind(x, axes=tuple(axes))
 impl_rules[reduce_and_p] = lambda x, *, axes: np.all(x, axis=axes)
 vjp_rules[reduce_and_p] = _zero_vjp
 jvp_rules[reduce_and_p] = _zero_jvp(reduce_and_p)
 
-reduce_or_p = Primitive("reduce_or")
+reduce_or_p = Primitive("reduce_or", kind=REDUCTION, identity=_false)
 def reduce_or(x, axes: Sequence[int]): return reduce_or_p.bind(x, axes=tuple(axes))
 impl_rules[reduce_or_p] = lambda x, *, axes: np.any(x, axis=axes)
 vjp_rules[reduce_or_p] = _zero_vjp
@@ -931,7 +943,8 @@ from .slicing import *  # noqa: E402, F403 (the names in slicing.__all__)
 # ------------------------------------------------------------------------------------------
 
 # --8<-- [start:threefry]
-threefry2x32_p = Primitive("threefry2x32", multiple_results=True)
+threefry2x32_p = Primitive("threefry2x32", multiple_results=True,
+                           kind=ELEMENTWISE)
 def threefry2x32(key1, key2, x1, x2) -> list[Any]:
     """The Threefry-2x32 block cipher (20 rounds) of Salmon et al., "Parallel random numbers:
     as easy as 1, 2, 3" (SC 2011): hashes the counter pair (x1, x2) under the key pair."""

@@ -34,6 +34,7 @@ import numpy as np
 from . import dtypes
 from .core import Primitive, get_aval, impl_rules, jvp_rules, vjp_rules
 from .primitives import (
+    SHAPE,
     Shape,
     _linear_jvp,
     add,
@@ -467,7 +468,7 @@ jvp_rules[sort_p] = sort_jvp
 
 
 # --8<-- [start:tile]
-tile_p = Primitive("tile")
+tile_p = Primitive("tile", kind=SHAPE)
 def tile(x, reps: Shape):
     """``lax.tile``: ``x`` repeated ``reps[d]`` times along each dim ``d`` (one rep per dim;
     ``jnp.tile`` adds the leading dims)."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from stage1_autodiff.core import Array, Primitive
+from stage1_autodiff.core import Array, Primitive, PrimitiveKind
 from stage1_autodiff.slicing import GatherScatterMode, window_operand_dims
 
 from stage1_autodiff import primitives as p
@@ -217,24 +217,15 @@ def _float_or(float_form: str, other_form: str) -> Callable[[np.dtype], str]:
     return lambda dtype: float_form if dtype.kind == "f" else other_form
 
 
-def _lowest(dtype: np.dtype) -> Any:
-    return -np.inf if dtype.kind == "f" else False if dtype.kind == "b" else np.iinfo(dtype).min
-
-
-def _highest(dtype: np.dtype) -> Any:
-    return np.inf if dtype.kind == "f" else True if dtype.kind == "b" else np.iinfo(dtype).max
-
-
 REDUCTIONS = {
-    # primitive: (initial value, combine(acc, x) for a dtype)
-    p.reduce_sum_p: (lambda dtype: 0, _float_or("add_reassoc({acc}, {x})", "({acc} + {x})")),
-    p.reduce_prod_p: (lambda dtype: 1, _float_or("mul_reassoc({acc}, {x})", "({acc} * {x})")),
-    p.reduce_max_p: (_lowest, _float_or("max_reassoc({acc}, {x})",
-                                        "select({x} > {acc}, {x}, {acc})")),
-    p.reduce_min_p: (_highest, _float_or("min_reassoc({acc}, {x})",
-                                         "select({x} < {acc}, {x}, {acc})")),
-    p.reduce_and_p: (lambda dtype: True, lambda dtype: "({acc} & {x})"),
-    p.reduce_or_p: (lambda dtype: False, lambda dtype: "({acc} | {x})"),
+    # primitive: combine(acc, x) for a dtype; the accumulator starts at the primitive's
+    # identity (declared with it in stage 1)
+    p.reduce_sum_p: _float_or("add_reassoc({acc}, {x})", "({acc} + {x})"),
+    p.reduce_prod_p: _float_or("mul_reassoc({acc}, {x})", "({acc} * {x})"),
+    p.reduce_max_p: _float_or("max_reassoc({acc}, {x})", "select({x} > {acc}, {x}, {acc})"),
+    p.reduce_min_p: _float_or("min_reassoc({acc}, {x})", "select({x} < {acc}, {x}, {acc})"),
+    p.reduce_and_p: lambda dtype: "({acc} & {x})",
+    p.reduce_or_p: lambda dtype: "({acc} | {x})",
 }
 # --8<-- [end:reductions]
 
@@ -245,8 +236,18 @@ def _is_trivial_reshape(eqn: JaxprEqn) -> bool:
     return [d for d in before if d != 1] == [d for d in after if d != 1]
 
 
+def is_elementwise(prim: Primitive) -> bool:
+    """An elementwise primitive with one result (its kind, declared in stage 1): computed
+    where it is used, inside the loop of the value that reads it."""
+    return prim.kind is PrimitiveKind.ELEMENTWISE and not prim.multiple_results
+
+
+def is_reduction(prim: Primitive) -> bool:
+    return prim.kind is PrimitiveKind.REDUCTION
+
+
 def _is_fusible(eqn: JaxprEqn) -> bool:
-    if eqn.primitive in ELEMENTWISE or eqn.primitive in INDEX_MAPS:
+    if is_elementwise(eqn.primitive) or eqn.primitive in INDEX_MAPS:
         return True
     return eqn.primitive is p.reshape_p and _is_trivial_reshape(eqn)
 
@@ -323,7 +324,7 @@ def _equal_axes(eqn: JaxprEqn):
     out = eqn.outvars[0] if eqn.outvars else None
     operands = [a for a in eqn.invars if isinstance(a, Var)]
     prim = eqn.primitive
-    if prim in ELEMENTWISE:
+    if is_elementwise(prim):
         for a in operands:
             if a.aval.ndim == out.aval.ndim:
                 yield from ((a, k, out, k) for k in range(out.aval.ndim))
@@ -333,7 +334,7 @@ def _equal_axes(eqn: JaxprEqn):
                 yield operands[0], k, out, d
     elif prim is p.transpose_p:
         yield from ((operands[0], k, out, j) for j, k in enumerate(eqn.params["permutation"]))
-    elif prim in (p.rev_p,) or prim in REDUCTIONS or prim in ARG_REDUCTIONS or (
+    elif prim in (p.rev_p,) or is_reduction(prim) or prim in ARG_REDUCTIONS or (
             prim is p.squeeze_p or prim is p.reshape_p and _is_trivial_reshape(eqn)):
         yield from _kept_axes(eqn)
     elif prim in (p.sort_p, p.threefry2x32_p):  # operands and results all of one shape
@@ -414,7 +415,7 @@ def _kept_axes(eqn: JaxprEqn):
     if eqn.primitive is p.rev_p:
         yield from ((operand, k, out, k) for k in range(out.aval.ndim))
         return
-    if eqn.primitive in REDUCTIONS or eqn.primitive in ARG_REDUCTIONS:
+    if is_reduction(eqn.primitive) or eqn.primitive in ARG_REDUCTIONS:
         kept = [k for k in range(operand.aval.ndim) if k not in eqn.params["axes"]]
         yield from ((operand, k, out, j) for j, k in enumerate(kept))
         return
@@ -473,7 +474,7 @@ class ProgramWriter:
         self.flat = False  # while writing a loop over flattened arrays
         # Elementwise loops may run over flattened arrays (one loop, however many dims),
         # unless the program reduces: then loops over rows can merge with the reductions'.
-        self.flat_loops = not any(eqn.primitive in REDUCTIONS for eqn in jaxpr.eqns)
+        self.flat_loops = not any(is_reduction(eqn.primitive) for eqn in jaxpr.eqns)
         self.flat_views: set[str] = set()
         self.comment_names = _Names()  # names as the jaxpr prints them, for the comments
         for var in [*jaxpr.invars, *(v for eqn in jaxpr.eqns for v in eqn.outvars)]:
@@ -485,18 +486,18 @@ class ProgramWriter:
         chosen = {v for v in self.jaxpr.outvars if isinstance(v, Var)}
         cost: dict[Var, int] = {}  # operations to recompute an inlined value
         for eqn in self.jaxpr.eqns:
-            if eqn.primitive in REDUCTIONS or not _is_fusible(eqn):
+            if is_reduction(eqn.primitive) or not _is_fusible(eqn):
                 chosen.update(eqn.outvars)
             if eqn.primitive in ARRAY_OPERANDS and not _is_fusible(eqn):
                 chosen.update(a for a in eqn.invars if isinstance(a, Var))
             if not _is_fusible(eqn):
                 continue
             out = eqn.outvars[0]
-            own = 0 if eqn.primitive not in ELEMENTWISE else (
+            own = 0 if not is_elementwise(eqn.primitive) else (
                 4 if eqn.primitive in _EXPENSIVE else 1)
             cost[out] = own + sum(cost.get(a, 0) for a in eqn.invars
                                   if isinstance(a, Var) and a not in chosen)
-            if eqn.primitive in ELEMENTWISE and self.uses[out] > 1 and (
+            if is_elementwise(eqn.primitive) and self.uses[out] > 1 and (
                     cost[out] > RECOMPUTE_LIMIT):
                 chosen.add(out)  # computed once, not once per use
         return chosen - set(self.jaxpr.invars)
@@ -569,7 +570,7 @@ class ProgramWriter:
     def _emit(self, eqn: JaxprEqn) -> None:
         self.reads = []
         comment = f"# {self.eqn_text(eqn)}"
-        if eqn.primitive in REDUCTIONS:
+        if is_reduction(eqn.primitive):
             self._emit_reduction(eqn, comment)
         elif _is_fusible(eqn):
             self._emit_loop(eqn.outvars[0], comment)
@@ -637,7 +638,7 @@ class ProgramWriter:
             operand = eqn.invars[0]
             return operand.aval.shape == () and (
                 isinstance(operand, Literal) or self._reads_in_step(operand, ()))
-        if eqn.primitive not in ELEMENTWISE:
+        if not is_elementwise(eqn.primitive):
             return False
         return all(isinstance(a, Literal) or self._reads_in_step(a, shape) for a in eqn.invars)
 
@@ -685,7 +686,7 @@ class ProgramWriter:
         if atom in self.names and (atom in self.materialized or atom in self.jaxpr.invars):
             return self._read(atom, index)
         eqn = self.producer[atom]
-        if eqn.primitive not in ELEMENTWISE or eqn.primitive is p.stop_gradient_p:
+        if not is_elementwise(eqn.primitive) or eqn.primitive is p.stop_gradient_p:
             return self._fused(eqn, index, body, memo)  # a read elsewhere: no temporary
         key = (atom, index)
         if key not in memo:
@@ -709,7 +710,7 @@ class ProgramWriter:
     def _fused(self, eqn: JaxprEqn, index: tuple[str, ...], body: list[str],
                memo: dict[tuple, str]) -> str:
         prim, out = eqn.primitive, eqn.outvars[0]
-        if prim in ELEMENTWISE:
+        if is_elementwise(prim):
             args = [self.expr(a, index, body, memo) for a in eqn.invars]
             value = ELEMENTWISE[prim](args, eqn)
             if out.aval.dtype.kind in "iu":  # Numba widens int32 + int32 to int64: wrap back
@@ -751,8 +752,8 @@ class ProgramWriter:
         axes, dtype = eqn.params["axes"], out.aval.dtype
         if not axes:
             raise UnsupportedError(f"{eqn.primitive} over no axes")
-        initial, combine_for = REDUCTIONS[eqn.primitive]
-        init, combine = typed_constant(initial(dtype), dtype), combine_for(dtype)
+        init = typed_constant(eqn.primitive.identity(dtype), dtype)
+        combine = REDUCTIONS[eqn.primitive](dtype)
         name = self._name_of(out)
         kept = [k for k in range(operand.aval.ndim) if k not in axes]
         index = tuple(f"i{k}" for k in range(operand.aval.ndim))
@@ -1584,7 +1585,7 @@ def sink_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
     for eqn in jaxpr.eqns:
         sources = [producer.get(a) if isinstance(a, Var) else None for a in eqn.invars]
         first = sources[0] if sources else None
-        if ((eqn.primitive in ELEMENTWISE or eqn.primitive is p.threefry2x32_p)
+        if (eqn.primitive.kind is PrimitiveKind.ELEMENTWISE
                 and first is not None and first.primitive is p.broadcast_in_dim_p
                 and all(s is not None and s.primitive is p.broadcast_in_dim_p
                         and s.params == first.params

@@ -48,11 +48,11 @@ from stage1_autodiff import primitives as p
 from .codegen_cpu import (
     ELEMENTWISE,
     LOOP_RULES,
-    REDUCTIONS,
     ProgramWriter,
     UnsupportedError,
     _indent,
     _is_fusible,
+    is_reduction,
     np_type,
     prepare_program,
     typed_constant,
@@ -386,7 +386,7 @@ def _threefry_lines(k0: str, k1: str, a: str, b: str) -> list[str]:
     return lines
 
 
-# The CUDA form of each reduction's combine(acc, x); initial values are the CPU backend's.
+# The CUDA form of each reduction's combine(acc, x), from the primitive's identity.
 CUDA_COMBINES = {
     p.reduce_sum_p: "({acc} + {x})",
     p.reduce_prod_p: "({acc} * {x})",
@@ -450,7 +450,7 @@ class CudaProgramWriter(ProgramWriter):
                 raise UnsupportedError(f"{eqn.primitive} (an equation with an effect)")
             if eqn.primitive in CUDA_MISSING:
                 raise UnsupportedError(str(eqn.primitive))
-            if eqn.outvars[0] in self.materialized or eqn.primitive in REDUCTIONS:
+            if eqn.outvars[0] in self.materialized or is_reduction(eqn.primitive):
                 work.append(eqn)
         i = 0
         while i < len(work):
@@ -474,7 +474,7 @@ class CudaProgramWriter(ProgramWriter):
     def _emit(self, eqn: JaxprEqn) -> None:
         self.reads = []
         prim, comment = eqn.primitive, f"# {self.eqn_text(eqn)}"
-        if prim in REDUCTIONS:
+        if is_reduction(prim):
             if not eqn.params["axes"]:
                 raise UnsupportedError(f"{prim} over no axes")
             self._emit_reduction(eqn, comment)
@@ -667,11 +667,11 @@ class CudaProgramWriter(ProgramWriter):
         members = {eqn.outvars[0] for eqn in group}
         in_group = {id(eqn) for eqn in group}
         read_elsewhere = {v for eqn in self.jaxpr.eqns if id(eqn) not in in_group
-                          and (eqn.outvars[0] in self.materialized or eqn.primitive in REDUCTIONS)
+                          and (eqn.outvars[0] in self.materialized or is_reduction(eqn.primitive))
                           for v in self._stored_reads(eqn)}
         used_outside = {v for v in members if v in read_elsewhere or v in self.jaxpr.outvars}
         row_values = {v for v in members if v.aval.shape == shape and
-                      self.producer[v].primitive not in REDUCTIONS}
+                      not is_reduction(self.producer[v].primitive)}
         saved = set(self.materialized)
         self.materialized -= row_values  # inside the group they are recomputed
         self.row_scalars, self.row_index_ok = {}, True
@@ -686,7 +686,7 @@ class CudaProgramWriter(ProgramWriter):
             out = eqn.outvars[0]
             name = self._name_of(out)
             body: list[str] = []
-            if eqn.primitive in REDUCTIONS:
+            if is_reduction(eqn.primitive):
                 dtype = out.aval.dtype
                 array = shared.setdefault(np_type(dtype), f"shared{len(shared)}")
                 combine = CUDA_COMBINES[eqn.primitive]
@@ -694,7 +694,7 @@ class CudaProgramWriter(ProgramWriter):
                     combine = f"{np_type(dtype)}{combine}"
                 value = self._named(self.expr(eqn.invars[0], index, body, {}), body)
                 steps += [f"# {self.eqn_text(eqn)}",
-                          f"acc = {typed_constant(REDUCTIONS[eqn.primitive][0](dtype), dtype)}",
+                          f"acc = {typed_constant(eqn.primitive.identity(dtype), dtype)}",
                           "for r in range(np.int64(tid), m, np.int64(cuda.blockDim.x)):",
                           *_indent(_unravel("r", index[kept:], reduced) + body
                                    + [f"acc = {combine.format(acc='acc', x=value)}"]),
@@ -848,7 +848,7 @@ class CudaProgramWriter(ProgramWriter):
         reduction = _Reduction(
             out, operand, index, eqn.params["axes"],
             [k for k in range(operand.aval.ndim) if k not in eqn.params["axes"]],
-            typed_constant(REDUCTIONS[eqn.primitive][0](dtype), dtype), combine,
+            typed_constant(eqn.primitive.identity(dtype), dtype), combine,
             [*body, f"acc = {combine.format(acc='acc', x=value)}"])
         if reduction.kept:
             self._emit_row_reduction(reduction, comment)
@@ -1111,7 +1111,7 @@ def _kept(eqn: JaxprEqn) -> list[int]:
 
 def _is_row_reduction(eqn: JaxprEqn) -> bool:
     """A reduction over trailing dims that keeps at least one: each row reduces to one."""
-    if eqn.primitive not in REDUCTIONS:
+    if not is_reduction(eqn.primitive):
         return False
     ndim, axes = eqn.invars[0].aval.ndim, tuple(sorted(eqn.params["axes"]))
     return 0 < len(axes) < ndim and axes == tuple(range(ndim - len(axes), ndim))
@@ -1129,7 +1129,7 @@ def _row_group(work: list[JaxprEqn], i: int) -> list[JaxprEqn]:
     group = [first]
     for eqn in work[i + 1:]:
         out = eqn.outvars[0].aval.shape
-        if eqn.primitive in REDUCTIONS:
+        if is_reduction(eqn.primitive):
             joins = (_is_row_reduction(eqn) and eqn.invars[0].aval.shape == shape
                      and len(_kept(eqn)) == kept)
         else:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from stage1_autodiff.core import Primitive, get_aval
+from stage1_autodiff.core import Primitive, PrimitiveKind, get_aval, primitives_of_kind
 from stage1_autodiff.slicing import (
     GatherDimensionNumbers,
     ScatterDimensionNumbers,
@@ -71,46 +71,10 @@ def _elementwise(prim: Primitive) -> BatchingRule:
 # --8<-- [end:elementwise_batching_rule]
 
 
-batching_rules[lax.neg_p] = _elementwise(lax.neg_p)
-batching_rules[lax.exp_p] = _elementwise(lax.exp_p)
-batching_rules[lax.log_p] = _elementwise(lax.log_p)
-batching_rules[lax.log1p_p] = _elementwise(lax.log1p_p)
-batching_rules[lax.expm1_p] = _elementwise(lax.expm1_p)
-batching_rules[lax.sin_p] = _elementwise(lax.sin_p)
-batching_rules[lax.cos_p] = _elementwise(lax.cos_p)
-batching_rules[lax.tan_p] = _elementwise(lax.tan_p)
-batching_rules[lax.tanh_p] = _elementwise(lax.tanh_p)
-batching_rules[lax.logistic_p] = _elementwise(lax.logistic_p)
-batching_rules[lax.sqrt_p] = _elementwise(lax.sqrt_p)
-batching_rules[lax.abs_p] = _elementwise(lax.abs_p)
-batching_rules[lax.sign_p] = _elementwise(lax.sign_p)
-batching_rules[lax.floor_p] = _elementwise(lax.floor_p)
-batching_rules[lax.ceil_p] = _elementwise(lax.ceil_p)
-batching_rules[lax.integer_pow_p] = _elementwise(lax.integer_pow_p)
-batching_rules[lax.erf_inv_p] = _elementwise(lax.erf_inv_p)
-batching_rules[lax.not_p] = _elementwise(lax.not_p)
-
-batching_rules[lax.add_p] = _elementwise(lax.add_p)
-batching_rules[lax.sub_p] = _elementwise(lax.sub_p)
-batching_rules[lax.mul_p] = _elementwise(lax.mul_p)
-batching_rules[lax.div_p] = _elementwise(lax.div_p)
-batching_rules[lax.rem_p] = _elementwise(lax.rem_p)
-batching_rules[lax.pow_p] = _elementwise(lax.pow_p)
-batching_rules[lax.max_p] = _elementwise(lax.max_p)
-batching_rules[lax.min_p] = _elementwise(lax.min_p)
-batching_rules[lax.atan2_p] = _elementwise(lax.atan2_p)
-batching_rules[lax.eq_p] = _elementwise(lax.eq_p)
-batching_rules[lax.ne_p] = _elementwise(lax.ne_p)
-batching_rules[lax.lt_p] = _elementwise(lax.lt_p)
-batching_rules[lax.le_p] = _elementwise(lax.le_p)
-batching_rules[lax.gt_p] = _elementwise(lax.gt_p)
-batching_rules[lax.ge_p] = _elementwise(lax.ge_p)
-batching_rules[lax.and_p] = _elementwise(lax.and_p)
-batching_rules[lax.or_p] = _elementwise(lax.or_p)
-batching_rules[lax.xor_p] = _elementwise(lax.xor_p)
-batching_rules[lax.shift_left_p] = _elementwise(lax.shift_left_p)
-batching_rules[lax.shift_right_logical_p] = _elementwise(lax.shift_right_logical_p)
-batching_rules[lax.shift_right_arithmetic_p] = _elementwise(lax.shift_right_arithmetic_p)
+# Every primitive stage 1 declares elementwise (PrimitiveKind), threefry2x32 among them;
+# select_n's rule, below, takes the place of the generic one.
+for _prim in primitives_of_kind(PrimitiveKind.ELEMENTWISE):
+    batching_rules[_prim] = _elementwise(_prim)
 
 
 def select_n_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims):
@@ -130,9 +94,6 @@ def select_n_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims):
     return [lax.select_n(*operands)], [bdim]
 batching_rules[lax.select_n_p] = select_n_batching_rule
 
-batching_rules[lax.convert_element_type_p] = _elementwise(lax.convert_element_type_p)
-batching_rules[lax.bitcast_convert_type_p] = _elementwise(lax.bitcast_convert_type_p)
-batching_rules[lax.stop_gradient_p] = _elementwise(lax.stop_gradient_p)
 
 # ------------------------------------------------------------------------------------------
 # Shapes
@@ -275,12 +236,8 @@ def _reduction(prim: Primitive) -> BatchingRule:
 # --8<-- [end:reduction_batching_rule]
 
 
-batching_rules[lax.reduce_sum_p] = _reduction(lax.reduce_sum_p)
-batching_rules[lax.reduce_max_p] = _reduction(lax.reduce_max_p)
-batching_rules[lax.reduce_min_p] = _reduction(lax.reduce_min_p)
-batching_rules[lax.reduce_prod_p] = _reduction(lax.reduce_prod_p)
-batching_rules[lax.reduce_and_p] = _reduction(lax.reduce_and_p)
-batching_rules[lax.reduce_or_p] = _reduction(lax.reduce_or_p)
+for _prim in primitives_of_kind(PrimitiveKind.REDUCTION):  # reduce_sum, reduce_max, ...
+    batching_rules[_prim] = _reduction(_prim)
 batching_rules[lax.argmax_p] = _reduction(lax.argmax_p)
 batching_rules[lax.argmin_p] = _reduction(lax.argmin_p)
 
@@ -402,7 +359,7 @@ batching_rules[lax.scatter_min_p] = _scatter(lax.scatter_min_p)
 batching_rules[lax.scatter_max_p] = _scatter(lax.scatter_max_p)
 
 # ------------------------------------------------------------------------------------------
-# Sorting, and the PRNG's hash
+# Sorting
 # ------------------------------------------------------------------------------------------
 
 
@@ -419,7 +376,6 @@ def sort_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *, dim
 batching_rules[lax.sort_p] = sort_batching_rule
 # --8<-- [end:sort_batching_rule]
 
-batching_rules[lax.threefry2x32_p] = _elementwise(lax.threefry2x32_p)
 
 # ------------------------------------------------------------------------------------------
 # Stage 2's debug_print

@@ -39,16 +39,17 @@ from typing import Any
 from stage1_autodiff.autodiff import custom_vjp_call_p
 from stage1_autodiff.core import (
     Primitive,
+    PrimitiveKind,
     ShapedArray,
     get_aval,
     impl_rules,
     jvp_rules,
+    primitives_of_kind,
     trace_state,
     vjp_rules,
 )
 from stage1_autodiff.slicing import window_operand_dims
 from stage2_jit.abstract_eval import abstract_eval_rules
-from stage2_jit.codegen_cpu import ELEMENTWISE
 from stage2_jit.debug import debug_print_p
 from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from stage2_jit.jit import jit_p
@@ -290,8 +291,8 @@ def _operand_target(prim: Primitive, aval: ShapedArray, out_spec: Spec, params) 
     return out_spec
 
 
-for _prim in [*ELEMENTWISE, p.threefry2x32_p, p.transpose_p, p.squeeze_p, p.sort_p,
-              p.tile_p]:
+for _prim in [*primitives_of_kind(PrimitiveKind.ELEMENTWISE), p.transpose_p, p.squeeze_p,
+              p.sort_p, p.tile_p]:
     partition_rules[_prim] = _same_layout(_prim)
 
 

@@ -27,10 +27,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from stage1_autodiff.core import Primitive, ShapedArray
+from stage1_autodiff.core import Primitive, PrimitiveKind, ShapedArray, primitives_of_kind
 from stage1_autodiff.slicing import window_operand_dims
 from stage2_jit.abstract_eval import abstract_eval_rules
-from stage2_jit.codegen_cpu import ELEMENTWISE
 
 from stage1_autodiff import primitives as p
 
@@ -93,11 +92,12 @@ def _check_no_axis_twice(prim, avals, specs, out: Sequence[tuple[str, ...]]) -> 
 def _elementwise(prim: Primitive) -> ShardingRule:
     def rule(avals, specs, **params):
         spec = _agree(prim, avals, specs)
-        return [spec] * (2 if prim is p.threefry2x32_p else 1)
+        return [spec] * (2 if prim.multiple_results else 1)
     return rule
 
 
-for _prim in [*ELEMENTWISE, p.threefry2x32_p]:
+# Every primitive stage 1 declares elementwise; select_n's stricter rule follows.
+for _prim in primitives_of_kind(PrimitiveKind.ELEMENTWISE):
     sharding_rules[_prim] = _elementwise(_prim)
 
 
@@ -341,8 +341,7 @@ def reduction_sharding_rule(avals, specs, *, axes, **params):
     return [tuple(a for d, a in enumerate(specs[0]) if d not in axes)]
 
 
-for _prim in [p.reduce_sum_p, p.reduce_max_p, p.reduce_min_p, p.reduce_prod_p,
-              p.reduce_and_p, p.reduce_or_p, p.argmax_p, p.argmin_p]:
+for _prim in [*primitives_of_kind(PrimitiveKind.REDUCTION), p.argmax_p, p.argmin_p]:
     sharding_rules[_prim] = reduction_sharding_rule
 
 
