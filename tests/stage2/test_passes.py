@@ -495,7 +495,7 @@ def test_both_backends_run_the_optimized_program(backend):
 def test_prepare_program_keeps_the_constants_of_a_closed_jaxpr():
     """A program straight from make_jaxpr closes over its constants (jit passes them as
     arguments instead): folding one into another must keep it defined (a regression)."""
-    from stage2_jit.codegen_cpu import prepare_program
+    from stage2_jit.passes import prepare_program
     from stage2_jit.tracing import typecheck_jaxpr
 
     closed = jax.make_jaxpr(lambda x: x[:, jnp.array([2, 0])] * 2.0)(jnp.ones((2, 3)))

@@ -49,18 +49,17 @@ from .codegen_cpu import (
     ELEMENTWISE,
     LOOP_RULES,
     ProgramWriter,
-    UnsupportedError,
     _indent,
     _is_fusible,
     is_reduction,
     np_type,
-    prepare_program,
     typed_constant,
 )
 from .control_flow import cond_p, scan_p, while_p
 from .devices import GpuArray
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from .kernel_cache import call_kernel, load_kernel_module
+from .passes import UnsupportedError, prepare_program
 
 # --8<-- [start:launch_config]
 THREADS_PER_BLOCK = 256

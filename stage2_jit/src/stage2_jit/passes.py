@@ -18,6 +18,10 @@ used, so each pass is one walk over that list, forwards or backwards:
   the program. Broadcasts and iotas themselves are kept (a loop computes them for free,
   where a constant would be read from memory), but their values count as known.
 - ``optimize`` runs the three as a pipeline until nothing changes.
+- Before code generation, **inlining** (``inline_calls``) replaces each nested ``jit`` (and
+  each primitive a kernel computes from others, such as ``tile``) by its equations, and
+  **broadcast sinking** (``sink_broadcasts``) moves a broadcast after the elementwise work on
+  it. ``prepare_program`` is the pipeline every backend runs: inline, optimize, sink, DCE.
 
 Each pass is a pure function: it builds a new jaxpr and leaves its argument alone, so a
 student can print the program before and after.
@@ -36,6 +40,7 @@ import numpy as np
 from stage1_autodiff.core import (
     Array,
     Primitive,
+    PrimitiveKind,
     ShapedArray,
     Tracer,
     numpy_warnings_off,
@@ -43,9 +48,16 @@ from stage1_autodiff.core import (
 )
 from stage1_autodiff.primitives import broadcast_in_dim_p
 
+from stage1_autodiff import primitives as p
+
 from .debug import debug_print_p
 from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-from .tracing import _dynamic
+from .tracing import _dynamic, trace_to_jaxpr
+
+
+class UnsupportedError(Exception):
+    """The program uses something a code generator does not handle: the backend runs it on
+    the interpreter instead."""
 
 # --8<-- [start:effects]
 # Primitives that do something besides computing their results. Passes never remove,
@@ -409,3 +421,96 @@ def _optimize_held_programs(closed: ClosedJaxpr) -> ClosedJaxpr:
     jaxpr = closed.jaxpr
     return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns), closed.consts)
 # --8<-- [end:held_programs]
+
+
+# ------------------------------------------------------------------------------------------
+# Before code generation: calls inlined, broadcasts sunk (the pipeline both backends run)
+# ------------------------------------------------------------------------------------------
+
+
+# --8<-- [start:inline_calls]
+CALL_PARAMS = {"jit": "jaxpr", "custom_vjp_call": "call_jaxpr"}  # primitive: its program
+# Primitives a kernel computes from others, each with its decomposition over stage 1's
+# primitives, traced at the equation's types (XLA expands such ops the same way).
+DECOMPOSED = {p.tile_p: p.tile_by_copies}
+
+
+def _program_of(eqn: JaxprEqn) -> Jaxpr:
+    if eqn.primitive in DECOMPOSED:
+        rule = DECOMPOSED[eqn.primitive]
+        jaxpr, _ = trace_to_jaxpr(lambda *xs: [rule(*xs, **eqn.params)],
+                                  [x.aval for x in eqn.invars])
+        return jaxpr
+    called = eqn.params[CALL_PARAMS[eqn.primitive.name]]
+    if called.consts:
+        raise UnsupportedError(f"{eqn.primitive} of a program with constants")
+    return called.jaxpr
+
+
+def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
+    """Replaces each nested ``jit`` equation, and each ``custom_vjp_call`` (whose forward
+    program is all a kernel computes), by the equations of its program, so fusion sees
+    through function boundaries (as XLA sees one module); and each ``DECOMPOSED`` primitive
+    by the equations of its decomposition."""
+    eqns: list[JaxprEqn] = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name not in CALL_PARAMS and eqn.primitive not in DECOMPOSED:
+            eqns.append(eqn)
+            continue
+        inner = inline_calls(_program_of(eqn))
+        renamed: dict[Var, Any] = dict(zip(inner.invars, eqn.invars))
+        for inner_eqn in inner.eqns:
+            invars = [renamed.get(a, a) if isinstance(a, Var) else a for a in inner_eqn.invars]
+            # Fresh variables for each copy: a program called twice is inlined twice.
+            outvars = [Var(v.aval) for v in inner_eqn.outvars]
+            renamed.update(zip(inner_eqn.outvars, outvars))
+            eqns.append(inner_eqn._replace(invars=invars, outvars=outvars))
+        results = [renamed.get(a, a) if isinstance(a, Var) else a for a in inner.outvars]
+        for outer, result in zip(eqn.outvars, results):
+            eqns.append(JaxprEqn(p.stop_gradient_p, [result], {}, [outer]))  # a plain copy
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+# --8<-- [end:inline_calls]
+
+
+# --8<-- [start:sink_broadcasts]
+def sink_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
+    """``f(broadcast(a), broadcast(b))`` becomes ``broadcast(f(a, b))`` for an elementwise
+    ``f`` (and threefry2x32) whose operands are all broadcast the same way: the values are
+    computed once per distinct element, not once per copy. It also keeps loop-invariant
+    work out of loops, which matters beyond speed: LLVM's loop vectorizer (LLVM 22, in
+    Numba 0.68) does not finish on a loop whose body is a loop-invariant threefry hash."""
+    producer = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
+    eqns: list[JaxprEqn] = []
+    for eqn in jaxpr.eqns:
+        sources = [producer.get(a) if isinstance(a, Var) else None for a in eqn.invars]
+        first = sources[0] if sources else None
+        if (eqn.primitive.kind is PrimitiveKind.ELEMENTWISE
+                and first is not None and first.primitive is p.broadcast_in_dim_p
+                and all(s is not None and s.primitive is p.broadcast_in_dim_p
+                        and s.params == first.params
+                        and s.invars[0].aval.shape == first.invars[0].aval.shape
+                        for s in sources)):
+            shape = first.invars[0].aval.shape
+            inner = [Var(out.aval._replace(shape=shape)) for out in eqn.outvars]
+            eqns.append(eqn._replace(invars=[s.invars[0] for s in sources], outvars=inner))
+            eqns += [first._replace(invars=[small], outvars=[out])
+                     for small, out in zip(inner, eqn.outvars)]
+            producer.update({out: eqns[-len(inner) + k] for k, out in enumerate(eqn.outvars)})
+        else:
+            eqns.append(eqn)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+# --8<-- [end:sink_broadcasts]
+
+
+# --8<-- [start:prepare_program]
+def prepare_program(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Jaxpr]:
+    """What a code generator writes from (both backends): nested calls inlined, the passes
+    run, broadcasts sunk. Returns the optimized program and the same program with its
+    constants as leading inputs: folding may leave array constants, which the generated
+    function takes as its first arguments."""
+    optimized = optimize(ClosedJaxpr(inline_calls(closed.jaxpr), list(closed.consts)))
+    optimized = ClosedJaxpr(dce(sink_broadcasts(optimized.jaxpr)), optimized.consts)
+    program = Jaxpr([], [*optimized.jaxpr.constvars, *optimized.jaxpr.invars],
+                    optimized.jaxpr.outvars, optimized.jaxpr.eqns)
+    return optimized, program
+# --8<-- [end:prepare_program]
