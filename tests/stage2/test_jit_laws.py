@@ -914,6 +914,20 @@ def test_jit_of_grad_and_grad_of_jit(data):
     assert_same(jax.jit(jax.grad(jax.jit(smooth)))(x), want)
 
 
+def test_grad_of_jit_with_integer_outputs_sends_them_no_cotangent():
+    """A jitted function's integer outputs (here from ``//`` and ``%``, whose VJP rules need
+    floats) carry no derivative: its VJP program gets no cotangent for them, as JAX's float0.
+    Found by the differential run (program 300085): this raised a TypeError in floor."""
+    def program(x):
+        n = (x * 3e9).astype(jnp.int32) // 1000000000
+        return n % 3, jnp.flip(x, 0)
+
+    loss = lambda f: lambda x: jnp.sum(jnp.sin(f(x)[1]))
+    x = np.array([[-0.17], [0.4]], np.float32)
+    assert_same(jax.grad(loss(jax.jit(program)))(x), jax.grad(loss(program))(x))
+    assert_same(jax.jit(jax.grad(loss(jax.jit(program))))(x), jax.grad(loss(program))(x))
+
+
 @laws
 @given(x=st.floats(-3, 3, width=32))
 def test_second_derivatives_under_jit(x):

@@ -246,7 +246,10 @@ def _vjp(fun: Callable, primals: tuple[Any, ...], has_aux: bool):
     def pullback(cts_flat: list[Any]) -> tuple[Any, ...]:
         cts_out: dict[int, Any] = {}
         for t, ct in zip(out_tracers, cts_flat):
-            if t.node is not None:  # an output may appear twice: add its cotangents
+            # An integer or boolean output carries no derivative (JAX's cotangent for it is a
+            # float0): nothing flows back from it, so no rule sees an integer cotangent.
+            if t.node is not None and dtypes.is_float(get_aval(t.primal).dtype):
+                # an output may appear twice: add its cotangents
                 cts_out[t.node] = ct if t.node not in cts_out else lax.add(cts_out[t.node], ct)
         cts = backward_pass(tape, cts_out)
         cts_in = [_zero_cotangent(x) if t.node not in cts else _like_primal(cts[t.node], x)
