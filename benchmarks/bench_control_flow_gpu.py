@@ -34,7 +34,7 @@ import numpy as np
 import stage3_vmap.numpy as jnp
 from bench_control_flow import pendulum, python_fori_loop, python_scan  # benchmarks/
 from common import format_seconds  # benchmarks/common.py
-from stage2_jit.codegen_cuda import cuda_unavailable_reason
+from stage2_jit.devices import cuda_unavailable_reason
 
 import stage3_vmap as jax
 

@@ -54,7 +54,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import stage2_jit.numpy as jnp
 from common import format_seconds  # benchmarks/common.py
-from stage2_jit.codegen_cuda import cuda_unavailable_reason
+from stage2_jit.devices import cuda_unavailable_reason
 
 import stage2_jit as jax
 

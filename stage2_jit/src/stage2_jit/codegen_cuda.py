@@ -45,6 +45,7 @@ from stage1_autodiff.primitives import _ERFINV_CENTRAL, _ERFINV_TAIL
 
 from stage1_autodiff import primitives as p
 
+from .arrays import GpuArray
 from .codegen_cpu import (
     ELEMENTWISE,
     LOOP_RULES,
@@ -56,7 +57,7 @@ from .codegen_cpu import (
     typed_constant,
 )
 from .control_flow import cond_p, scan_p, while_p
-from .devices import GpuArray
+from .devices import cuda_unavailable_reason, gpu_device
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from .kernel_cache import call_kernel, load_kernel_module
 from .passes import UnsupportedError, prepare_program
@@ -65,18 +66,6 @@ from .passes import UnsupportedError, prepare_program
 THREADS_PER_BLOCK = 256
 MAX_BLOCKS = 1024  # enough to fill a GPU; the grid-stride loop covers the rest
 SIMULATOR_THREADS, SIMULATOR_BLOCKS = 8, 2  # the simulator runs one OS thread per CUDA thread
-
-
-def cuda_unavailable_reason() -> str | None:
-    """Why the CUDA backend cannot run here, or None when it can."""
-    try:
-        from numba import config, cuda
-    except ImportError:
-        return "numba-cuda is not installed (pip install 'numba-cuda[cu13]')"
-    if config.ENABLE_CUDASIM or cuda.is_available():
-        return None
-    return ("no CUDA GPU was found; to run the CUDA backend without one, set "
-            "NUMBA_ENABLE_CUDASIM=1 (Numba's CUDA simulator) before importing numba")
 
 
 def launch_config(n: int) -> tuple[int, int]:
@@ -1192,7 +1181,7 @@ class CudaExecutable:
     def __call__(self, *args: Any) -> list[GpuArray]:
         outs = call_kernel(self.module, self.program, self.dims_host, self.dims, *self.consts,
                            *map(to_device, args))
-        return [GpuArray(o, aval) for o, aval in zip(outs, self.out_avals)]
+        return [GpuArray(o, aval, gpu_device()) for o, aval in zip(outs, self.out_avals)]
 
 
 def to_device(x: Any) -> Any:
@@ -1231,7 +1220,7 @@ def _on_the_host(run: Callable[..., list[Array]], out_avals: list) -> Callable:
     results back to the GPU, so the arrays a caller sees stay GpuArrays."""
     def on_host(*args: Any) -> list[GpuArray]:
         host = [x.copy_to_host() if hasattr(x, "copy_to_host") else x for x in args]
-        return [GpuArray(to_device(np.asarray(o)), aval)
+        return [GpuArray(to_device(np.asarray(o)), aval, gpu_device())
                 for o, aval in zip(run(*host), out_avals)]
     on_host.optimized = getattr(run, "optimized", None)
     return on_host

@@ -50,9 +50,10 @@ from stage1_autodiff.tree_util import (
 from stage1_autodiff import dtypes
 
 from .abstract_eval import abstract_eval_rules
+from .arrays import GpuArray
 from .codegen_cpu import compile_cpu
 from .derived import jvp_program, split_tangents, vjp_program
-from .devices import GpuArray
+from .devices import device_put, gpu_device
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
 from .passes import optimize
 from .tracing import _closed_with_consts_as_args, eval_jaxpr, trace_to_jaxpr
@@ -636,3 +637,63 @@ def disable_jit(disable: bool = True) -> Iterator[None]:
         yield
     finally:
         config.update("jax_disable_jit", previous)
+
+
+# ------------------------------------------------------------------------------------------
+# Eager primitives on GPU arrays
+# ------------------------------------------------------------------------------------------
+
+
+# --8<-- [start:on_gpu]
+@functools.cache
+def _on_gpu(prim: Primitive, params: tuple) -> Any:
+    """``prim`` with these parameters as a jitted function on the ``cuda`` backend: one per
+    (primitive, parameters); ``jit`` then keeps one program per argument types."""
+    kwargs = {k: _thawed(v) for k, v in params}
+
+    def apply(*args):
+        out = prim.bind(*args, **kwargs)
+        return list(out) if prim.multiple_results else [out]
+
+    jitted = jit(apply, backend="cuda")
+    jitted.__name__ = prim.name
+    return jitted
+
+
+def run_eagerly_on_gpu(prim: Primitive, arrays: list[Array],
+                       params: dict[str, Any]) -> list[Array]:
+    """How an eager primitive runs on GPU arrays (``GpuArray.executor``): a jitted program on
+    the backend it names (``cuda`` unless the caller asked for another); any other primitive
+    as a one-equation program on the GPU, as JAX's ``apply_primitive`` compiles one with XLA."""
+    if prim is jit_p:
+        backend = params["backend"]
+        return compile_jaxpr(params["jaxpr"], backend)(*values_for(backend, arrays))
+    try:
+        key = _frozen(params)
+        hash(key)
+    except TypeError:  # a parameter that cannot key a cache: run on the host, then put back
+        host = [Array(a._value, a.weak_type) for a in arrays]
+        outs = prim.bind(*host, **params)
+        return device_put(list(outs) if prim.multiple_results else [outs], gpu_device())
+    return _on_gpu(prim, key)(*arrays)
+GpuArray.executor = run_eagerly_on_gpu
+# --8<-- [end:on_gpu]
+
+
+def _frozen(params: dict[str, Any]) -> tuple:
+    """The parameters as a hashable key: lists become tagged tuples."""
+    def freeze(value: Any) -> Any:
+        if isinstance(value, list):
+            return ("__list__", tuple(freeze(v) for v in value))
+        if isinstance(value, tuple):
+            return tuple(freeze(v) for v in value)
+        return value
+    return tuple(sorted((k, freeze(v)) for k, v in params.items()))
+
+
+def _thawed(value: Any) -> Any:
+    if isinstance(value, tuple) and value[:1] == ("__list__",):
+        return [_thawed(v) for v in value[1]]
+    if isinstance(value, tuple):
+        return tuple(_thawed(v) for v in value)
+    return value

@@ -26,7 +26,7 @@ from stage1_autodiff.core import (
     track_device_memory,
 )
 from stage1_autodiff.tree_util import tree_map
-from stage2_jit.devices import PlacedArray
+from stage2_jit.arrays import PlacedArray
 from stage2_jit.jaxpr import ClosedJaxpr
 from stage2_jit.jit import _BACKEND_COMPILERS, jit_p
 from stage2_jit.tracing import trace_to_jaxpr
