@@ -221,7 +221,7 @@ def tour_control_flow(jax, jnp, np) -> None:
 def tour_stage2_cuda(jax, jnp, f) -> None:
     """The same function on the CUDA backend, when a GPU (or Numba's simulator) is there."""
     import numpy as np
-    from stage2_jit.codegen_cuda import cuda_unavailable_reason
+    from stage2_jit.devices import cuda_unavailable_reason
 
     reason = cuda_unavailable_reason()
     if reason is not None:
