@@ -116,7 +116,9 @@ def test_a_skeleton_keeps_everything_but_the_regions_and_compiles():
 def test_the_round_trip_test_runs_in_ci():
     """The round trip below is marked slow, which CI still runs: CI runs every test."""
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    assert re.search(r"^python -m pytest$", ci, flags=re.M), "CI must run the slow tests too"
+    # the whole suite, with no marker chosen (one worker per core: -n auto)
+    assert re.search(r"^python -m pytest( -n auto)?$", ci, flags=re.M), \
+        "CI must run the slow tests too"
 
 
 # ------------------------------------------------------------------------------------------

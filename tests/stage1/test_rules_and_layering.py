@@ -432,6 +432,65 @@ def test_layering_scan_catches_forward_imports(tmp_path):
     ]
 
 
+def package_imports(folder: Path, package: str) -> dict[str, set[str]]:
+    """Which of a package's modules each of its modules imports, anywhere in the file (an
+    import inside a function is a dependency too): relative imports and absolute ones."""
+    modules = {path.stem for path in folder.glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for path in folder.glob("*.py"):
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level == 1:
+                deps.update([node.module.split(".")[0]] if node.module else
+                            [alias.name for alias in node.names])
+            elif node.level == 0 and (node.module or "").startswith(package + "."):
+                deps.add(node.module.split(".")[1])
+        graph[path.stem] = (deps & modules) - {path.stem}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The groups of modules that import each other, directly or through others (the
+    strongly connected components of more than one module)."""
+    def reachable(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for dep in graph[todo.pop()]:
+                if dep not in seen:
+                    seen.add(dep)
+                    todo.append(dep)
+        return seen
+
+    reach = {module: reachable(module) for module in graph}
+    circles = []
+    for module in sorted(graph):
+        circle = {m for m in reach[module] if module in reach[m]} | {module}
+        if len(circle) > 1 and circle not in circles:
+            circles.append(circle)
+    return circles
+
+
+# The largest group of modules a stage may have that import each other: none in stage 2,
+# where a reader follows the compiler one way (issue 16); stage 1's primitives.py re-exports
+# slicing.py, which builds on it.
+MAX_CIRCLE = {"stage1_autodiff": 2, "stage2_jit": 1, "stage3_vmap": 1, "stage4_sharding": 2}
+
+
+@pytest.mark.parametrize("package", sorted(MAX_CIRCLE))
+def test_import_circles_stay_small(package):
+    folder = REPO / package / "src" / package
+    circles = import_circles(package_imports(folder, package))
+    too_large = [sorted(c) for c in circles if len(c) > MAX_CIRCLE[package]]
+    assert not too_large, f"modules of {package} that import each other: {too_large}"
+
+
+def test_import_circles_are_found():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert import_circles(graph) == [{"a", "b", "c"}]
+
+
 def _requirement_name(requirement: str) -> str:
     return re.match(r"[A-Za-z0-9_.\-]+", requirement.strip()).group(0).lower().replace("-", "_")
 

@@ -35,8 +35,8 @@ from . import numpy as jnp
 from .arrays import device_put
 from .jit import jit
 from .mesh import Mesh
+from .named_sharding import NamedSharding, P
 from .reshard import reshard
-from .sharding import NamedSharding, P
 
 
 @dataclass(frozen=True)

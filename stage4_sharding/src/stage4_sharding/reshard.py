@@ -28,8 +28,8 @@ from stage2_jit.abstract_eval import abstract_eval_rules
 from stage3_vmap.batching import batching_rules, not_mapped
 
 from .arrays import shard
+from .named_sharding import NamedSharding, P, as_sharding
 from .partitioner import partition_rules
-from .sharding import NamedSharding, P, as_sharding
 from .sharding_rules import sharding_rules, spec_of
 
 # --8<-- [start:reshard]

@@ -60,8 +60,8 @@ from stage1_autodiff import primitives as lax
 
 from .arrays import run_primitive
 from .mesh import Mesh, get_mesh
+from .named_sharding import NamedSharding, PartitionSpec
 from .partitioner import local_shape, partition_rules, trace_local
-from .sharding import NamedSharding, PartitionSpec
 from .sharding_rules import Spec, sharding_rules, spec_of
 
 shard_map_p = Primitive("shard_map", multiple_results=True)

@@ -24,7 +24,7 @@ from stage1_autodiff.core import Primitive, ShapedArray
 from stage2_jit.tracing import TypeExtension, type_extensions
 
 from .mesh import AxisType, Mesh
-from .sharding import NamedSharding, P
+from .named_sharding import NamedSharding, P
 from .sharding_rules import ShardingTypeError, Spec, describe, sharding_rules, spec_of, unsplit
 
 
