@@ -294,7 +294,7 @@ def step_allocations(jitted, *args) -> int | None:
 def kernel_alone(jitted, args: tuple) -> Callable[[], object] | str:
     """The Numba kernel of a cached jitted call, without ``jit``'s dispatch (the cache lookup,
     the arrays' checks and the wrapping of the results), or a note if the internals moved."""
-    from stage2_jit.jit import compile_jaxpr  # internals: for this diagnosis only
+    from stage2_jit.runtime import compile_jaxpr  # internals: for this diagnosis only
 
     try:
         entry, _ = jitted._lookup(args, {})

@@ -440,7 +440,7 @@ def page_faults_per_call(fn: Callable[[], object], calls: int = 3) -> float:
 def dispatch_breakdown(jitted, args: tuple, repeat: int, min_time: float) -> str:
     """Times the layers of a cached cpu call: the whole ``Jitted.__call__``, its cache
     lookup, ``CpuExecutable.__call__`` (array checks and wrapping) and the Numba kernel."""
-    from stage2_jit.jit import compile_jaxpr  # internals: for this diagnosis only
+    from stage2_jit.runtime import compile_jaxpr  # internals: for this diagnosis only
 
     try:
         entry, _ = jitted._lookup(args, {})

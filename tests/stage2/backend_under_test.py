@@ -8,7 +8,7 @@ Tests about the CPU backend's own source (its loops, its cache, its compiler) ar
 """
 
 import pytest
-from stage2_jit.codegen_cpu import CpuExecutable
+from stage2_jit.runtime import CpuExecutable
 
 from stage2_jit import config
 
@@ -20,7 +20,7 @@ cpu_only = pytest.mark.skipif(BACKEND != "cpu", reason="about the CPU backend's 
 def generated_executable_type() -> type:
     """The class of a backend's generated executable (what a program with no fallback gets)."""
     if BACKEND == "cuda":
-        from stage2_jit.codegen_cuda import CudaExecutable
+        from stage2_jit.runtime import CudaExecutable
         return CudaExecutable
     return CpuExecutable
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from backend_under_test import BACKEND, generated_executable_type
 from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr
-from stage2_jit.jit import compile_jaxpr
+from stage2_jit.runtime import compile_jaxpr
 from stage2_jit.tracing import typecheck_jaxpr
 
 import stage2_jit as ours

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from stage1_autodiff.core import Array, Primitive, PrimitiveKind
+from stage1_autodiff.core import Primitive, PrimitiveKind
 from stage1_autodiff.slicing import GatherScatterMode, window_operand_dims
 
 from stage1_autodiff import primitives as p
@@ -37,8 +37,8 @@ from stage1_autodiff import primitives as p
 from . import kernel_math
 from .control_flow import cond_p, scan_p, while_p
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, _Names
-from .kernel_cache import call_kernel, load_kernel_module, source_hash
-from .passes import UnsupportedError, dce, inline_calls, prepare_program
+from .kernel_cache import source_hash
+from .passes import UnsupportedError, dce, inline_calls
 
 PARALLEL_MIN_ELEMENTS = 1 << 15  # smaller loops run serially: threads cost more than they save
 
@@ -1490,38 +1490,6 @@ def _indent(lines: list[str]) -> list[str]:
 _SHAPE_PARAMS = {"shape", "new_sizes", "limit_indices", "dimensions_sizes"}
 
 
-# ------------------------------------------------------------------------------------------
-# Compiling and running
-# ------------------------------------------------------------------------------------------
-
-
-# --8<-- [start:cpu_executable]
-class CpuExecutable:
-    """Runs the generated function: flattens 0-d arrays, passes the dims, wraps results."""
-
-    def __init__(self, closed: ClosedJaxpr, source: str, writer: ProgramWriter,
-                 optimized: ClosedJaxpr) -> None:
-        # NB: nothing here refers to ``closed``: jit keeps executables in a table weakly keyed
-        # by the program, and a reference back would keep both alive for ever.
-        self.optimized = optimized  # the program the kernel computes, for reading
-        self.consts = [np.ascontiguousarray(np.asarray(c)) for c in optimized.consts]
-        self.source = source
-        self.module = load_kernel_module(source)
-        self.kernel = self.module.program
-        self.dims = np.array([var.aval.shape[k] for var, k in writer.dims], dtype=np.int64)
-        self.in_avals = closed.in_avals
-        self.out_avals = closed.out_avals
-
-    def __call__(self, *args: np.ndarray) -> list[Array]:
-        arrays = [np.ascontiguousarray(x).reshape(1) if not aval.shape else
-                  np.ascontiguousarray(x) for x, aval in zip(args, self.in_avals)]
-        outs = self._call(self.consts + arrays)
-        return [Array(np.asarray(o).reshape(aval.shape), aval.weak_type)
-                for o, aval in zip(outs, self.out_avals)]
-
-    def _call(self, arrays: list[np.ndarray]) -> Any:
-        return call_kernel(self.module, self.kernel, self.dims, *arrays)
-# --8<-- [end:cpu_executable]
 
 
 def generate_source(jaxpr: Jaxpr) -> tuple[str, ProgramWriter]:
@@ -1529,18 +1497,3 @@ def generate_source(jaxpr: Jaxpr) -> tuple[str, ProgramWriter]:
     inlines, then optimizes, then generates)."""
     writer = ProgramWriter(jaxpr)
     return writer.write(), writer
-
-
-def compile_cpu(closed: ClosedJaxpr, fallback: Callable[[ClosedJaxpr], Callable]) -> Callable:
-    """The CPU executable for ``closed``: the program is optimized (constant folding, CSE,
-    DCE), then generated; when a primitive is not covered, ``fallback``'s executable."""
-    if closed.consts:
-        raise ValueError("compile_cpu expects constants already turned into arguments.")
-    try:
-        optimized, program = prepare_program(closed)
-        source, writer = generate_source(program)
-    except UnsupportedError as e:
-        run = fallback(closed)
-        run.source = f"# Not generated: {e} has no CPU code generation rule yet.\n"
-        return run
-    return CpuExecutable(closed, source, writer, optimized)

@@ -40,12 +40,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from stage1_autodiff.core import Array, Primitive
+from stage1_autodiff.core import Primitive
 from stage1_autodiff.primitives import _ERFINV_CENTRAL, _ERFINV_TAIL
 
 from stage1_autodiff import primitives as p
 
-from .arrays import GpuArray
 from .codegen_cpu import (
     ELEMENTWISE,
     LOOP_RULES,
@@ -57,9 +56,8 @@ from .codegen_cpu import (
     typed_constant,
 )
 from .control_flow import cond_p, scan_p, while_p
-from .devices import cuda_unavailable_reason, gpu_device
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-from .kernel_cache import call_kernel, load_kernel_module
+from .kernel_cache import load_kernel_module
 from .passes import UnsupportedError, prepare_program
 
 # --8<-- [start:launch_config]
@@ -1152,79 +1150,10 @@ def _prelude() -> list[str]:
             "import math",
             "import numpy as np",
             "from numba import cuda",
-            "from stage2_jit.codegen_cuda import (device_array, host_scalar, launch_config,",
-            "                                     reduction_config, row, to_device)"]
+            "from stage2_jit.codegen_cuda import launch_config, reduction_config",
+            "from stage2_jit.runtime import device_array, host_scalar, row, to_device"]
 
 
-# ------------------------------------------------------------------------------------------
-# Compiling and running
-# ------------------------------------------------------------------------------------------
-
-
-# --8<-- [start:cuda_executable]
-class CudaExecutable:
-    """Runs the generated host function on device buffers: arguments already on the GPU are
-    used as they are, host arrays are copied there, and the results stay there (GpuArrays)."""
-
-    def __init__(self, closed: ClosedJaxpr, source: str, writer: CudaProgramWriter,
-                 optimized: ClosedJaxpr) -> None:
-        from numba import cuda
-        self.optimized = optimized
-        self.source = source
-        self.module = load_kernel_module(source)
-        self.program = self.module.program
-        self.consts = [to_device(np.asarray(c)) for c in optimized.consts]  # copied once
-        self.dims_host = np.array([var.aval.shape[k] for var, k in writer.dims], dtype=np.int64)
-        self.dims = cuda.to_device(self.dims_host if self.dims_host.size else np.zeros(1, np.int64))
-        self.out_avals = closed.out_avals
-
-    def __call__(self, *args: Any) -> list[GpuArray]:
-        outs = call_kernel(self.module, self.program, self.dims_host, self.dims, *self.consts,
-                           *map(to_device, args))
-        return [GpuArray(o, aval, gpu_device()) for o, aval in zip(outs, self.out_avals)]
-
-
-def to_device(x: Any) -> Any:
-    """A device buffer for ``x``: itself when it is one already, else a copy of the host array
-    (a 0-d array as shape (1,), as kernels store scalars)."""
-    if hasattr(x, "__cuda_array_interface__"):
-        return x
-    from numba import cuda
-    x = np.ascontiguousarray(x)
-    return cuda.to_device(x.reshape(x.shape or (1,)))
-
-
-def device_array(shape: tuple[int, ...], dtype: Any) -> Any:
-    """An uninitialised device array. The host function calls this rather than
-    ``cuda.device_array``: the simulator swaps ``cuda`` in a kernel's module for a fake while
-    the kernel runs, which a host function in the same module, called from another thread,
-    would see."""
-    from numba import cuda
-    return cuda.device_array(shape, dtype=dtype)
-
-
-def row(x: Any, t: int) -> Any:
-    """Row ``t`` of a device array, a view: a scan step's slice of an ``xs``, or where its
-    ``y`` goes. A row of a 1-D array is a scalar, which kernels store as one element."""
-    return x[t:t + 1] if x.ndim == 1 else x[t]
-
-
-def host_scalar(x: Any) -> Any:
-    """The value of a device scalar (stored as one element) on the host: a predicate or an
-    index that host code branches on. It waits for the kernels that compute it."""
-    return x.copy_to_host()[0]
-
-
-def _on_the_host(run: Callable[..., list[Array]], out_avals: list) -> Callable:
-    """``run`` (a host executable) for device arguments: they are copied to the host, and the
-    results back to the GPU, so the arrays a caller sees stay GpuArrays."""
-    def on_host(*args: Any) -> list[GpuArray]:
-        host = [x.copy_to_host() if hasattr(x, "copy_to_host") else x for x in args]
-        return [GpuArray(to_device(np.asarray(o)), aval, gpu_device())
-                for o, aval in zip(run(*host), out_avals)]
-    on_host.optimized = getattr(run, "optimized", None)
-    return on_host
-# --8<-- [end:cuda_executable]
 
 
 def generate_source(closed: ClosedJaxpr) -> tuple[str, CudaProgramWriter, ClosedJaxpr]:
@@ -1234,23 +1163,6 @@ def generate_source(closed: ClosedJaxpr) -> tuple[str, CudaProgramWriter, Closed
     optimized, program = prepare_program(closed)
     writer = CudaProgramWriter(program)
     return writer.write(), writer, optimized
-
-
-def compile_cuda(closed: ClosedJaxpr, fallback: Callable[[ClosedJaxpr], Callable]) -> Callable:
-    """The CUDA executable for ``closed``; ``fallback``'s when the program uses a primitive
-    this backend does not generate yet."""
-    reason = cuda_unavailable_reason()
-    if reason is not None:
-        raise RuntimeError(f"jit(..., backend='cuda') cannot run: {reason}. "
-                           f"Use backend='cpu' instead.")
-    try:
-        source, writer, optimized = generate_source(closed)
-    except UnsupportedError as e:
-        run = _on_the_host(fallback(closed), closed.out_avals)
-        run.source = (f"# Not generated: {e} has no CUDA code generation rule: the program "
-                      f"runs on the host (arrays are copied there and back).\n")
-        return run
-    return CudaExecutable(closed, source, writer, optimized)
 
 
 # --8<-- [start:kernels_ptx]

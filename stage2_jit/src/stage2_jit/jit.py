@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,7 +33,6 @@ from stage1_autodiff.core import (
     asarray,
     impl_rules,
     jvp_rules,
-    numpy_warnings_off,
     trace_state,
     vjp_rules,
     vjp_rules_take_needs,
@@ -51,18 +49,15 @@ from stage1_autodiff import dtypes
 
 from .abstract_eval import abstract_eval_rules
 from .arrays import GpuArray
-from .codegen_cpu import compile_cpu
 from .derived import jvp_program, split_tangents, vjp_program
 from .devices import device_put, gpu_device
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
-from .passes import optimize
-from .tracing import _closed_with_consts_as_args, eval_jaxpr, trace_to_jaxpr
+from .runtime import BACKEND_ALIASES, BACKENDS, backend_for, compile_jaxpr, values_for
+from .tracing import _closed_with_consts_as_args, trace_to_jaxpr
 
 config.define("jax_disable_jit", False, "Runs jitted functions eagerly, op by op (debugging).")
 config.define("jax_default_backend", "cpu", "The backend jit uses when none is given.")
 
-BACKENDS = ("interpreter", "cpu", "cuda")
-BACKEND_ALIASES = {"gpu": "cuda"}  # JAX's platform name for the same backend
 
 # ------------------------------------------------------------------------------------------
 # jit_p: a primitive whose parameter is a program
@@ -133,83 +128,6 @@ vjp_rules_take_needs.add(jit_p)
 # --8<-- [end:jit_vjp]
 
 
-# ------------------------------------------------------------------------------------------
-# Backends
-# ------------------------------------------------------------------------------------------
-
-# --8<-- [start:compile_jaxpr]
-_compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # jaxpr -> {backend: fn}
-_compile_lock = threading.Lock()
-
-
-def compile_jaxpr(jaxpr: ClosedJaxpr, backend: str) -> Callable[..., list[Array]]:
-    """The executable for ``jaxpr`` on ``backend``, made once and kept with the jaxpr."""
-    per_backend = _compiled.get(jaxpr)
-    if per_backend is not None and backend in per_backend:  # the common case: no lock
-        return per_backend[backend]
-    with _compile_lock:
-        per_backend = _compiled.setdefault(jaxpr, {})
-        if backend not in per_backend:
-            per_backend[backend] = _BACKEND_COMPILERS[backend](jaxpr)
-        return per_backend[backend]
-
-
-def _interpreter_compile(jaxpr: ClosedJaxpr) -> Callable[..., list[Array]]:
-    """The reference backend: the optimized program (``passes.optimize``), its equations
-    evaluated one by one with NumPy."""
-    # NB: ``run`` closes over the avals, not ``jaxpr``: ``_compiled`` is weakly keyed by the
-    # program, and an executable that referred to its key would keep both alive for ever.
-    in_avals, out_avals, optimized = jaxpr.in_avals, jaxpr.out_avals, optimize(jaxpr)
-
-    def run(*args: np.ndarray) -> list[Array]:
-        arrays = [Array(np.asarray(x), aval.weak_type) for x, aval in zip(args, in_avals)]
-        with numpy_warnings_off():
-            outs = eval_jaxpr(optimized.jaxpr, optimized.consts, arrays)
-        return [_as_output(o, aval) for o, aval in zip(outs, out_avals)]
-
-    run.optimized = optimized
-    return run
-
-
-def _as_output(value: Any, aval: ShapedArray) -> Array:
-    value = value if isinstance(value, Array) else asarray(value)
-    return Array(value._value, aval.weak_type)
-
-
-def _cuda_compile(jaxpr: ClosedJaxpr) -> Callable[..., list[Array]]:
-    """NB: numba-cuda is optional, so the CUDA backend is imported on first use; it raises a
-    clear error when neither a GPU nor the simulator (NUMBA_ENABLE_CUDASIM=1) is there."""
-    from .codegen_cuda import compile_cuda
-    return compile_cuda(jaxpr, fallback=_interpreter_compile)
-
-
-# --8<-- [start:values_for]
-def values_for(backend: str, arrays: Sequence[Array]) -> list[Any]:
-    """What an executable of ``backend`` is called with: the buffers of GPU arrays as they
-    are for the ``cuda`` backend (no copy), NumPy arrays for the host backends (a GPU array
-    is copied to the host)."""
-    if backend == "cuda":
-        return [a._buffer if type(a) is GpuArray else a._value for a in arrays]
-    return [a._value for a in arrays]
-
-
-def _backend_for(chosen: str | None, arrays: Sequence[Any]) -> str:
-    """The backend a call runs on: the one ``jit`` was given; else the GPU when an argument
-    lives there (computation follows data, as in JAX); else the configured default."""
-    if chosen is not None:
-        return chosen
-    if any(type(a) is GpuArray for a in arrays):
-        return "cuda"
-    return BACKEND_ALIASES.get(config.jax_default_backend, config.jax_default_backend)
-# --8<-- [end:values_for]
-
-
-_BACKEND_COMPILERS: dict[str, Callable[[ClosedJaxpr], Callable[..., list[Array]]]] = {
-    "interpreter": _interpreter_compile,
-    "cpu": lambda closed: compile_cpu(closed, fallback=_interpreter_compile),
-    "cuda": _cuda_compile,
-}
-# --8<-- [end:compile_jaxpr]
 
 
 # ------------------------------------------------------------------------------------------
@@ -292,7 +210,7 @@ class Jitted:
         if fast is not None:
             return fast[0]
         entry, leaves = self._lookup(args, kwargs)
-        backend = _backend_for(self.backend, leaves)
+        backend = backend_for(self.backend, leaves)
         outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.program, name=self._name,
                           backend=backend)
         return entry.results(outs)
@@ -315,7 +233,7 @@ class Jitted:
         entry = self._cache.get(key)
         if entry is None or entry.consts:
             return None
-        backend = _backend_for(self.backend, args)
+        backend = backend_for(self.backend, args)
         executable = compile_jaxpr(entry.program, backend)
         return (entry.results(executable(*values_for(backend, args))),)
     # --8<-- [end:fast_call]
@@ -407,7 +325,7 @@ class Jitted:
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Traces for these arguments without running: JAX's ahead-of-time first step."""
         entry, leaves = self._lookup(args, kwargs)
-        return Lowered(entry, _backend_for(self.backend, leaves))
+        return Lowered(entry, backend_for(self.backend, leaves))
 
 
 # --8<-- [start:cache_key]

@@ -28,7 +28,8 @@ from stage1_autodiff.core import (
 from stage1_autodiff.tree_util import tree_map
 from stage2_jit.arrays import PlacedArray
 from stage2_jit.jaxpr import ClosedJaxpr
-from stage2_jit.jit import _BACKEND_COMPILERS, jit_p
+from stage2_jit.jit import jit_p
+from stage2_jit.runtime import BACKEND_COMPILERS
 from stage2_jit.tracing import trace_to_jaxpr
 
 from .mesh import Mesh, devices
@@ -169,8 +170,8 @@ def _sharding_aware(compile_for_backend: Any, backend: str) -> Any:
     return compile_program
 
 
-for _name, _compiler in list(_BACKEND_COMPILERS.items()):
-    _BACKEND_COMPILERS[_name] = _sharding_aware(_compiler, _name)
+for _name, _compiler in list(BACKEND_COMPILERS.items()):
+    BACKEND_COMPILERS[_name] = _sharding_aware(_compiler, _name)
 
 
 def shard(x: Any, sharding: NamedSharding) -> ShardedArray:

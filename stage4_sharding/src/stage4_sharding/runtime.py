@@ -31,7 +31,7 @@ import numpy as np
 from stage1_autodiff.core import Device, Primitive
 from stage2_jit.control_flow import cond_p, scan_p, while_p
 from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-from stage2_jit.jit import compile_jaxpr
+from stage2_jit.runtime import compile_jaxpr
 from stage3_vmap.collectives import (
     all_gather_p,
     all_to_all_p,
