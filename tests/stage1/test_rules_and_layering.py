@@ -432,6 +432,30 @@ def test_layering_scan_catches_forward_imports(tmp_path):
     ]
 
 
+def private_imports_across_stages(root: Path) -> list[str]:
+    """Names a stage imports from another stage that are private there (``_name``, or any
+    name from a ``_module``): what a later stage needs must be public API of the earlier."""
+    found = []
+    for name, (_, folder) in stage_packages(root).items():
+        for path in sorted(folder.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+                    continue
+                parts = node.module.split(".")
+                if not STAGE_MODULE.match(parts[0]) or parts[0] == name:
+                    continue
+                private_module = any(part.startswith("_") for part in parts[1:])
+                found += [f"{path.relative_to(root)}:{node.lineno} {node.module}.{alias.name}"
+                          for alias in node.names
+                          if private_module or alias.name.startswith("_")]
+    return found
+
+
+def test_no_private_name_crosses_a_stage_boundary():
+    found = private_imports_across_stages(REPO)
+    assert not found, "make these public API of their stage:\n" + "\n".join(found)
+
+
 def package_imports(folder: Path, package: str) -> dict[str, set[str]]:
     """Which of a package's modules each of its modules imports, anywhere in the file (an
     import inside a function is a dependency too): relative imports and absolute ones."""

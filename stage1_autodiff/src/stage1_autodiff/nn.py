@@ -11,7 +11,7 @@ import numpy as np
 from . import numpy as jnp
 from . import primitives as lax
 from .autodiff import stop_gradient
-from .numpy._promote import as_value, promote_inexact
+from .numpy.promotion import as_value, promote_inexact
 
 Axis = int | Sequence[int] | None
 

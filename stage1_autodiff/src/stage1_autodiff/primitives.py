@@ -252,19 +252,20 @@ def erf_inv(x): return erf_inv_p.bind(x)
 
 # Giles' single-precision approximation of erfinv ("Approximating the erfinv function",
 # GPU Computing Gems, 2011): a polynomial in w = -log(1 - x^2), one for each of two ranges.
-_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
-                   0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
-                0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+# Public: stage 2's kernels evaluate the same polynomials.
+ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                  0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+               0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
 
 
 def erf_inv_impl(x):
     dtype = x.dtype
     w = -np.log1p(-x * x)
     central, tail = w - dtype.type(2.5), np.sqrt(w) - dtype.type(3.0)
-    p_central = np.full_like(x, _ERFINV_CENTRAL[0])
-    p_tail = np.full_like(x, _ERFINV_TAIL[0])
-    for c_central, c_tail in zip(_ERFINV_CENTRAL[1:], _ERFINV_TAIL[1:]):
+    p_central = np.full_like(x, ERFINV_CENTRAL[0])
+    p_tail = np.full_like(x, ERFINV_TAIL[0])
+    for c_central, c_tail in zip(ERFINV_CENTRAL[1:], ERFINV_TAIL[1:]):
         # Each step c + p*w rounds once, like the fused multiply-add XLA emits.
         p_central = (c_central + p_central.astype(np.float64) * central).astype(dtype)
         p_tail = (c_tail + p_tail.astype(np.float64) * tail).astype(dtype)

@@ -28,7 +28,7 @@ from . import numpy as jnp
 from . import primitives as lax
 from .config import config
 from .core import Array, Tracer, get_aval
-from .numpy._promote import as_value, canonicalize_axis, convert
+from .numpy.promotion import as_value, canonicalize_axis, convert
 from .tree_util import register_pytree_node
 
 Shape = Sequence[int]

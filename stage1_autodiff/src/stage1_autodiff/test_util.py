@@ -17,7 +17,7 @@ import numpy as np
 from . import dtypes
 from .autodiff import jvp, vjp
 from .core import get_aval
-from .numpy._promote import as_value
+from .numpy.promotion import as_value
 from .tree_util import tree_flatten, tree_map
 
 _DEFAULT_EPS = {np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-6}

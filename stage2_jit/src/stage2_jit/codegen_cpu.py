@@ -36,9 +36,10 @@ from stage1_autodiff import primitives as p
 
 from . import kernel_math
 from .control_flow import cond_p, scan_p, while_p
+from .debug import debug_print_p
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, _Names
 from .kernel_cache import source_hash
-from .passes import UnsupportedError, dce, inline_calls
+from .passes import CALL_PARAMS, DECOMPOSED, UnsupportedError, dce, inline_calls
 
 PARALLEL_MIN_ELEMENTS = 1 << 15  # smaller loops run serially: threads cost more than they save
 
@@ -1324,6 +1325,26 @@ LOOP_RULES: dict[Primitive, Callable[[ProgramWriter, JaxprEqn, str], None]] = {
     p.threefry2x32_p: ProgramWriter._emit_threefry,
 }
 # --8<-- [end:loop_rules]
+
+
+# --8<-- [start:cpu_coverage]
+# Primitives the CPU backend does not generate, each with its reason: a program that uses one
+# runs on the interpreter backend instead (a test checks that every primitive of stages 1
+# and 2 has a rule or is listed here).
+CPU_FALLBACK: dict[Primitive, str] = {
+    debug_print_p: "an effect (printing on every call), which a compiled kernel cannot do",
+}
+
+
+def has_cpu_rule(prim: Primitive) -> bool:
+    """Whether the CPU backend writes code for ``prim``: a spelled elementwise expression,
+    an index map, a reduction, a loop rule, BLAS or a contraction, a reshape, control flow,
+    or a call or decomposition that the passes inline first."""
+    return (prim in ELEMENTWISE or prim in REDUCTIONS or prim in INDEX_MAPS
+            or prim in LOOP_RULES or prim in CONTROL_FLOW
+            or prim in (p.dot_general_p, p.reshape_p)
+            or prim.name in CALL_PARAMS or prim in DECOMPOSED)
+# --8<-- [end:cpu_coverage]
 
 
 # --8<-- [start:scratch]

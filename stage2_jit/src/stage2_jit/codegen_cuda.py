@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 from stage1_autodiff.core import Primitive
-from stage1_autodiff.primitives import _ERFINV_CENTRAL, _ERFINV_TAIL
+from stage1_autodiff.primitives import ERFINV_CENTRAL, ERFINV_TAIL
 
 from stage1_autodiff import primitives as p
 
@@ -51,11 +51,13 @@ from .codegen_cpu import (
     ProgramWriter,
     _indent,
     _is_fusible,
+    has_cpu_rule,
     is_reduction,
     np_type,
     typed_constant,
 )
 from .control_flow import cond_p, scan_p, while_p
+from .debug import debug_print_p
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from .kernel_cache import load_kernel_module
 from .passes import UnsupportedError, prepare_program
@@ -267,8 +269,13 @@ REPEATED_OPERANDS = {p.sign_p, p.floor_p, p.ceil_p, p.div_p, p.rem_p, p.max_p, p
                      p.shift_left_p, p.shift_right_logical_p, p.shift_right_arithmetic_p,
                      p.convert_element_type_p}
 
-# No CUDA rule: a program with one of these runs on the host.
-CUDA_MISSING = {p.sort_p}
+# No CUDA rule, each with its reason: a program with one of these runs on the host
+# (its arrays copied there and back); a test checks every primitive is covered or listed.
+CUDA_MISSING: dict[Primitive, str] = {
+    p.sort_p: "a sort of each line needs a parallel sorting network (bitonic or radix), not "
+              "yet written; the CPU backend calls NumPy's argsort",
+    debug_print_p: "an effect (printing on every call), which a kernel cannot do",
+}
 
 # --8<-- [start:cuda_statements]
 # Rules written as statements (temporaries, both branches computed, then selected): each
@@ -335,9 +342,9 @@ def _erf_inv(writer: CudaProgramWriter, args: list[str], eqn: JaxprEqn, body: li
     real = np_type(dtype)
     w, central, tail, out = (writer._temporary() for _ in range(4))
     body += [f"{w} = -{real}(math.log1p(-{x} * {x})) if abs({x}) < {real}(1) else {real}(np.inf)",
-             f"{central} = {typed_constant(_ERFINV_CENTRAL[0], dtype)}",
-             f"{tail} = {typed_constant(_ERFINV_TAIL[0], dtype)}"]
-    for c, t in zip(_ERFINV_CENTRAL[1:], _ERFINV_TAIL[1:]):
+             f"{central} = {typed_constant(ERFINV_CENTRAL[0], dtype)}",
+             f"{tail} = {typed_constant(ERFINV_TAIL[0], dtype)}"]
+    for c, t in zip(ERFINV_CENTRAL[1:], ERFINV_TAIL[1:]):
         body += [f"{central} = {typed_constant(c, dtype)} + {central} * ({w} - {real}(2.5))",
                  f"{tail} = {typed_constant(t, dtype)} + {tail} * "
                  f"({real}(math.sqrt({w})) - {real}(3.0))"]
@@ -1045,6 +1052,15 @@ CUDA_LOOP_RULES: dict[Primitive, Callable[[ProgramWriter, JaxprEqn, str], None]]
     **{prim: rule for prim, rule in LOOP_RULES.items() if prim not in CUDA_MISSING},
     p.threefry2x32_p: CudaProgramWriter._emit_threefry,
 }
+
+
+def has_cuda_rule(prim: Primitive) -> bool:
+    """Whether the CUDA backend writes kernels for ``prim`` (as ``has_cpu_rule``; the CPU's
+    loop rules serve here too, their loop nests becoming grid-stride kernels)."""
+    if prim in CUDA_MISSING:
+        return False
+    return (prim in CUDA_ELEMENTWISE or prim in CUDA_STATEMENTS or prim in CUDA_LOOP_RULES
+            or prim in CUDA_CONTROL_FLOW or has_cpu_rule(prim))
 
 
 # --8<-- [start:matmul_tiles]

@@ -25,7 +25,7 @@ from stage1_autodiff import dtypes
 from stage1_autodiff import primitives as lax
 
 from .jaxpr import ClosedJaxpr
-from .tracing import _closed_with_consts_as_args, jaxpr_as_fun, trace_to_jaxpr
+from .tracing import closed_with_consts_as_args, jaxpr_as_fun, trace_to_jaxpr
 
 Tracer = Callable[[Callable, list[ShapedArray]], tuple[ClosedJaxpr, list[Any]]]
 _derived: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> {key: ...}
@@ -35,7 +35,7 @@ def trace_flat(fun: Callable, avals: Sequence[ShapedArray]) -> tuple[ClosedJaxpr
     """A flat function (a list of arguments in, a list out) traced on ``avals``: the program,
     taking what it closes over as leading arguments, and those values."""
     jaxpr, consts = trace_to_jaxpr(fun, list(avals))
-    return _closed_with_consts_as_args(jaxpr, consts)
+    return closed_with_consts_as_args(jaxpr, consts)
 
 
 def is_float(aval: ShapedArray) -> bool:

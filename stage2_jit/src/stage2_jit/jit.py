@@ -53,7 +53,7 @@ from .derived import jvp_program, split_tangents, vjp_program
 from .devices import device_put, gpu_device
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
 from .runtime import BACKEND_ALIASES, BACKENDS, backend_for, compile_jaxpr, values_for
-from .tracing import _closed_with_consts_as_args, trace_to_jaxpr
+from .tracing import closed_with_consts_as_args, trace_to_jaxpr
 
 config.define("jax_disable_jit", False, "Runs jitted functions eagerly, op by op (debugging).")
 config.define("jax_default_backend", "cpu", "The backend jit uses when none is given.")
@@ -315,7 +315,7 @@ class Jitted:
 
         names = [self._describe(path) for path, _ in tree_flatten_with_path(dynamic)[0]]
         jaxpr, consts = trace_to_jaxpr(flat_fun, [leaf.aval for leaf in leaves], names)
-        program, consts = _closed_with_consts_as_args(jaxpr, consts)
+        program, consts = closed_with_consts_as_args(jaxpr, consts)
         return _CacheEntry(program, consts, out_tree_box[0], jaxpr, float0_box[0])
 
     def _cache_size(self) -> int:

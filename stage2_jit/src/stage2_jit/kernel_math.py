@@ -32,7 +32,7 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
-from stage1_autodiff.primitives import _ERFINV_CENTRAL, _ERFINV_TAIL
+from stage1_autodiff.primitives import ERFINV_CENTRAL, ERFINV_TAIL
 
 _REDUCTION_FLAGS = ("reassoc", "nsz")  # may reorder, may ignore the sign of zero
 
@@ -292,10 +292,10 @@ def erf_inv_f32(x):
     from eager's in the last bit."""
     w = -np.log1p(-x * x)
     central, tail = w - F32(2.5), np.sqrt(w) - F32(3.0)
-    p_central, p_tail = F32(_ERFINV_CENTRAL[0]), F32(_ERFINV_TAIL[0])
-    for k in range(1, len(_ERFINV_CENTRAL)):
-        p_central = F32(_ERFINV_CENTRAL[k] + np.float64(p_central) * np.float64(central))
-        p_tail = F32(_ERFINV_TAIL[k] + np.float64(p_tail) * np.float64(tail))
+    p_central, p_tail = F32(ERFINV_CENTRAL[0]), F32(ERFINV_TAIL[0])
+    for k in range(1, len(ERFINV_CENTRAL)):
+        p_central = F32(ERFINV_CENTRAL[k] + np.float64(p_central) * np.float64(central))
+        p_tail = F32(ERFINV_TAIL[k] + np.float64(p_tail) * np.float64(tail))
     out = select(w < F32(5.0), p_central, p_tail) * x
     return select(np.abs(x) == F32(1.0), x * F32(np.inf), out)
 
@@ -306,10 +306,10 @@ def erf_inv_f64(x):
     erf(z) = x."""
     w = -np.log1p(-x * x)
     central, tail = w - 2.5, np.sqrt(w) - 3.0
-    p_central, p_tail = _ERFINV_CENTRAL[0], _ERFINV_TAIL[0]
-    for k in range(1, len(_ERFINV_CENTRAL)):
-        p_central = _ERFINV_CENTRAL[k] + p_central * central
-        p_tail = _ERFINV_TAIL[k] + p_tail * tail
+    p_central, p_tail = ERFINV_CENTRAL[0], ERFINV_TAIL[0]
+    for k in range(1, len(ERFINV_CENTRAL)):
+        p_central = ERFINV_CENTRAL[k] + p_central * central
+        p_tail = ERFINV_TAIL[k] + p_tail * tail
     z = select(w < 5.0, p_central, p_tail) * x
     for _ in range(2):
         residual = math.erf(z) - x

@@ -190,7 +190,7 @@ class JaxprTrace(Trace):
         partial_eval.py) also traces ``fwd`` to a jaxpr, lazily; we keep the Python function.
         """
         jaxpr, consts = trace_to_jaxpr(fun, [t.aval for t in tracers])
-        call_jaxpr, consts = _closed_with_consts_as_args(jaxpr, consts)
+        call_jaxpr, consts = closed_with_consts_as_args(jaxpr, consts)
         params = dict(name=getattr(fun, "__name__", "fun"), call_jaxpr=call_jaxpr,
                       num_consts=len(consts), fwd=fwd, bwd=bwd, out_trees=out_trees)
         const_tracers = [full_raise(self, c) for c in consts]
@@ -225,8 +225,8 @@ def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedA
 # --8<-- [end:trace_to_jaxpr]
 
 
-def _closed_with_consts_as_args(jaxpr: Jaxpr,
-                                consts: list[Any]) -> tuple[ClosedJaxpr, list[Any]]:
+def closed_with_consts_as_args(jaxpr: Jaxpr,
+                               consts: list[Any]) -> tuple[ClosedJaxpr, list[Any]]:
     """A program whose constants become leading arguments, so that they (possibly tracers of
     an outer transformation) are passed in by the equation that calls it rather than baked
     in: ``jit``'s call and ``custom_vjp_call``."""

@@ -42,7 +42,7 @@ from stage1_autodiff.tree_util import (
 )
 from stage2_jit.jaxpr import ClosedJaxpr, ShapedArray
 from stage2_jit.jit import jit_p
-from stage2_jit.tracing import _closed_with_consts_as_args, jaxpr_as_fun, trace_to_jaxpr
+from stage2_jit.tracing import closed_with_consts_as_args, jaxpr_as_fun, trace_to_jaxpr
 
 from stage1_autodiff import numpy as jnp
 from stage1_autodiff import primitives as lax
@@ -436,7 +436,7 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_data: AxisData,
             return outs
 
         jaxpr, consts = trace_to_jaxpr(batched, avals)
-        program, consts = _closed_with_consts_as_args(jaxpr, consts)
+        program, consts = closed_with_consts_as_args(jaxpr, consts)
         per_program[key] = (program, consts, dims_box[0])
     return per_program[key]
 

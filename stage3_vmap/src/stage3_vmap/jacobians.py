@@ -28,7 +28,7 @@ from stage1_autodiff.api_util import (
 )
 from stage1_autodiff.autodiff import jvp, vjp
 from stage1_autodiff.core import get_aval
-from stage1_autodiff.numpy._promote import convert
+from stage1_autodiff.numpy.promotion import convert
 from stage1_autodiff.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 
 from stage1_autodiff import dtypes

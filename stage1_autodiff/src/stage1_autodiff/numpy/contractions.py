@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import primitives as lax
 from ..core import get_aval
-from ._promote import broadcast_shapes, broadcast_to_shape, promote
+from .promotion import broadcast_shapes, broadcast_to_shape, promote
 from .reductions import sum as _sum
 from .shapes import ravel, reshape, transpose
 

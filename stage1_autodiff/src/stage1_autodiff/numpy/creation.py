@@ -12,7 +12,7 @@ from .. import primitives as lax
 from ..core import Array, Tracer, get_aval
 from ..core import asarray as _core_asarray
 from ..errors import ConcretizationTypeError
-from ._promote import as_value, broadcast_to_shape, convert
+from .promotion import as_value, broadcast_to_shape, convert
 
 Shape = int | Sequence[int]
 

@@ -22,7 +22,7 @@ from .. import dtypes
 from .. import primitives as lax
 from ..core import Array, Tracer, get_aval
 from ..errors import ConcretizationTypeError, NonConcreteBooleanIndexError
-from ._promote import as_value, broadcast_shapes, broadcast_to_shape, convert
+from .promotion import as_value, broadcast_shapes, broadcast_to_shape, convert
 
 
 def _normalize_entry(entry: Any, position: int) -> list[Any]:

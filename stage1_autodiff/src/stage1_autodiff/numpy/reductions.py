@@ -14,7 +14,7 @@ import numpy as np
 from .. import dtypes
 from .. import primitives as lax
 from ..core import get_aval
-from ._promote import as_value, canonicalize_axes, convert, promote_inexact
+from .promotion import as_value, canonicalize_axes, convert, promote_inexact
 
 Axis = int | Sequence[int] | None
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import primitives as lax
 from ..core import get_aval
-from ._promote import (
+from .promotion import (
     as_value,
     broadcast_shapes,
     broadcast_to_shape,

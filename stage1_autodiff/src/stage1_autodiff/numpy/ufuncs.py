@@ -17,7 +17,7 @@ import numpy as np
 from .. import dtypes
 from .. import primitives as lax
 from ..core import get_aval
-from ._promote import (
+from .promotion import (
     as_value,
     broadcast_shapes,
     broadcast_to_shape,

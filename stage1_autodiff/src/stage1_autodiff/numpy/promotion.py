@@ -1,5 +1,6 @@
 """Turning NumPy-style arguments into the operands primitives expect: arrays (or tracers) of
 one dtype, broadcast to one shape. This is where NumPy's conveniences end and ``lax`` begins.
+Stage 1's other modules and the later stages use these helpers too (``convert``, ``as_value``).
 """
 
 from __future__ import annotations
