@@ -15,7 +15,7 @@ import pytest
 from stage4_sharding.sharding import NamedSharding, P
 
 import stage4_sharding as ours
-from stage2_jit import codegen_cpu
+from stage2_jit import runtime
 from stage4_sharding import numpy as jnp
 
 real = pytest.importorskip("jax")
@@ -53,13 +53,13 @@ def test_mesh_repr_and_str_are_jax_s(names):
 def kernel_sources(monkeypatch):
     """The source of every CPU kernel loaded while the test runs."""
     sources: list[str] = []
-    load = codegen_cpu.load_kernel_module
+    load = runtime.load_kernel_module
 
     def recording(source: str):
         sources.append(source)
         return load(source)
 
-    monkeypatch.setattr(codegen_cpu, "load_kernel_module", recording)
+    monkeypatch.setattr(runtime, "load_kernel_module", recording)
     return sources
 
 

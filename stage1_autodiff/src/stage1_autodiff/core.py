@@ -91,6 +91,12 @@ class PrimitiveKind(enum.Enum):
 # --8<-- [end:primitive_kind]
 
 
+# The kinds by the short names the blocks of primitives.py use.
+ELEMENTWISE = PrimitiveKind.ELEMENTWISE
+REDUCTION = PrimitiveKind.REDUCTION
+SHAPE = PrimitiveKind.SHAPE
+
+
 # --8<-- [start:primitive]
 class Primitive:
     """An operation the interpreters know by name, with one rule per interpreter.

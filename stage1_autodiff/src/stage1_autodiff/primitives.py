@@ -25,9 +25,11 @@ import numpy as np
 
 from . import dtypes
 from .core import (
+    ELEMENTWISE,
+    REDUCTION,
+    SHAPE,
     Array,
     Primitive,
-    PrimitiveKind,
     get_aval,
     impl_rules,
     jvp_rules,
@@ -37,10 +39,6 @@ from .core import (
 )
 
 Shape = tuple[int, ...]
-# What each block's primitive is (core.PrimitiveKind), by the short names the blocks use.
-ELEMENTWISE = PrimitiveKind.ELEMENTWISE
-REDUCTION = PrimitiveKind.REDUCTION
-SHAPE = PrimitiveKind.SHAPE
 
 
 def zeros_like(x: Any) -> Any:
@@ -729,15 +727,8 @@ def _broadcast_back(reduced, operand_shape: Shape, axes: Sequence[int], sharding
     return broadcast_in_dim(reduced, operand_shape, kept, out_sharding=sharding)
 
 
-# A reduction's identity, a function of the dtype (``PrimitiveKind``): what it starts from.
-def _zero(dtype): return 0
-def _one(dtype): return 1
-def _true(dtype): return True
-def _false(dtype): return False
-
-
 # --8<-- [start:reduce_sum]
-reduce_sum_p = Primitive("reduce_sum", kind=REDUCTION, identity=_zero)
+reduce_sum_p = Primitive("reduce_sum", kind=REDUCTION, identity=lambda dtype: 0)
 def reduce_sum(x, axes: Sequence[int]): return reduce_sum_p.bind(x, axes=tuple(axes))
 def reduce_sum_impl(x, *, axes): return np.sum(x, axis=axes, dtype=x.dtype)
 impl_rules[reduce_sum_p] = reduce_sum_impl
@@ -778,7 +769,7 @@ impl_rules[reduce_min_p] = lambda x, *, axes: np.min(x, axis=axes)
 vjp_rules[reduce_min_p] = _chooser_vjp
 jvp_rules[reduce_min_p] = _chooser_jvp(reduce_min_p)
 
-reduce_prod_p = Primitive("reduce_prod", kind=REDUCTION, identity=_one)
+reduce_prod_p = Primitive("reduce_prod", kind=REDUCTION, identity=lambda dtype: 1)
 def reduce_prod(x, axes: Sequence[int]): return reduce_prod_p.bind(x, axes=tuple(axes))
 impl_rules[reduce_prod_p] = lambda x, *, axes: np.prod(x, axis=axes, dtype=x.dtype)
 def _prod_of_others(x, axes):
@@ -810,13 +801,13 @@ def reduce_prod_jvp(primals, tangents, *, axes):
     return reduce_prod(x, axes), reduce_sum(mul(x_dot, _prod_of_others(x, axes)), axes)
 jvp_rules[reduce_prod_p] = reduce_prod_jvp
 
-reduce_and_p = Primitive("reduce_and", kind=REDUCTION, identity=_true)
+reduce_and_p = Primitive("reduce_and", kind=REDUCTION, identity=lambda dtype: True)
 def reduce_and(x, axes: Sequence[int]): return reduce_and_p.bind(x, axes=tuple(axes))
 impl_rules[reduce_and_p] = lambda x, *, axes: np.all(x, axis=axes)
 vjp_rules[reduce_and_p] = _zero_vjp
 jvp_rules[reduce_and_p] = _zero_jvp(reduce_and_p)
 
-reduce_or_p = Primitive("reduce_or", kind=REDUCTION, identity=_false)
+reduce_or_p = Primitive("reduce_or", kind=REDUCTION, identity=lambda dtype: False)
 def reduce_or(x, axes: Sequence[int]): return reduce_or_p.bind(x, axes=tuple(axes))
 impl_rules[reduce_or_p] = lambda x, *, axes: np.any(x, axis=axes)
 vjp_rules[reduce_or_p] = _zero_vjp

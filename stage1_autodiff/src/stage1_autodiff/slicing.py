@@ -32,9 +32,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import dtypes
-from .core import Primitive, get_aval, impl_rules, jvp_rules, vjp_rules
+from .core import SHAPE, Primitive, get_aval, impl_rules, jvp_rules, vjp_rules
 from .primitives import (
-    SHAPE,
     Shape,
     _linear_jvp,
     add,
