@@ -50,14 +50,13 @@ from .codegen_cpu import (
     LOOP_RULES,
     ProgramWriter,
     _indent,
-    _is_fusible,
     has_cpu_rule,
-    is_reduction,
     np_type,
     typed_constant,
 )
 from .control_flow import cond_p, scan_p, while_p
 from .debug import debug_print_p
+from .fusion import is_fusible, is_reduction, kept_dims, row_group
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from .kernel_cache import load_kernel_module
 from .passes import UnsupportedError, prepare_program
@@ -447,7 +446,7 @@ class CudaProgramWriter(ProgramWriter):
                 work.append(eqn)
         i = 0
         while i < len(work):
-            group = _row_group(work, i)
+            group = row_group(work, i)
             if len(group) > 1 and self._emit_row_group(group):
                 i += len(group)
             else:
@@ -471,7 +470,7 @@ class CudaProgramWriter(ProgramWriter):
             if not eqn.params["axes"]:
                 raise UnsupportedError(f"{prim} over no axes")
             self._emit_reduction(eqn, comment)
-        elif _is_fusible(eqn):
+        elif is_fusible(eqn):
             self._emit_kernel(eqn.outvars[0], comment)
         elif prim is p.dot_general_p and _tiled_matmul_layout(eqn) is not None:
             self._emit_matmul(eqn, comment)
@@ -655,7 +654,7 @@ class CudaProgramWriter(ProgramWriter):
         (later passes find it in cache) and writes it once, instead of four kernels and
         six passes. False (and nothing written) when a value is read at another row."""
         first = group[0]
-        shape, kept = first.invars[0].aval.shape, len(_kept(first))
+        shape, kept = first.invars[0].aval.shape, len(kept_dims(first))
         index = tuple(f"i{k}" for k in range(len(shape)))
         members = {eqn.outvars[0] for eqn in group}
         in_group = {id(eqn) for eqn in group}
@@ -1105,42 +1104,6 @@ def _tree(combine: str, shared: str = "shared") -> list[str]:
             "    cuda.syncthreads()",
             "    step //= 2"]
 # --8<-- [end:reduction_tree]
-
-
-def _kept(eqn: JaxprEqn) -> list[int]:
-    return [k for k in range(eqn.invars[0].aval.ndim) if k not in eqn.params["axes"]]
-
-
-def _is_row_reduction(eqn: JaxprEqn) -> bool:
-    """A reduction over trailing dims that keeps at least one: each row reduces to one."""
-    if not is_reduction(eqn.primitive):
-        return False
-    ndim, axes = eqn.invars[0].aval.ndim, tuple(sorted(eqn.params["axes"]))
-    return 0 < len(axes) < ndim and axes == tuple(range(ndim - len(axes), ndim))
-
-
-def _row_group(work: list[JaxprEqn], i: int) -> list[JaxprEqn]:
-    """The run of equations from ``work[i]`` (a row reduction) that can share its kernel:
-    row reductions of the same shape, and elementwise values of the operand's shape (row
-    values) or of the rows' shape, size-1 dims aside (row scalars)."""
-    first = work[i]
-    if not _is_row_reduction(first):
-        return [first]
-    shape, kept = first.invars[0].aval.shape, len(_kept(first))
-    rows = [d for d in shape[:kept] if d != 1]
-    group = [first]
-    for eqn in work[i + 1:]:
-        out = eqn.outvars[0].aval.shape
-        if is_reduction(eqn.primitive):
-            joins = (_is_row_reduction(eqn) and eqn.invars[0].aval.shape == shape
-                     and len(_kept(eqn)) == kept)
-        else:
-            joins = _is_fusible(eqn) and len(eqn.outvars) == 1 and (
-                out == shape or [d for d in out if d != 1] == rows)
-        if not joins:
-            break
-        group.append(eqn)
-    return group
 
 
 def _row_index(shape: tuple[int, ...], kept: tuple[str, ...]) -> tuple[str, ...]:
