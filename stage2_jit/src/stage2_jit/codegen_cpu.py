@@ -32,6 +32,7 @@ import numpy as np
 from stage1_autodiff.core import Primitive
 from stage1_autodiff.slicing import GatherScatterMode
 
+from stage1_autodiff import dtypes
 from stage1_autodiff import primitives as p
 
 from . import kernel_math
@@ -1265,12 +1266,7 @@ def _contraction_index(ndim: int, batch: tuple[int, ...], contract: tuple[int, .
 
 def _worst(dtype: np.dtype, better: str) -> Any:
     """A start value every element ties or beats: the lowest (for ``>``) or highest."""
-    if dtype == np.bool_:
-        return better == "<"
-    if dtype.kind == "f":
-        return -np.inf if better == ">" else np.inf
-    info = np.iinfo(dtype)
-    return info.min if better == ">" else info.max
+    return dtypes.lowest(dtype) if better == ">" else dtypes.highest(dtype)
 
 
 def _strided(start: int, i: str, stride: int) -> str:

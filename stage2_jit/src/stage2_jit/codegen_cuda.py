@@ -1054,12 +1054,10 @@ CUDA_LOOP_RULES: dict[Primitive, Callable[[ProgramWriter, JaxprEqn, str], None]]
 
 
 def has_cuda_rule(prim: Primitive) -> bool:
-    """Whether the CUDA backend writes kernels for ``prim`` (as ``has_cpu_rule``; the CPU's
-    loop rules serve here too, their loop nests becoming grid-stride kernels)."""
-    if prim in CUDA_MISSING:
-        return False
-    return (prim in CUDA_ELEMENTWISE or prim in CUDA_STATEMENTS or prim in CUDA_LOOP_RULES
-            or prim in CUDA_CONTROL_FLOW or has_cpu_rule(prim))
+    """Whether the CUDA backend writes kernels for ``prim``: every primitive the CPU backend
+    covers but those in ``CUDA_MISSING`` (this writer inherits the CPU's rules, its loop
+    nests becoming grid-stride kernels, and its own tables respell the same primitives)."""
+    return prim not in CUDA_MISSING and has_cpu_rule(prim)
 
 
 # --8<-- [start:matmul_tiles]
