@@ -47,6 +47,7 @@ from .core import (
     vjp_rules,
     vjp_rules_take_needs,
 )
+from .extension import run_program
 from .tree_util import (
     keystr,
     tree_flatten,
@@ -536,14 +537,11 @@ class CustomVJPCallPrimitive(Primitive):
     ``custom_vjp.__call__`` goes to the interpreter directly, with the user's functions. An
     equation of a jaxpr (stage 2) is bound with its params instead: the function as a
     program, ``call_jaxpr``, whose first ``num_consts`` operands are the values the function
-    closed over. Stage 1 has no programs, so stage 2 sets ``jaxpr_as_fun`` to say how one runs.
+    closed over. Stage 1 has no programs: stage 2 registers how one runs (``extension.py``).
 
     NB: in JAX this is jax/_src/custom_derivatives.py:CustomVJPCallPrimitive; there
     ``get_bind_params`` turns an equation's jaxpr back into a function in the same way.
     """
-
-    # A ClosedJaxpr -> the function it computes: set by stage 2 (tracing.py).
-    jaxpr_as_fun: Callable[[Any], Callable[..., list[Any]]] | None = None
 
     def bind(self, *args: Any, fun: Callable | None = None, call_jaxpr: Any = None,
              num_consts: int = 0, name: str = "fun", fwd: Callable | None = None,
@@ -553,7 +551,7 @@ class CustomVJPCallPrimitive(Primitive):
         if call_jaxpr is not None:  # an equation of a jaxpr
             consts, tracers = tracers[:num_consts], tracers[num_consts:]
             _check_closure_not_differentiated(consts, name)
-            fun = _with_consts(self.jaxpr_as_fun(call_jaxpr), consts, name)
+            fun = _with_consts(run_program(call_jaxpr), consts, name)
         return trace.process_custom_vjp_call(self, fun, fwd, bwd, tracers, out_trees)
 
 

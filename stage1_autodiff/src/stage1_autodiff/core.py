@@ -30,6 +30,7 @@ from .errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
+from .extension import device_memory, executor_for
 
 # --8<-- [start:shaped_array]
 _SHORT_DTYPE_NAMES = {
@@ -301,14 +302,11 @@ class EvalTrace(Trace):
 
     def process_primitive(self, prim: Primitive, tracers: list[Array],
                           params: dict[str, Any]) -> list[Array]:
-        for t in tracers:  # an array that lives elsewhere (a GPU) runs the primitive there
-            if type(t) is not Array:
-                return type(t).apply_primitive(prim, tracers, params)
-        placed = params.get("out_sharding")
-        if placed is not None and hasattr(placed, "apply_primitive"):
-            # A result asked for on several devices (stage 4's NamedSharding) is made there,
-            # as JAX's eager operations compile with their out_sharding.
-            return placed.apply_primitive(prim, tracers, params)
+        # An array that lives elsewhere (a GPU, several devices), or a result asked for on
+        # several devices, is run there (the extension point's first seam).
+        run = executor_for(tracers, params)
+        if run is not None:
+            return run(prim, tracers, params)
         values = [t._value for t in tracers]
         if trace_state.numpy_quiet:
             outs = impl_rules[prim](*values, **params)
@@ -592,19 +590,11 @@ class Device:
     def memory_stats(self) -> dict[str, int]:
         """The bytes of the buffers this device holds now and at most so far, as counted by
         the arrays that own per-device buffers (stage 4's sharded arrays)."""
-        live, peak = _device_memory.get(self, (0, 0))
+        live, peak = device_memory(self)
         return {"bytes_in_use": live, "peak_bytes_in_use": peak}
 
 
 CPU_DEVICE = Device("cpu")
-_device_memory: dict[Device, tuple[int, int]] = {}  # device -> (live bytes, peak bytes)
-
-
-def track_device_memory(device: Device, nbytes: int) -> None:
-    """Counts a buffer of ``nbytes`` allocated on ``device`` (negative: freed)."""
-    live, peak = _device_memory.get(device, (0, 0))
-    live += nbytes
-    _device_memory[device] = (live, max(peak, live))
 
 
 # --8<-- [start:array]
@@ -644,14 +634,6 @@ class Array(ArrayMethods):
 
     def devices(self) -> set[Device]:
         return {self.device}
-
-    @classmethod
-    def apply_primitive(cls, prim: Primitive, arrays: list[Array],
-                        params: dict[str, Any]) -> list[Array]:
-        """Runs ``prim`` eagerly where arrays of this class live. Plain Arrays never get here
-        (``EvalTrace`` runs NumPy on them); a subclass whose buffer lives elsewhere (stage
-        2's arrays on a GPU) decides how its primitives run."""
-        raise NotImplementedError(f"{cls.__name__} does not say where its primitives run.")
 
     def _concrete_value(self, context: str,
                         error: type[TypeError] = ConcretizationTypeError) -> np.ndarray:

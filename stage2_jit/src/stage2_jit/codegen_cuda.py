@@ -1,9 +1,10 @@
-"""The CUDA backend: fused groups become ``@cuda.jit`` kernels on device-resident arrays.
+"""The CUDA renderer: a program's kernel plan becomes ``@cuda.jit`` kernels on device arrays.
 
-Fusion is the CPU backend's: the same materialized values (``ProgramWriter``), the same
-scalar expressions with inlined producers (``expr``), the same dims read at run time. What
-changes is the loop. On the CPU a materialized value is a ``prange`` loop inside one big
-function; here it is one kernel whose threads walk the flattened result with a grid-stride
+Fusion is the same as the CPU's (``fusion.py``): the same materialized values, the same scalar
+expressions with inlined producers (``KernelWriter.expr``), the same dims read at run time;
+the plan adds row groups. What changes is the spelling and the loop. On the CPU a
+materialized value is a ``prange`` loop inside one big function; here it is one kernel
+whose threads walk the flattened result with a grid-stride
 loop (thread ``t`` of ``T`` handles elements ``t, t + T, t + 2T, ...``), so any grid size
 covers any array, and a small grid keeps Numba's CUDA simulator fast. A host function,
 also generated, allocates the results on the device and launches the kernels in program
@@ -17,13 +18,13 @@ order; the results stay there (``GpuArray``), so jitted calls chain without copi
   a block per row (``_emit_row_group``): softmax and layer norm read each row once from
   memory and write only their result.
 - A float matrix product is a tiled kernel with register blocking (``_emit_matmul``).
-- The CPU backend's loop rules (gather, scatter, argmax, pad, concatenate, contractions)
-  are reused: they describe loop nests, and here a nest becomes a kernel (``_emit_nest``).
+- The shared loop rules (gather, scatter, argmax, pad, concatenate, contractions:
+  ``kernel_writer.py``) describe loop nests; here a nest becomes a kernel (``_emit_nest``).
   The Threefry hash is written out in the kernel; bitcasts and ``erf_inv`` are statement
   rules (``CUDA_STATEMENTS``).
 - ``cond``, ``while`` and ``scan`` stay control flow in the host function: a Python loop or
-  if/elif chain that calls a host function written for each body or branch, which launches
-  that body's fused kernels (``_emit_scan`` and the others).
+  if/elif chain (``KernelWriter._emit_scan`` and the others) that calls a host function
+  written for each body or branch, which launches that body's fused kernels.
 
 Indices are 64-bit (``np.int64``), so arrays past 2**31 elements work; constants carry the
 program's dtype, as on the CPU, so a float32 program does no float64 math. Kernels call no
@@ -34,9 +35,8 @@ it runs on the host, its arrays copied there and back. In JAX the GPU path is XL
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,20 +45,24 @@ from stage1_autodiff.primitives import ERFINV_CENTRAL, ERFINV_TAIL
 
 from stage1_autodiff import primitives as p
 
-from .codegen_cpu import (
-    ELEMENTWISE,
-    LOOP_RULES,
-    ProgramWriter,
-    _indent,
-    has_cpu_rule,
+from .debug import debug_print_p
+from .fusion import Reads, is_reduction, kept_dims
+from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from .kernel_cache import load_kernel_module
+from .kernel_writer import (
+    KernelWriter,
+    Rule,
+    cast,
+    common_rules,
+    function,
+    has_rule,
+    loop_index,
     np_type,
     typed_constant,
 )
-from .control_flow import cond_p, scan_p, while_p
-from .debug import debug_print_p
-from .fusion import is_fusible, is_reduction, kept_dims, row_group
-from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-from .kernel_cache import load_kernel_module
+from .kernel_writer import indent as _indent
+from .loop_rules import LOOP_RULES as SHARED_LOOP_RULES
+from .loop_rules import emit_contraction
 from .passes import UnsupportedError, prepare_program
 
 # --8<-- [start:launch_config]
@@ -97,13 +101,14 @@ def reduction_config(rows: int) -> tuple[int, int]:
 # which the compiler turns into selects: a kernel calls no device function of ours.
 
 
-def _math(name: str) -> Callable[[list[str], JaxprEqn], str]:
+def _math(name: str, numpy_name: str = "") -> Rule:
     """``math.<name>`` cast back to the result's dtype: a no-op when compiled (libdevice's
-    float32 version is chosen), a rounding step in the simulator (which computes in float64)."""
+    float32 version is chosen), a rounding step in the simulator (which computes in float64).
+    An integer operand (``pow``) takes NumPy's function."""
     def rule(args: list[str], eqn: JaxprEqn) -> str:
         dtype = eqn.outvars[0].aval.dtype
         if dtype.kind != "f":
-            return ELEMENTWISE[eqn.primitive](args, eqn)
+            return function(f"np.{numpy_name or name}")(args, eqn)
         return f"{np_type(dtype)}(math.{name}({', '.join(args)}))"
     return rule
 
@@ -137,26 +142,21 @@ def _rounding(name: str) -> Callable[[list[str], JaxprEqn], str]:
     return rule
 
 
-def _select_n(args: list[str], eqn: JaxprEqn) -> str:
-    which, *cases = args
-    if eqn.invars[0].aval.dtype == np.bool_:
-        return f"({cases[1]} if {which} else {cases[0]})"
-    expr = cases[-1]
-    for i in reversed(range(len(cases) - 1)):
-        expr = f"({cases[i]} if {which} == {i} else {expr})"
-    return expr
+# --8<-- [start:select]
+def select(condition: str, a: str, b: str) -> str:
+    """``a`` where ``condition``, else ``b``: a conditional expression, which the compiler
+    turns into a select (both sides are plain expressions, computed either way)."""
+    return f"({a} if {condition} else {b})"
 
 
-def _extremum(comparison: str) -> Callable[..., str]:
-    """max and min. Floats: NaN in, NaN out, as ``np.maximum`` (``a != a`` is NaN's test)."""
-    def rule(args: list[str], eqn: JaxprEqn | None, dtype: np.dtype | None = None) -> str:
-        # --8<-- [start:task2_6]
-        a, b = args
-        if (dtype or eqn.outvars[0].aval.dtype).kind == "f":
-            return f"({a} if ({a} {comparison} {b} or {a} != {a}) else {b})"
-        return f"({a} if {a} {comparison} {b} else {b})"
-        # --8<-- [end:task2_6]
-    return rule
+def extremum(comparison: str, a: str, b: str, dtype: np.dtype) -> str:
+    """``max`` (``">"``) or ``min`` of ``a`` and ``b``, as NumPy's: for floats, a NaN
+    operand gives NaN (``a != a`` is NaN's test)."""
+    # --8<-- [start:task2_6]
+    nan = f" or {a} != {a}" if dtype.kind == "f" else ""
+    return select(f"{a} {comparison} {b}{nan}", a, b)
+    # --8<-- [end:task2_6]
+# --8<-- [end:select]
 
 
 def _quotient_toward_zero(x: str, y: str, dtype: np.dtype) -> str:
@@ -204,7 +204,7 @@ def _convert(args: list[str], eqn: JaxprEqn) -> str:
     values in range (LLVM's cast is undefined for the others)."""
     source, target = eqn.invars[0].aval.dtype, eqn.params["new_dtype"]
     if source.kind != "f" or target.kind not in "iu":
-        return ELEMENTWISE[eqn.primitive](args, eqn)
+        return cast(args[0], target)
     x, info = args[0], np.iinfo(target)
     low = typed_constant(info.min, source)  # 0 or -2**(bits-1): exact in every float type
     past_high = typed_constant(2.0 ** (info.bits - (info.min < 0)), source)  # a power of 2
@@ -233,8 +233,8 @@ def _shift(direction: str) -> Callable[[list[str], JaxprEqn], str]:
 
 
 # --8<-- [start:cuda_elementwise]
-CUDA_ELEMENTWISE: dict[Primitive, Callable[[list[str], JaxprEqn], str]] = {
-    **ELEMENTWISE,
+CUDA_ELEMENTWISE: dict[Primitive, Rule] = {
+    **common_rules(select, extremum),  # operators, comparisons, select_n, max, min...
     p.exp_p: _math("exp"),
     p.log_p: _math("log"),
     p.log1p_p: _math("log1p"),
@@ -244,15 +244,12 @@ CUDA_ELEMENTWISE: dict[Primitive, Callable[[list[str], JaxprEqn], str]] = {
     p.tan_p: _math("tan"),
     p.tanh_p: _math("tanh"),
     p.sqrt_p: _math("sqrt"),
-    p.pow_p: _math("pow"),
-    p.atan2_p: _math("atan2"),
+    p.pow_p: _math("pow", "power"),
+    p.atan2_p: _math("atan2", "arctan2"),
     p.floor_p: _rounding("floor"),
     p.ceil_p: _rounding("ceil"),
     p.div_p: _div,
     p.rem_p: _rem,
-    p.max_p: _extremum(">"),
-    p.min_p: _extremum("<"),
-    p.select_n_p: _select_n,
     p.convert_element_type_p: _convert,
     p.shift_left_p: _shift("left"),
     p.shift_right_logical_p: _shift("right_logical"),
@@ -281,7 +278,7 @@ CUDA_MISSING: dict[Primitive, str] = {
 # appends lines to ``body`` and returns the name of its result.
 
 
-def _bitcast(writer: CudaProgramWriter, args: list[str], eqn: JaxprEqn, body: list[str]) -> str:
+def _bitcast(writer: CudaWriter, args: list[str], eqn: JaxprEqn, body: list[str]) -> str:
     """The same bits read as another type of the same width, by integer arithmetic (CUDA
     Python has no reinterpreting cast that compiles without a GPU): an integer's fields give
     a float through ``ldexp``, a float's ``frexp`` gives the fields. NB: every NaN becomes
@@ -334,7 +331,7 @@ def _bitcast(writer: CudaProgramWriter, args: list[str], eqn: JaxprEqn, body: li
     return out
 
 
-def _erf_inv(writer: CudaProgramWriter, args: list[str], eqn: JaxprEqn, body: list[str]) -> str:
+def _erf_inv(writer: CudaWriter, args: list[str], eqn: JaxprEqn, body: list[str]) -> str:
     """erfinv as eager's: Giles' two polynomials in w = -log(1 - x**2) (the central one for
     w < 5), both evaluated, one chosen; float64 adds two Newton steps on erf(z) = x."""
     dtype, x = eqn.outvars[0].aval.dtype, args[0]
@@ -378,17 +375,6 @@ def _threefry_lines(k0: str, k1: str, a: str, b: str) -> list[str]:
     return lines
 
 
-# The CUDA form of each reduction's combine(acc, x), from the primitive's identity.
-CUDA_COMBINES = {
-    p.reduce_sum_p: "({acc} + {x})",
-    p.reduce_prod_p: "({acc} * {x})",
-    p.reduce_max_p: "({x} if ({x} > {acc} or {x} != {x}) else {acc})",  # NaN sticks
-    p.reduce_min_p: "({x} if ({x} < {acc} or {x} != {x}) else {acc})",
-    p.reduce_and_p: "({acc} & {x})",
-    p.reduce_or_p: "({acc} | {x})",
-}
-
-
 # ------------------------------------------------------------------------------------------
 # The program writer
 # ------------------------------------------------------------------------------------------
@@ -405,6 +391,17 @@ class Kernel:
 
 
 @dataclass
+class _Row:
+    """What the lines of a row group are written from."""
+    index: tuple[str, ...]  # one name per operand dim
+    kept: int  # the rows' dims (leading); the others are reduced
+    reduced: list[str]  # the reduced dims' sizes, in dims
+    used_outside: set[Var]  # values stored for other steps (or outputs)
+    row_values: set[Var]  # values of the operand's shape
+    shared: dict[str, str] = field(default_factory=dict)  # dtype name -> its shared array
+
+
+@dataclass
 class _Reduction:
     """What the kernels of one reduction are written from."""
     out: Var
@@ -417,8 +414,15 @@ class _Reduction:
     accumulate: list[str]  # lines that combine the operand at ``index`` into ``acc``
 
 
-class CudaProgramWriter(ProgramWriter):
-    """Writes kernels (one per materialized value) and the host function that runs them."""
+class CudaWriter(KernelWriter):
+    """Writes kernels (one per step of the plan) and the host function that runs them."""
+
+    ELEMENTWISE = CUDA_ELEMENTWISE
+    STATEMENTS = CUDA_STATEMENTS
+    NAMED_OPERANDS = REPEATED_OPERANDS
+    ROW_GROUPS = True  # softmax and layer norm: one kernel, a block per row
+    FLAT_LOOPS = True
+    extremum = staticmethod(extremum)
 
     def __init__(self, jaxpr: Jaxpr, kernels: list[Kernel] | None = None,
                  functions: list[str] | None = None) -> None:
@@ -427,6 +431,7 @@ class CudaProgramWriter(ProgramWriter):
         # writer adds its kernels to its caller's, so every name is unique.
         self.kernels: list[Kernel] = kernels if kernels is not None else []
         self.host: list[str] = []  # the host function's body: allocations and launches
+        self.row_scalars: dict[Var, str] = {}  # inside a row group: each row's scalars
 
     def write(self) -> str:
         host = self.host_function("program")
@@ -436,76 +441,43 @@ class CudaProgramWriter(ProgramWriter):
     def host_function(self, name: str) -> list[str]:
         """The lines of the host function ``name(dims_host, dims, *inputs)``, which
         allocates the results and launches the kernels (added to ``self.kernels``)."""
-        work = []
         for eqn in self.jaxpr.eqns:
-            if not eqn.outvars:
-                raise UnsupportedError(f"{eqn.primitive} (an equation with an effect)")
             if eqn.primitive in CUDA_MISSING:
                 raise UnsupportedError(str(eqn.primitive))
-            if eqn.outvars[0] in self.materialized or is_reduction(eqn.primitive):
-                work.append(eqn)
-        i = 0
-        while i < len(work):
-            group = row_group(work, i)
-            if len(group) > 1 and self._emit_row_group(group):
-                i += len(group)
-            else:
-                self._emit(work[i])
-                i += 1
-        outs = [self._host_output(a) for a in self.jaxpr.outvars]
+        self._emit_steps()
+        outs = [self._output(a) for a in self.jaxpr.outvars]
         header = [f"d{i} = dims_host[{i}]" for i in range(len(self.dims))]
         args = ", ".join(["dims_host", "dims", *[self.names[v] for v in self.jaxpr.invars]])
-        ins = " ".join(self.comment_names[v] for v in self.jaxpr.invars)
-        outs_text = " ".join(self._comment_atom(a) for a in self.jaxpr.outvars)
-        return [f"# {name}: inputs {ins}; outputs {outs_text}", f"def {name}({args}):",
+        return [self._signature(name), f"def {name}({args}):",
                 *_indent(header + self.host
                          + [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]),
                 ""]
 
-    # --8<-- [start:cuda_emit]
-    def _emit(self, eqn: JaxprEqn) -> None:
-        self.reads = []
-        prim, comment = eqn.primitive, f"# {self.eqn_text(eqn)}"
-        if is_reduction(prim):
-            if not eqn.params["axes"]:
-                raise UnsupportedError(f"{prim} over no axes")
-            self._emit_reduction(eqn, comment)
-        elif is_fusible(eqn):
-            self._emit_kernel(eqn.outvars[0], comment)
-        elif prim is p.dot_general_p and _tiled_matmul_layout(eqn) is not None:
-            self._emit_matmul(eqn, comment)
-        elif prim is p.dot_general_p:
-            self._emit_contraction(eqn, comment)  # the CPU rule, through _emit_nest below
-        elif prim in CUDA_LOOP_RULES:
-            CUDA_LOOP_RULES[prim](self, eqn, comment)
-        elif prim in CUDA_CONTROL_FLOW:
-            CUDA_CONTROL_FLOW[prim](self, eqn, comment)
-        elif prim is p.reshape_p:
-            shape = self._shape(eqn.outvars[0]) or ["1"]
-            self.host += [comment, f"{self._name_of(eqn.outvars[0])} = "
-                                   f"{self._array(eqn.invars[0])}.reshape(({', '.join(shape)},))"]
-        else:
-            raise UnsupportedError(str(prim))
+    def _output(self, atom: Any) -> str:
+        return self._operand(atom) if not isinstance(atom, Var) else self.names[atom]
 
-    # The CPU backend's loop rules (gather, scatter, argmax, pad, concatenate, contraction)
+    def _statements(self, lines: list[str]) -> None:
+        self.host += lines
+
+    # --8<-- [start:cuda_emit]
+    # The shared loop rules (gather, scatter, argmax, pad, concatenate, contraction)
     # describe their work as loop nests with ``_allocate`` and ``_emit_nest``: here a nest
     # becomes a kernel whose threads take the nest's iterations, and an allocation a device
     # array allocated by the host function.
 
     def _allocate(self, var: Var, shape: list[str]) -> str:
-        self.allocations[var] = shape
         return (f"{self._name_of(var)} = device_array(({', '.join(shape) or '1'},), "
                 f"dtype={np_type(var.aval.dtype)})")
 
     def _emit_nest(self, setup: list[str], shape: list[str], index: tuple[str, ...],
-                   comment: str, body: list[str], work: int, produces: set[Var],
+                   comment: str, body: list[str], produces: set[Var],
                    writes: set[Var], after: list[str] = (), serial: bool = False) -> None:
         """A grid-stride kernel over the iterations of a loop nest: iteration ``f`` of
         ``prod(shape)`` is unravelled into ``index``. ``serial``: one thread does them all, in
         order (a scatter's updates, whose repeated indices must combine in order)."""
-        del work, writes, after
+        del writes, after
         self.host += setup
-        params, arrays = self._nest_params(produces)
+        params, arrays = self._params(produces)
         kernel = f"kernel{len(self.kernels)}_{self.names[sorted(produces, key=str)[0]]}"
         size = " * ".join(shape) or "1"
         loop = _unravel("f", index, shape) if shape else []
@@ -520,42 +492,47 @@ class CudaProgramWriter(ProgramWriter):
             self.host.append(f"blocks, threads = launch_config({size})")
         self.host.append(f"{kernel}[{launch}]({', '.join(['dims', *params])})")
 
-    def _nest_params(self, produces: set[Var]) -> tuple[list[str], list[tuple]]:
-        """The arrays a kernel reads (first-read order), then those it writes, each once;
-        and each one's (dtype, ndim), a signature for ``compile_ptx``."""
+    def _params(self, written: set[Var], flat: bool = False) -> tuple[list[str], list[tuple]]:
+        """The arrays a kernel reads (first-read order, flat views as ``x_flat``), then
+        those it writes, each once; and each one's (dtype, ndim) as the kernel sees it, a
+        signature for ``compile_ptx``."""
         params: list[str] = []
         arrays: list[tuple[np.dtype, int]] = []
-        for var in [*(v for v, _ in self.reads), *sorted(produces, key=str)]:
-            if self.names[var] not in params:
-                params.append(self.names[var])
-                arrays.append((var.aval.dtype, max(var.aval.ndim, 1)))
+        for var, is_flat in [*((v, self.names[v] in self.flat_views) for v, _ in self.reads),
+                             *((v, flat) for v in sorted(written, key=str))]:
+            param = f"{self.names[var]}_flat" if is_flat else self.names[var]
+            if param not in params:
+                params.append(param)
+                arrays.append((var.aval.dtype, 1 if is_flat else max(var.aval.ndim, 1)))
         return params, arrays
-
-    def _multiply_add(self, acc: str, a: str, b: str, dtype: np.dtype) -> str:
-        if dtype == np.bool_:
-            return f"{acc} | ({a} & {b})"
-        return f"{acc} + {a} * {b}"
-
-    def _scatter_combine(self, prim: Primitive, dtype: np.dtype, old: str, new: str) -> str:
-        if dtype != np.bool_ and prim in (p.scatter_min_p, p.scatter_max_p):
-            return _extremum("<" if prim is p.scatter_min_p else ">")([old, new], None, dtype)
-        return super()._scatter_combine(prim, dtype, old, new)
 
     # --8<-- [start:cuda_threefry]
     def _emit_threefry(self, eqn: JaxprEqn, comment: str) -> None:
         """The Threefry-2x32 hash, written out in the kernel: 20 rounds of add, rotate and
         xor on uint32 words, the key injected every four rounds."""
         first = eqn.outvars[0]
-        shape, index = self._shape(first), tuple(f"i{k}" for k in range(first.aval.ndim))
+        shape, index = self._shape(first), loop_index(first.aval.ndim)
         body: list[str] = []
         memo: dict[tuple, str] = {}
         k0, k1, a, b = (self._named(self.expr(x, index, body, memo), body) for x in eqn.invars)
         body += _threefry_lines(k0, k1, a, b)
         body += [f"{self._at(out, index)} = {word}" for out, word in zip(eqn.outvars, "ab")]
         setup = [self._allocate(out, shape) for out in eqn.outvars]
-        self._emit_nest(setup, shape, index, comment, body, first.aval.size,
-                        set(eqn.outvars), set(eqn.outvars))
+        self._emit_nest(setup, shape, index, comment, body, set(eqn.outvars), set(eqn.outvars))
     # --8<-- [end:cuda_threefry]
+
+    def _emit_dot(self, eqn: JaxprEqn, comment: str) -> None:
+        """A float matrix product is a tiled kernel; any other dot_general the shared
+        contraction's loop nest, as a kernel."""
+        if _tiled_matmul_layout(eqn) is None:
+            emit_contraction(self, eqn, comment)
+        else:
+            self._emit_matmul(eqn, comment)
+
+    def _emit_reshape(self, eqn: JaxprEqn, comment: str) -> None:
+        shape = self._shape(eqn.outvars[0]) or ["1"]
+        self.host += [comment, f"{self._name_of(eqn.outvars[0])} = "
+                               f"{self._array(eqn.invars[0])}.reshape(({', '.join(shape)},))"]
     # --8<-- [end:cuda_emit]
 
     # --8<-- [start:emit_matmul]
@@ -583,26 +560,8 @@ class CudaProgramWriter(ProgramWriter):
         def at(array: str, first: str, second: str) -> str:
             return f"{array}[{', '.join([*z, first, second])}]"
 
-        def tile_load(tile: str, array: str, rows: int, cols: int, row0: str, col0: str,
-                      row_bound: str, col_bound: str, stored_first: bool,
-                      transposed: bool) -> list[str]:
-            """Copy a rows x cols tile, starting at (row0, col0) in the logical matrix,
-            into ``tile`` (stored [k, m] or [k, n]); the dim contiguous in memory varies
-            fastest across threads, so a warp reads consecutive addresses."""
-            fast, slow = (cols, rows) if stored_first else (rows, cols)
-            r, c = ("e // {f}", "e % {f}") if stored_first else ("e % {f}", "e // {f}")
-            target = "[c, r]" if transposed else "[r, c]"
-            read = at(array, "gr", "gc") if stored_first else at(array, "gc", "gr")
-            del slow
-            return [f"for e in range(tid, {rows * cols}, {tx * ty}):",
-                    f"    r = {r.format(f=fast)}",
-                    f"    c = {c.format(f=fast)}",
-                    f"    gr = {row0} + r",
-                    f"    gc = {col0} + c",
-                    f"    {tile}{target} = {read} if gr < {row_bound} and gc < {col_bound} "
-                    f"else {typed_constant(0, dtype)}"]
-
         acc = [[f"c{i}_{j}" for j in range(tn)] for i in range(tm)]
+        zero = typed_constant(0, dtype)
         body = [comment, *(f"d{i} = dims[{i}]" for i in range(len(self.dims))),
                 f"m, n, kk = np.int64({m}), np.int64({n}), np.int64({k})",
                 f"x_tile = cuda.shared.array(({bk}, {bm}), {real})  # [k, row]",
@@ -614,10 +573,12 @@ class CudaProgramWriter(ProgramWriter):
                 *(["batch = np.int64(cuda.blockIdx.z)"] if batched else []),
                 *(f"{c} = {typed_constant(0, dtype)}" for row in acc for c in row),
                 f"for k0 in range(np.int64(0), kk, {bk}):",
-                *_indent([*tile_load("x_tile", a_name, bm, bk, "row0", "k0", "m", "kk",
-                                     x_rows_first, transposed=True),
-                          *tile_load("y_tile", b_name, bk, bn, "k0", "col0", "kk", "n",
-                                     y_rows_first, transposed=False),
+                *_indent([*_tile_load("x_tile", at(a_name, "gr", "gc") if x_rows_first else
+                                      at(a_name, "gc", "gr"), bm, bk, ("row0", "k0"),
+                                      ("m", "kk"), x_rows_first, True, tx * ty, zero),
+                          *_tile_load("y_tile", at(b_name, "gr", "gc") if y_rows_first else
+                                      at(b_name, "gc", "gr"), bk, bn, ("k0", "col0"),
+                                      ("kk", "n"), y_rows_first, False, tx * ty, zero),
                           "cuda.syncthreads()",
                           f"for k in range({bk}):",
                           *_indent([*(f"a{i} = x_tile[k, ty * {tm} + {i}]" for i in range(tm)),
@@ -633,7 +594,7 @@ class CudaProgramWriter(ProgramWriter):
                          "if gc < n:",
                          f"    {at(name, 'gr', 'gc')} = {acc[i][j]}")])]
         kernel = f"kernel{len(self.kernels)}_{name}"
-        params, arrays = self._nest_params({out})  # x, y (once if the same), the result
+        params, arrays = self._params({out})  # x, y (once if the same), the result
         lines = ["@cuda.jit(cache=True)", f"def {kernel}({', '.join(['dims', *params])}):",
                  *_indent(body)]
         self.kernels.append(Kernel(kernel, params, arrays, lines, f"{m} * {n}"))
@@ -655,146 +616,106 @@ class CudaProgramWriter(ProgramWriter):
         six passes. False (and nothing written) when a value is read at another row."""
         first = group[0]
         shape, kept = first.invars[0].aval.shape, len(kept_dims(first))
-        index = tuple(f"i{k}" for k in range(len(shape)))
-        members = {eqn.outvars[0] for eqn in group}
-        in_group = {id(eqn) for eqn in group}
-        read_elsewhere = {v for eqn in self.jaxpr.eqns if id(eqn) not in in_group
-                          and (eqn.outvars[0] in self.materialized or is_reduction(eqn.primitive))
-                          for v in self._stored_reads(eqn)}
-        used_outside = {v for v in members if v in read_elsewhere or v in self.jaxpr.outvars}
-        row_values = {v for v in members if v.aval.shape == shape and
-                      not is_reduction(self.producer[v].primitive)}
-        saved = set(self.materialized)
-        self.materialized -= row_values  # inside the group they are recomputed
+        rows = [self.dim(first.invars[0], k) for k in range(kept)]
+        row = _Row(loop_index(len(shape)), kept,
+                   [self.dim(first.invars[0], k) for k in range(kept, len(shape))],
+                   used_outside=self._used_outside(group),
+                   row_values={e.outvars[0] for e in group if e.outvars[0].aval.shape == shape
+                               and not is_reduction(e.primitive)})
+        self.materialized -= row.row_values  # inside the group they are recomputed
         self.row_scalars, self.row_index_ok = {}, True
         # the row's indices, without its dims of size 1 (a row scalar's 0 there)
-        self.row_names = tuple(index[k] for k in range(kept) if shape[k] != 1)
+        self.row_names = tuple(row.index[k] for k in range(kept) if shape[k] != 1)
         self.reads = []
-        rows = [self.dim(first.invars[0], k) for k in range(kept)]
-        reduced = [self.dim(first.invars[0], k) for k in range(kept, len(shape))]
-        shared: dict[str, str] = {}  # dtype name -> its shared array
-        steps: list[str] = []
-        for eqn in group:
-            out = eqn.outvars[0]
-            name = self._name_of(out)
-            body: list[str] = []
-            if is_reduction(eqn.primitive):
-                dtype = out.aval.dtype
-                array = shared.setdefault(np_type(dtype), f"shared{len(shared)}")
-                combine = CUDA_COMBINES[eqn.primitive]
-                if dtype.kind in "iu":
-                    combine = f"{np_type(dtype)}{combine}"
-                value = self._named(self.expr(eqn.invars[0], index, body, {}), body)
-                steps += [f"# {self.eqn_text(eqn)}",
-                          f"acc = {typed_constant(eqn.primitive.identity(dtype), dtype)}",
-                          "for r in range(np.int64(tid), m, np.int64(cuda.blockDim.x)):",
-                          *_indent(_unravel("r", index[kept:], reduced) + body
-                                   + [f"acc = {combine.format(acc='acc', x=value)}"]),
-                          *_tree(combine, array),
-                          f"{name}_row = {array}[0]",
-                          "cuda.syncthreads()  # all have read it before the array is reused"]
-                self.row_scalars[out] = f"{name}_row"
-            elif out in row_values:
-                if out not in used_outside:
-                    continue  # recomputed where it is used
-                value = self._fused(eqn, index, body, {})
-                steps += [f"# {self.eqn_text(eqn)}",
-                          "for r in range(np.int64(tid), m, np.int64(cuda.blockDim.x)):",
-                          *_indent(_unravel("r", index[kept:], reduced) + body
-                                   + [f"{name}[{', '.join(index)}] = {value}"])]
-                continue
-            else:  # a scalar per row, every thread computing it
-                value = self._fused(eqn, _row_index(out.aval.shape, self.row_names), body, {})
-                steps += [f"# {self.eqn_text(eqn)}", *body, f"{name}_row = {value}"]
-                self.row_scalars[out] = f"{name}_row"
-            if out in used_outside:
-                target = _row_index(out.aval.shape, self.row_names)
-                steps += ["if tid == 0:", f"    {name}[{', '.join(target) or '0'}] = {name}_row"]
+        steps = [line for eqn in group for line in self._row_member(eqn, row)]
         ok, self.row_scalars = self.row_index_ok, {}
         if not ok:
-            self.materialized = saved
+            self.materialized |= row.row_values
             return False
-        self.materialized = (saved - row_values) | used_outside
-        written = {v for v in used_outside}
-        params, arrays = self._nest_params(written)
-        kernel = f"kernel{len(self.kernels)}_{self.names[group[0].outvars[0]]}"
+        self.materialized |= row.used_outside
+        params, arrays = self._params(row.used_outside)
+        kernel = f"kernel{len(self.kernels)}_{self.names[first.outvars[0]]}"
         size = " * ".join(rows)
         lines = ["@cuda.jit(cache=True)", f"def {kernel}({', '.join(['dims', *params])}):",
                  *_indent([f"# one block per row: {len(group)} equations",
                            *(f"d{i} = dims[{i}]" for i in range(len(self.dims))),
                            f"n = np.int64({size})",
-                           f"m = np.int64({' * '.join(reduced)})  # elements per row",
+                           f"m = np.int64({' * '.join(row.reduced)})  # elements per row",
                            *(f"{array} = cuda.shared.array({THREADS_PER_BLOCK}, {dtype})"
-                             for dtype, array in shared.items()),
+                             for dtype, array in row.shared.items()),
                            "tid = cuda.threadIdx.x",
                            "for o in range(np.int64(cuda.blockIdx.x), n, "
                            "np.int64(cuda.gridDim.x)):",
-                           *_indent([*_unravel("o", index[:kept], rows), *steps])])]
+                           *_indent([*_unravel("o", row.index[:kept], rows), *steps])])]
         self.kernels.append(Kernel(kernel, params, arrays, lines, size))
-        for var in sorted(written, key=str):
+        for var in sorted(row.used_outside, key=str):
             self.host.append(self._allocate(var, self._shape(var)))
         self.host += [f"blocks, threads = reduction_config({size})",
                       f"{kernel}[blocks, threads]({', '.join(['dims', *params])})"]
         return True
 
-    def _stored_reads(self, eqn: JaxprEqn) -> set[Var]:
-        """The stored values (materialized or inputs) an equation's kernel reads: through the
-        producers it inlines."""
-        found: set[Var] = set()
-        for a in eqn.invars:
-            if not isinstance(a, Var):
-                continue
-            if a in self.materialized or a in self.jaxpr.invars or a not in self.producer:
-                found.add(a)
-            else:
-                found |= self._stored_reads(self.producer[a])
-        return found
+    def _row_member(self, eqn: JaxprEqn, row: _Row) -> list[str]:
+        """The lines of one equation of a row group, inside the loop over rows."""
+        out, body = eqn.outvars[0], []
+        name, comment = self._name_of(out), f"# {self.eqn_text(eqn)}"
+        over_row = ["for r in range(np.int64(tid), m, np.int64(cuda.blockDim.x)):",
+                    *_indent(_unravel("r", row.index[row.kept:], row.reduced))]
+        if is_reduction(eqn.primitive):
+            dtype = out.aval.dtype
+            array = row.shared.setdefault(np_type(dtype), f"shared{len(row.shared)}")
+            combine = self.reduction_combine(eqn.primitive, dtype)
+            value = self._named(self.expr(eqn.invars[0], row.index, body, {}), body)
+            lines = [comment, f"acc = {typed_constant(eqn.primitive.identity(dtype), dtype)}",
+                     *over_row, *_indent([*body, f"acc = {combine.format(acc='acc', x=value)}"]),
+                     *_tree(combine, array), f"{name}_row = {array}[0]",
+                     "cuda.syncthreads()  # all have read it before the array is reused"]
+        elif out in row.row_values:
+            if out not in row.used_outside:
+                return []  # recomputed where it is used
+            value = self._fused(eqn, row.index, body, {})
+            return [comment, *over_row,
+                    *_indent([*body, f"{name}[{', '.join(row.index)}] = {value}"])]
+        else:  # a scalar per row, every thread computing it
+            value = self._fused(eqn, _row_index(out.aval.shape, self.row_names), body, {})
+            lines = [comment, *body, f"{name}_row = {value}"]
+        self.row_scalars[out] = f"{name}_row"
+        if out in row.used_outside:
+            target = _row_index(out.aval.shape, self.row_names)
+            lines += ["if tid == 0:", f"    {name}[{', '.join(target) or '0'}] = {name}_row"]
+        return lines
+
+    def _used_outside(self, group: list[JaxprEqn]) -> set[Var]:
+        """The group's values that another step reads, or that are outputs: stored."""
+        in_group = {id(eqn) for eqn in group}
+        reads = Reads(self.jaxpr, self.materialized)
+        read_elsewhere = {v for eqn in self.jaxpr.eqns if id(eqn) not in in_group
+                          and (eqn.outvars[0] in self.materialized or is_reduction(eqn.primitive))
+                          for v in reads.stored_reads(eqn)}
+        return {e.outvars[0] for e in group
+                if e.outvars[0] in read_elsewhere or e.outvars[0] in self.jaxpr.outvars}
 
     def _read(self, var: Var, index: tuple[str, ...]) -> str:
-        if var in getattr(self, "row_scalars", {}):  # inside a row group: this row's only
-            if index != self._expected_row_index(var):
+        if var in self.row_scalars:  # inside a row group: this row's only
+            if index != _row_index(var.aval.shape, self.row_names):
                 self.row_index_ok = False
             return self.row_scalars[var]
         return super()._read(var, index)
-
-    def _expected_row_index(self, var: Var) -> tuple[str, ...]:
-        return _row_index(var.aval.shape, self.row_names)
     # --8<-- [end:row_group]
 
-    def _fused(self, eqn: JaxprEqn, index: tuple[str, ...], body: list[str],
-               memo: dict[tuple, str]) -> str:
-        prim, out = eqn.primitive, eqn.outvars[0]
-        if prim in CUDA_STATEMENTS:  # rules that need statements: temporaries, branches
-            args = [self._named(self.expr(a, index, body, memo), body) for a in eqn.invars]
-            return CUDA_STATEMENTS[prim](self, args, eqn, body)
-        if prim not in CUDA_ELEMENTWISE:
-            return super()._fused(eqn, index, body, memo)  # index maps: where to read
-        args = [self.expr(a, index, body, memo) for a in eqn.invars]
-        if prim in REPEATED_OPERANDS:  # a name for each, rather than repeated reads
-            args = [self._named(arg, body) for arg in args]
-        value = CUDA_ELEMENTWISE[prim](args, eqn)
-        if out.aval.dtype.kind in "iu":  # Numba widens int32 + int32 to int64: wrap back
-            return f"{np_type(out.aval.dtype)}({value})"
-        return value
-
-    def _named(self, value: str, body: list[str]) -> str:
-        """``value``, or a temporary holding it when it is more than a name or a constant."""
-        if value.isidentifier() or re.fullmatch(r"np\.\w+\([^()]*\)", value):
-            return value
-        name = self._temporary()
-        body.append(f"{name} = {value}")
-        return name
+    def reduction_combine(self, prim: Primitive, dtype: np.dtype) -> str:
+        combine = super().reduction_combine(prim, dtype)
+        if dtype.kind in "iu":  # Numba widens int32 + int32 to int64: wrap back
+            return f"{np_type(dtype)}{combine}"
+        return combine
 
     # --8<-- [start:emit_kernel]
-    def _emit_kernel(self, out: Var, comment: str) -> None:
-        """A grid-stride kernel over ``out``'s elements, from materialized values."""
-        self.reads = []
+    def _emit_loop(self, out: Var, comment: str) -> None:
+        """A grid-stride kernel over ``out``'s elements, from materialized values (over the
+        flattened arrays, when the plan says it reads them all in step)."""
         name = self._name_of(out)
-        shape = [self.dim(out, k) for k in range(out.aval.ndim)]
+        shape = self._shape(out)
         size = " * ".join(shape) or "1"
-        self.flat = out.aval.ndim > 1 and self._eqn_reads_in_step(self.producer[out],
-                                                                  out.aval.shape)
-        self.flat_views = set()
+        self.flat = self.step.how == "flat loop"
         body: list[str] = []
         if out.aval.ndim == 0:
             index = ()
@@ -807,7 +728,7 @@ class CudaProgramWriter(ProgramWriter):
         target = f"{name}_flat[i]" if self.flat else f"{name}[{', '.join(index) or '0'}]"
         body.append(f"{target} = {value}")
         flat, self.flat = self.flat, False
-        params, arrays = self._kernel_params(out, flat)
+        params, arrays = self._params({out}, flat)
         kernel = f"kernel{len(self.kernels)}_{name}"
         dims = [f"d{i} = dims[{i}]" for i in range(len(self.dims))]
         lines = ["@cuda.jit(cache=True)", f"def {kernel}({', '.join(['dims', *params])}):",
@@ -826,12 +747,9 @@ class CudaProgramWriter(ProgramWriter):
         is inlined, so ``sum(exp(x - m))`` reads ``x`` once."""
         out, operand = eqn.outvars[0], eqn.invars[0]
         dtype = out.aval.dtype
-        combine = CUDA_COMBINES[eqn.primitive]
-        if dtype.kind in "iu":  # Numba widens int32 + int32 to int64: wrap back
-            combine = f"{np_type(dtype)}{combine}"
-        self.reads, self.flat_views = [], set()
+        combine = self.reduction_combine(eqn.primitive, dtype)
         self._name_of(out)
-        index = tuple(f"i{k}" for k in range(operand.aval.ndim))
+        index = loop_index(operand.aval.ndim)
         body: list[str] = []
         value = self.expr(operand, index, body, {})
         if not value.isidentifier():  # a name for it: combines may use it more than once
@@ -904,7 +822,7 @@ class CudaProgramWriter(ProgramWriter):
     def _reduction_params(self, target: str, dtype: np.dtype,
                           ndim: int) -> tuple[list[str], list]:
         """The arrays a reduction kernel reads, in first-read order, then its ``target``."""
-        params, arrays = self._nest_params(set())
+        params, arrays = self._params(set())
         return [*params, target], [*arrays, (dtype, ndim)]
 
     def _reduction_kernel(self, name: str, params: list[str], arrays: list, comment: str,
@@ -923,19 +841,6 @@ class CudaProgramWriter(ProgramWriter):
         return kernel
     # --8<-- [end:emit_reduction]
 
-    def _kernel_params(self, out: Var, flat: bool) -> tuple[list[str], list[tuple]]:
-        """The arrays the kernel reads (in first-read order, flat views as ``x_flat``),
-        then its result; and each one's (dtype, ndim) as the kernel sees it."""
-        params: list[str] = []
-        arrays: list[tuple[np.dtype, int]] = []
-        for var, is_flat in [*((v, self.names[v] in self.flat_views) for v, _ in self.reads),
-                             (out, flat)]:
-            param = f"{self.names[var]}_flat" if is_flat else self.names[var]
-            if param not in params:
-                params.append(param)
-                arrays.append((var.aval.dtype, 1 if is_flat else max(var.aval.ndim, 1)))
-        return params, arrays
-
     def _emit_launch(self, out: Var, shape: list[str], kernel: str, params: list[str],
                      size: str) -> None:
         name = self.names[out]
@@ -947,117 +852,50 @@ class CudaProgramWriter(ProgramWriter):
         self.host.append(f"blocks, threads = launch_config({size})")
         self.host.append(f"{kernel}[blocks, threads]({', '.join(['dims', *params])})")
 
-    def _host_output(self, atom: Any) -> str:
-        if isinstance(atom, Literal):
-            return f"to_device(np.full(1, {typed_constant(atom.val, atom.aval.dtype)}))"
-        return self.names[atom]
-
     # --8<-- [start:cuda_control_flow]
     # Loops and branches run on the host: the generated host function keeps a Python loop
-    # (or if/elif chain) that calls, each trip, a host function written for the body, whose
-    # kernels are fused as any program's. XLA's GPU backend runs a While the same way: the
-    # body's kernels are launched from the host, and the predicate is copied back each trip.
+    # (or if/elif chain, KernelWriter._emit_scan and the others) that calls, each trip, a host
+    # function written for the body, whose kernels are fused as any program's. XLA's GPU
+    # backend runs a While the same way: the body's kernels are launched from the host, and
+    # the predicate is copied back each trip.
 
-    def _nested_writer(self, jaxpr: Jaxpr) -> CudaProgramWriter:
+    def _nested_writer(self, jaxpr: Jaxpr) -> CudaWriter:
         """A body's writer: its kernels join this module's, and it writes a host function
         that allocates its arrays each trip (see the course page)."""
-        return CudaProgramWriter(jaxpr, self.kernels, self.functions)
+        return CudaWriter(jaxpr, self.kernels, self.functions)
 
-    def called_function(self, name: str) -> str:
-        return "\n".join(self.host_function(name))
+    def called_function(self, name: str, scratch: bool) -> tuple[str, list]:
+        return "\n".join(self.host_function(name)), []
 
-    def _operand(self, atom: Any) -> str:
-        return self._host_output(atom) if isinstance(atom, Literal) else self._array(atom)
+    def _dims_variables(self, base: str, dims: str) -> tuple[list[str], list[str]]:
+        """A called function's dims, on the host and on the device, made once before the
+        loop: ``{base}`` and ``{base}_dev``."""
+        return ([f"{base} = {dims}", f"{base}_dev = to_device(np.array({base}, dtype=np.int64))"],
+                [base, f"{base}_dev"])
 
-    def _dims_pair(self, base: str, dims: str) -> list[str]:
-        """Lines that make a called function's dims, on the host and on the device, once
-        before the loop: ``{base}`` and ``{base}_dev``."""
-        return [f"{base} = {dims}", f"{base}_dev = to_device(np.array({base}, dtype=np.int64))"]
+    def _literal_array(self, constant: str) -> str:
+        return f"to_device(np.full(1, {constant}))"
 
-    def _emit_scan(self, eqn: JaxprEqn, comment: str) -> None:
-        """A host loop over the steps: each calls the body's host function on the carry and
-        the step's rows of the xs (views, no copies), and copies its ys into their rows."""
-        params = eqn.params
-        n_consts, n_carry = params["num_consts"], params["num_carry"]
-        body, dims = self._called(params["jaxpr"], "scan_body")
-        ops = [self._operand(a) for a in eqn.invars]
-        base = self._temporary()
-        carry = [f"{base}_c{k}" for k in range(n_carry)]
-        ys = eqn.outvars[n_carry:]
-        length = self._scan_length(eqn)
-        step = f"{base}_t"
-        lines = [comment, *[f"{c} = {op}" for c, op in zip(carry, ops[n_consts:])]]
-        lines += [self._allocate(y, self._shape(y)) for y in ys]
-        lines += self._dims_pair(f"{base}_d", dims)
-        sliced = [f"row({op}, {step})" for op in ops[n_consts + n_carry:]]
-        call = (f"{body}({base}_d, {base}_d_dev, "
-                f"{', '.join([*ops[:n_consts], *carry, *sliced])})")
-        loop = [f"{step} = {length} - 1 - {base}_i" if params["reverse"] else
-                f"{step} = {base}_i", f"{base}_r = {call}"]
-        loop += [f"{c} = {base}_r[{k}]" for k, c in enumerate(carry)]
-        loop += [f"row({self.names[y]}, {step}).copy_to_device({base}_r[{n_carry + j}])"
-                 for j, y in enumerate(ys)]
-        lines += [f"for {base}_i in range({length}):", *_indent(loop)]
-        lines += [f"{self._name_of(v)} = {c}" for v, c in zip(eqn.outvars, carry)]
-        self.host += lines
+    def _row_of(self, array: str, x: Var, step: str) -> str:
+        return f"row({array}, {step})"  # a view, no copy
 
-    def _emit_while(self, eqn: JaxprEqn, comment: str) -> None:
-        """A host ``while`` on the predicate's value, copied from the GPU each trip."""
-        params = eqn.params
-        n_cond, n_body = params["cond_nconsts"], params["body_nconsts"]
-        predicate, pred_dims = self._called(params["cond_jaxpr"], "while_cond")
-        body, body_dims = self._called(params["body_jaxpr"], "while_body")
-        ops = [self._operand(a) for a in eqn.invars]
-        base = self._temporary()
-        carry = [f"{base}_c{k}" for k in range(len(ops) - n_cond - n_body)]
-        lines = [comment, *[f"{c} = {op}" for c, op in zip(carry, ops[n_cond + n_body:])]]
-        lines += [*self._dims_pair(f"{base}_pd", pred_dims),
-                  *self._dims_pair(f"{base}_bd", body_dims)]
-        test = (f"host_scalar({predicate}({base}_pd, {base}_pd_dev, "
-                f"{', '.join([*ops[:n_cond], *carry])})[0])")
-        trip = [f"{base}_r = {body}({base}_bd, {base}_bd_dev, "
-                f"{', '.join([*ops[n_cond:n_cond + n_body], *carry])})"]
-        trip += [f"{c} = {base}_r[{k}]" for k, c in enumerate(carry)]
-        lines += [f"while {test}:", *_indent(trip)]
-        lines += [f"{self._name_of(v)} = {c}" for v, c in zip(eqn.outvars, carry)]
-        self.host += lines
+    def _store_row(self, y: Var, step: str, value: str) -> str:
+        return f"row({self.names[y]}, {step}).copy_to_device({value})"
 
-    def _emit_cond(self, eqn: JaxprEqn, comment: str) -> None:
-        """An if/elif chain on the index, copied from the GPU; each arm calls its branch."""
-        ops = [self._operand(a) for a in eqn.invars]
-        base = self._temporary()
-        lines = [comment, f"{base}_i = host_scalar({ops[0]})"]
-        branches = eqn.params["branches"]
-        for k, branch in enumerate(branches):
-            name, dims = self._called(branch, "branch")
-            test = ("else:" if k == len(branches) - 1 else
-                    f"{'if' if k == 0 else 'elif'} {base}_i == {k}:")
-            lines += [test, *_indent([*self._dims_pair(f"{base}_d", dims),
-                                      f"{base}_r = {name}({base}_d, {base}_d_dev, "
-                                      f"{', '.join(ops[1:])})"])]
-        lines += [f"{self._name_of(v)} = {base}_r[{k}]" for k, v in enumerate(eqn.outvars)]
-        self.host += lines
+    def _host_value(self, array: str) -> str:
+        return f"host_scalar({array})"  # copied from the GPU
     # --8<-- [end:cuda_control_flow]
 
 
-CUDA_CONTROL_FLOW: dict[Primitive, Callable[[CudaProgramWriter, JaxprEqn, str], None]] = {
-    scan_p: CudaProgramWriter._emit_scan,
-    while_p: CudaProgramWriter._emit_while,
-    cond_p: CudaProgramWriter._emit_cond,
-}
-
-
-CUDA_LOOP_RULES: dict[Primitive, Callable[[ProgramWriter, JaxprEqn, str], None]] = {
-    **{prim: rule for prim, rule in LOOP_RULES.items() if prim not in CUDA_MISSING},
-    p.threefry2x32_p: CudaProgramWriter._emit_threefry,
+CudaWriter.LOOP_RULES = {
+    **{prim: rule for prim, rule in SHARED_LOOP_RULES.items() if prim not in CUDA_MISSING},
+    p.threefry2x32_p: CudaWriter._emit_threefry,
 }
 
 
 def has_cuda_rule(prim: Primitive) -> bool:
-    """Whether the CUDA backend writes kernels for ``prim``: every primitive the CPU backend
-    covers but those in ``CUDA_MISSING`` (this writer inherits the CPU's rules, its loop
-    nests becoming grid-stride kernels, and its own tables respell the same primitives)."""
-    return prim not in CUDA_MISSING and has_cpu_rule(prim)
+    """Whether the CUDA backend writes kernels for ``prim`` (``kernel_writer.has_rule``)."""
+    return prim not in CUDA_MISSING and has_rule(CudaWriter, prim)
 
 
 # --8<-- [start:matmul_tiles]
@@ -1067,6 +905,23 @@ def _matmul_tiles() -> tuple[int, int, int, int, int]:
     threads, 4 threads of 2 x 2 (the same kernel source otherwise)."""
     from numba import config
     return (4, 4, 2, 2, 2) if config.ENABLE_CUDASIM else (128, 128, 8, 8, 8)
+
+
+def _tile_load(tile: str, read: str, rows: int, cols: int, origin: tuple[str, str],
+               bounds: tuple[str, str], stored_first: bool, transposed: bool, threads: int,
+               zero: str) -> list[str]:
+    """Lines that copy a rows x cols tile, starting at ``origin`` in the logical matrix, into
+    ``tile`` (stored [k, m] or [k, n]); the dim contiguous in memory varies fastest across
+    threads, so a warp reads consecutive addresses (``read`` is the element at (gr, gc))."""
+    fast = cols if stored_first else rows
+    r, c = (f"e // {fast}", f"e % {fast}") if stored_first else (f"e % {fast}", f"e // {fast}")
+    return [f"for e in range(tid, {rows * cols}, {threads}):",
+            f"    r = {r}",
+            f"    c = {c}",
+            f"    gr = {origin[0]} + r",
+            f"    gc = {origin[1]} + c",
+            f"    {tile}{'[c, r]' if transposed else '[r, c]'} = {read} "
+            f"if gr < {bounds[0]} and gc < {bounds[1]} else {zero}"]
 
 
 def _tiled_matmul_layout(eqn: JaxprEqn) -> tuple[bool, bool, bool] | None:
@@ -1133,17 +988,17 @@ def _prelude() -> list[str]:
 
 
 
-def generate_source(closed: ClosedJaxpr) -> tuple[str, CudaProgramWriter, ClosedJaxpr]:
+def generate_source(closed: ClosedJaxpr) -> tuple[str, CudaWriter, ClosedJaxpr]:
     """The source for ``closed``, optimized as for the CPU (calls inlined, constants folded,
     broadcasts sunk); raises ``UnsupportedError`` for a program this backend cannot write.
     It needs no GPU: the kernels are compiled on their first launch (or by ``kernels_ptx``)."""
     optimized, program = prepare_program(closed)
-    writer = CudaProgramWriter(program)
+    writer = CudaWriter(program)
     return writer.write(), writer, optimized
 
 
 # --8<-- [start:kernels_ptx]
-def kernels_ptx(source: str, writer: CudaProgramWriter,
+def kernels_ptx(source: str, writer: CudaWriter,
                 cc: tuple[int, int] = (9, 0)) -> dict[str, str]:
     """Each kernel of ``source`` compiled to PTX for compute capability ``cc``: no GPU is
     needed, only the CUDA compiler libraries (pip install 'numba-cuda[cu13]'), and not the

@@ -623,6 +623,22 @@ jvp_rules[scan_p] = scan_jvp
 
 
 # --8<-- [start:scan_vjp]
+def _scan_keeping_carries(jaxpr: ClosedJaxpr, primals, length, reverse, num_consts,
+                          num_carry, unroll) -> list:
+    """The scan again, with the carry that goes into each step as extra ys: its final
+    carry, then the stacked carries (the residuals of the backward scan)."""
+    run = jaxpr_as_fun(jaxpr)
+
+    def forward(*args):
+        return [*run(*args)[:num_carry], *args[num_consts:num_consts + num_carry]]
+
+    program, consts = trace_flat(forward, jaxpr.in_avals)
+    return scan_p.bind(*consts, *primals, jaxpr=program, length=length, reverse=reverse,
+                       num_consts=len(consts) + num_consts, num_carry=num_carry,
+                       linear=(False,) * (len(consts) + len(primals)), unroll=unroll,
+                       _split_transpose=False)
+
+
 def scan_vjp(cts, *primals, out, needs, jaxpr, length, reverse, num_consts, num_carry, linear,
              unroll, _split_transpose):
     """Reverse mode through a scan: a forward scan that also stacks each step's incoming
@@ -634,15 +650,7 @@ def scan_vjp(cts, *primals, out, needs, jaxpr, length, reverse, num_consts, num_
     xs = list(primals[num_consts + num_carry:])
     run = jaxpr_as_fun(jaxpr)
     # 1. the forward pass again, keeping the carry that goes into each step
-    def forward(*args):
-        c = args[num_consts:num_consts + num_carry]
-        outs = run(*args)
-        return [*outs[:num_carry], *c]
-    fwd_program, fwd_consts = trace_flat(forward, jaxpr.in_avals)
-    fwd = scan_p.bind(*fwd_consts, *consts, *init, *xs, jaxpr=fwd_program, length=length,
-                      reverse=reverse, num_consts=len(fwd_consts) + num_consts,
-                      num_carry=num_carry, linear=(False,) * (len(fwd_consts) + len(primals)),
-                      unroll=unroll, _split_transpose=False)
+    fwd = _scan_keeping_carries(jaxpr, primals, length, reverse, num_consts, num_carry, unroll)
     carries = fwd[num_carry:]  # stacked: the carry before each step
     # 2. the backward scan
     float_consts = [is_float(get_aval(c)) for c in consts]

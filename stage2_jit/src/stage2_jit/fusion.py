@@ -4,8 +4,9 @@ Everything here reads the program and knows no backend: which primitives fuse in
 of the value that uses them (elementwise ones, by their kind declared in stage 1, and the
 index maps), which values must be materialized in memory, which dims of which values are the
 same size by construction (``DimClasses``, the run-time dims ``d0``, ``d1``... of a kernel),
-and which products BLAS can do. The renderers (``codegen_cpu.py``, ``codegen_cuda.py``) spell
-the result as Numba source.
+and which products BLAS can do. Its result is a ``KernelPlan``: plain data, one step per
+stored value (or per group of values one loop computes), which ``lower().as_text()`` prints
+and the renderers (``codegen_cpu.py``, ``codegen_cuda.py``) spell as Numba source.
 
 NB: in XLA this is ``xla/service/instruction_fusion.cc`` and its CPU and GPU subclasses, which
 decide fusion on HLO before each backend emits LLVM IR.
@@ -13,13 +14,17 @@ decide fusion on HLO before each backend emits LLVM IR.
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
 from stage1_autodiff.core import Primitive, PrimitiveKind
 from stage1_autodiff.slicing import window_operand_dims
 
 from stage1_autodiff import primitives as p
 
 from .control_flow import cond_p, scan_p, while_p
-from .jaxpr import Jaxpr, JaxprEqn, Var
+from .jaxpr import Jaxpr, JaxprEqn, Literal, Var, _Names
 
 ARG_REDUCTIONS = (p.argmax_p, p.argmin_p)
 SCATTERS = (p.scatter_p, p.scatter_add_p, p.scatter_mul_p, p.scatter_min_p, p.scatter_max_p)
@@ -254,3 +259,243 @@ def row_group(work: list[JaxprEqn], i: int) -> list[JaxprEqn]:
             break
         group.append(eqn)
     return group
+
+
+# ------------------------------------------------------------------------------------------
+# What is stored, and what runs in parallel
+# ------------------------------------------------------------------------------------------
+
+PARALLEL_MIN_ELEMENTS = 1 << 15  # smaller loops run serially: threads cost more than they save
+
+
+def use_counts(jaxpr: Jaxpr) -> Counter:
+    """How many times each value is read (by an equation, or as an output)."""
+    uses = Counter(a for eqn in jaxpr.eqns for a in eqn.invars if isinstance(a, Var))
+    uses.update(v for v in jaxpr.outvars if isinstance(v, Var))
+    return uses
+
+
+# --8<-- [start:choose_materialized]
+def choose_materialized(jaxpr: Jaxpr) -> set[Var]:
+    """The values written to memory; the rest are computed where they are used."""
+    uses = use_counts(jaxpr)
+    chosen = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    cost: dict[Var, int] = {}  # operations to recompute an inlined value
+    for eqn in jaxpr.eqns:
+        if is_reduction(eqn.primitive) or not is_fusible(eqn):
+            chosen.update(eqn.outvars)
+        if eqn.primitive in ARRAY_OPERANDS and not is_fusible(eqn):
+            chosen.update(a for a in eqn.invars if isinstance(a, Var))
+        if not is_fusible(eqn):
+            continue
+        out = eqn.outvars[0]
+        own = 0 if not is_elementwise(eqn.primitive) else (
+            4 if eqn.primitive in EXPENSIVE else 1)
+        cost[out] = own + sum(cost.get(a, 0) for a in eqn.invars
+                              if isinstance(a, Var) and a not in chosen)
+        if is_elementwise(eqn.primitive) and uses[out] > 1 and cost[out] > RECOMPUTE_LIMIT:
+            chosen.add(out)  # computed once, not once per use
+    return chosen - set(jaxpr.invars)
+# --8<-- [end:choose_materialized]
+
+
+def work_of(eqn: JaxprEqn) -> int:
+    """The elements a step's loops go through (multiply-adds for a contraction): what
+    decides whether its outer loop is worth threads."""
+    first, operand = eqn.outvars[0].aval, eqn.invars[0].aval if eqn.invars else None
+    if is_reduction(eqn.primitive) or eqn.primitive in ARG_REDUCTIONS:
+        return operand.size
+    if eqn.primitive is p.dot_general_p:
+        (lc, _), _ = eqn.params["dimension_numbers"]
+        return first.size * math.prod(operand.shape[d] for d in lc)
+    if eqn.primitive is p.sort_p:
+        return first.size * len(eqn.invars)
+    return first.size
+
+
+def runs_parallel(work: int) -> bool:
+    """Whether a loop over ``work`` elements is split among threads. The choice is part of
+    the source, so a kernel is shared by the shapes on the same side of the threshold."""
+    return work >= PARALLEL_MIN_ELEMENTS
+
+
+class Reads:
+    """Which stored values computing a value reads, through the producers inlined into it."""
+
+    def __init__(self, jaxpr: Jaxpr, materialized: set[Var]) -> None:
+        self.stored = materialized | set(jaxpr.invars)
+        self.producer = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
+
+    def in_step(self, eqn: JaxprEqn, shape: tuple[int, ...]) -> bool:
+        """Whether ``eqn`` reads every array at the same position as it writes (or reads a
+        scalar), so that its loop can run over the flattened arrays: one index, no nest."""
+        if eqn.primitive is p.broadcast_in_dim_p:  # only a scalar may be broadcast
+            operand = eqn.invars[0]
+            return operand.aval.shape == () and (
+                isinstance(operand, Literal) or self._var_in_step(operand, ()))
+        if not is_elementwise(eqn.primitive):
+            return False
+        return all(isinstance(a, Literal) or self._var_in_step(a, shape) for a in eqn.invars)
+
+    def _var_in_step(self, var: Var, shape: tuple[int, ...]) -> bool:
+        if var in self.stored:
+            return var.aval.shape == shape or var.aval.shape == ()
+        return self.in_step(self.producer[var], shape)
+
+    def stored_reads(self, eqn: JaxprEqn) -> set[Var]:
+        """The stored values (materialized or inputs) ``eqn``'s loop reads."""
+        found: set[Var] = set()
+        for a in eqn.invars:
+            if isinstance(a, Var):
+                found |= ({a} if a in self.stored or a not in self.producer
+                          else self.stored_reads(self.producer[a]))
+        return found
+
+    def inlined(self, eqn: JaxprEqn) -> list[JaxprEqn]:
+        """The producers computed inside ``eqn``'s loop, in program order."""
+        found: dict[int, JaxprEqn] = {}
+        stack = [a for a in eqn.invars if isinstance(a, Var)]
+        while stack:
+            var = stack.pop()
+            if var in self.stored or var not in self.producer:
+                continue
+            producer = self.producer[var]
+            found[id(producer)] = producer
+            stack += [a for a in producer.invars if isinstance(a, Var)]
+        order = {id(e): k for k, e in enumerate(self.producer.values())}
+        return sorted(found.values(), key=lambda e: order[id(e)])
+
+
+# ------------------------------------------------------------------------------------------
+# The kernel plan: what each step computes, and how
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    """One step of the schedule: the equations whose results it stores, and how."""
+    eqns: list[JaxprEqn]  # one equation, or a row group's
+    how: str  # "loop", "flat loop", "reduction", "rows", "BLAS", "call", or a rule's name
+    inlined: list[JaxprEqn]  # computed inside its loops, never stored
+    parallel: bool
+    joins: int | None = None  # shares the outer loop of this earlier step (the CPU merges)
+
+
+# --8<-- [start:kernel_plan]
+@dataclass
+class KernelPlan:
+    """What fusion decided for a program: the stored values and the steps that compute them,
+    in order. Plain data: the renderers spell it, ``lower().as_text()`` prints it."""
+    jaxpr: Jaxpr
+    materialized: set[Var]
+    flat_loops: bool  # whether elementwise loops may run over flattened arrays
+    steps: list[Step] = field(default_factory=list)
+
+    def text(self) -> str:
+        names = _Names()
+        for var in [*self.jaxpr.invars, *(v for e in self.jaxpr.eqns for v in e.outvars)]:
+            names[var]
+        lines = []
+        for k, step in enumerate(self.steps):
+            outs = " ".join(names[v] for e in step.eqns for v in e.outvars
+                            if v in self.materialized or is_reduction(e.primitive))
+            prims = " ".join(dict.fromkeys(str(e.primitive) for e in step.eqns))
+            notes = ["parallel" if step.parallel else "serial"]
+            if step.inlined:
+                notes.append("inlines " + " ".join(str(e.primitive) for e in step.inlined))
+            if step.joins is not None:
+                notes.append(f"in step {step.joins}'s loop")
+            lines.append(f"{k:<3} {step.how:<10} {outs} = {prims}  ({'; '.join(notes)})")
+        return "\n".join(lines) or "(no steps: the outputs are inputs or constants)"
+
+    def split(self, step: Step) -> list[Step]:
+        """Replaces a group the renderer could not write as one (its values are read at
+        other rows) with a step per equation; returns them."""
+        k = self.steps.index(step)
+        reads = Reads(self.jaxpr, self.materialized)
+        parts = [_step(eqn, reads, self.flat_loops) for eqn in step.eqns]
+        self.steps[k:k + 1] = parts
+        return parts
+# --8<-- [end:kernel_plan]
+
+
+def plan_kernels(jaxpr: Jaxpr, rows: bool = False, flat_loops: bool | None = None) -> KernelPlan:
+    """The plan for ``jaxpr``: a step per stored value, in program order. ``rows``: a run of
+    row reductions and the values around them is one step (the GPU's kernel per row).
+    ``flat_loops``: whether elementwise loops may run over flattened arrays (by default,
+    unless the program reduces, whose row loops they could otherwise merge with)."""
+    materialized = choose_materialized(jaxpr)
+    if flat_loops is None:
+        flat_loops = not any(is_reduction(eqn.primitive) for eqn in jaxpr.eqns)
+    plan = KernelPlan(jaxpr, materialized, flat_loops)
+    reads = Reads(jaxpr, materialized)
+    work = [eqn for eqn in jaxpr.eqns if eqn.outvars and (
+        eqn.outvars[0] in materialized or is_reduction(eqn.primitive))]
+    i = 0
+    while i < len(work):
+        group = row_group(work, i) if rows else [work[i]]
+        if len(group) > 1:
+            members = {id(eqn) for eqn in group}
+            inlined = {id(e): e for eqn in group for e in reads.inlined(eqn)
+                       if id(e) not in members}
+            plan.steps.append(Step(group, "rows", list(inlined.values()), parallel=True))
+        else:
+            plan.steps.append(_step(work[i], reads, flat_loops))
+        i += len(group)
+    return plan
+
+
+def _step(eqn: JaxprEqn, reads: Reads, flat: bool) -> Step:
+    prim, out = eqn.primitive, eqn.outvars[0] if eqn.outvars else None
+    if is_reduction(prim):
+        how = "reduction"
+    elif is_fusible(eqn):
+        how = "flat loop" if (flat and out.aval.ndim > 1
+                              and reads.in_step(eqn, out.aval.shape)) else "loop"
+    elif prim is p.dot_general_p:
+        how = "BLAS" if is_blas_dot(eqn) else "dot_general"
+    elif prim in (cond_p, while_p, scan_p):
+        how = "call"
+    else:
+        how = str(prim)
+    parallel = how not in ("call", "BLAS", "reshape") and runs_parallel(work_of(eqn))
+    return Step([eqn], how, reads.inlined(eqn), parallel)
+
+
+# ------------------------------------------------------------------------------------------
+# Merging loops (the CPU): consecutive loops over the same dim become one
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Loop:
+    """What merging needs to know of a loop a renderer wrote."""
+    index: str | None  # the outer loop's index and extent; None for plain statements
+    extent: str | None
+    produces: set[Var] = field(default_factory=set)  # the values it computes
+    writes: set[Var] = field(default_factory=set)  # of those, written at [outer index, ...]
+    reads: list[tuple[Var, str]] = field(default_factory=list)  # read at [first index, ...]
+    serial: bool = False  # iterations must run in order (a scatter's updates)
+
+
+# --8<-- [start:can_join]
+def row_local(group: list[Loop]) -> set[Var]:
+    """The values the group writes only at its own outer index: a value that one loop
+    writes row by row and another anywhere (a pad's fill, then its copy) is not."""
+    written = set().union(*(b.writes for b in group))
+    return written - set().union(*(b.produces - b.writes for b in group))
+
+
+def can_join(group: list[Loop], loop: Loop) -> bool:
+    """Whether ``loop`` can run inside the group's outer loop: same range, and it reads what
+    the group computes only at its own outer index."""
+    first = group[0]
+    if loop.index is None or first.index is None or loop.extent != first.extent:
+        return False
+    if loop.serial or any(b.serial for b in group):
+        return False  # a parallel loop joined to it would run it in parallel
+    produced = set().union(*(b.produces for b in group))
+    local = row_local(group)
+    return all(var in local and first_index == loop.index
+               for var, first_index in loop.reads if var in produced)
+# --8<-- [end:can_join]

@@ -434,12 +434,15 @@ class Lowered:
         self.backend = backend
 
     def as_text(self) -> str:
-        """The traced jaxpr, and the source the backend generates for it."""
+        """The traced jaxpr, the optimized one, the kernel plan fusion makes of it, and the
+        source the backend generates."""
         executable = compile_jaxpr(self._entry.program, self.backend)
         source = getattr(executable, "source", None)
         text = f"# jaxpr\n{self._entry.jaxpr}\n"
         if hasattr(executable, "optimized"):
             text += f"\n# optimized jaxpr\n{executable.optimized}\n"
+        if hasattr(executable, "plan"):
+            text += f"\n# kernel plan (fusion.py: step, how, stored = ...)\n{executable.plan}\n"
         return text + (f"\n# generated source ({self.backend})\n{source}" if source else "")
 
     def compile(self) -> Compiled:

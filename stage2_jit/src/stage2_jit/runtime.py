@@ -125,6 +125,7 @@ class CpuExecutable:
         self.optimized = optimized  # the program the kernel computes, for reading
         self.consts = [np.ascontiguousarray(np.asarray(c)) for c in optimized.consts]
         self.source = source
+        self.plan = writer.plan.text()  # what fusion decided, for reading
         self.module = load_kernel_module(source)
         self.kernel = self.module.program
         self.dims = np.array([var.aval.shape[k] for var, k in writer.dims], dtype=np.int64)
@@ -173,6 +174,7 @@ class CudaExecutable:
         from numba import cuda
         self.optimized = optimized
         self.source = source
+        self.plan = writer.plan.text()
         self.module = load_kernel_module(source)
         self.program = self.module.program
         self.consts = [to_device(np.asarray(c)) for c in optimized.consts]  # copied once

@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from stage1_autodiff.autodiff import custom_vjp_call_p
 from stage1_autodiff.core import (
     Array,
     ConcretizationTypeError,
@@ -27,6 +26,7 @@ from stage1_autodiff.core import (
     new_main,
     trace_state,
 )
+from stage1_autodiff.extension import set_program_runner
 
 from .abstract_eval import abstract_eval_rules
 from .errors import JaxprTypeError
@@ -271,7 +271,7 @@ def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
 
 
 # A custom_vjp_call equation carries its function as a program; stage 1 runs it with this.
-custom_vjp_call_p.jaxpr_as_fun = jaxpr_as_fun
+set_program_runner(jaxpr_as_fun)
 
 
 # --8<-- [start:typecheck_jaxpr]

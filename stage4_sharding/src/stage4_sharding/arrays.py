@@ -23,8 +23,8 @@ from stage1_autodiff.core import (
     ShapedArray,
     Tracer,
     asarray,
-    track_device_memory,
 )
+from stage1_autodiff.extension import track_device_memory
 from stage1_autodiff.tree_util import tree_map
 from stage2_jit.arrays import PlacedArray
 from stage2_jit.jaxpr import ClosedJaxpr

@@ -1,0 +1,71 @@
+"""The extension point: every seam through which a later stage plugs into stage 1.
+
+Stage 1 runs primitives eagerly with NumPy and differentiates them. Stage 2 adds programs and
+arrays on a GPU, stage 3 batching, stage 4 arrays split over devices. Stage 1 knows none of
+them; they reach in only through the seams listed here, each a name a reader can search for.
+
+1. **Where an eager primitive runs.** ``EvalTrace`` runs NumPy on plain ``Array``s. An operand
+   of another array class that defines ``apply_primitive(prim, arrays, params)`` (stage 2's
+   ``GpuArray``, stage 4's sharded arrays), or a requested result layout that does (a
+   primitive's ``out_sharding``, stage 4's ``NamedSharding``), is handed the primitive instead
+   (``executor_for``). JAX's counterpart is ``jax/_src/dispatch.py:apply_primitive``.
+2. **A layout in the type.** ``core.ShapedArray.sharding`` is ``None`` in stages 1 to 3;
+   stage 4 fills it in, and stage 1's rules that make arrays of a given type (``full_like``,
+   ``with_sharding_of``) pass it on.
+3. **How a program runs** (``run_program``). A ``custom_vjp`` function that a jaxpr holds is a
+   program, which stage 1 cannot run; stage 2 registers how (``set_program_runner``).
+4. **Device memory** (``track_device_memory``): arrays that own buffers on devices (stage 4's)
+   count them, and ``Device.memory_stats`` reports the counts.
+5. **Options**: ``config.define`` declares a stage's own option beside the code reading it.
+
+Primitives, their rules (``impl_rules``, ``jvp_rules``, ``vjp_rules`` and the later stages'
+tables) and their kinds are the other way in: a table per transformation, keyed by primitive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+# --8<-- [start:executor_for]
+def executor_for(arrays: list[Any], params: dict[str, Any]) -> Callable | None:
+    """Who runs a primitive on ``arrays`` eagerly, other than NumPy: the ``apply_primitive``
+    of the first operand whose class has one, else that of the requested ``out_sharding``;
+    None for plain arrays (``EvalTrace`` runs NumPy)."""
+    for x in arrays:
+        run = getattr(type(x), "apply_primitive", None)
+        if run is not None:
+            return run
+    return getattr(params.get("out_sharding"), "apply_primitive", None)
+# --8<-- [end:executor_for]
+
+
+_program_runner: list[Callable[[Any], Callable[..., list[Any]]]] = []
+
+
+def set_program_runner(runner: Callable[[Any], Callable[..., list[Any]]]) -> None:
+    """Registers how a program (stage 2's ``ClosedJaxpr``) becomes the function it computes."""
+    _program_runner[:] = [runner]
+
+
+def run_program(program: Any) -> Callable[..., list[Any]]:
+    """The function a program computes, by the registered runner."""
+    if not _program_runner:
+        raise TypeError("A program (a jaxpr) needs stage 2 to run: import stage2_jit.")
+    return _program_runner[0](program)
+
+
+_device_memory: dict[Any, tuple[int, int]] = {}  # device -> (live bytes, peak bytes)
+
+
+def track_device_memory(device: Any, nbytes: int) -> None:
+    """Counts a buffer of ``nbytes`` allocated on ``device`` (negative: freed)."""
+    live, peak = _device_memory.get(device, (0, 0))
+    live += nbytes
+    _device_memory[device] = (live, max(peak, live))
+
+
+def device_memory(device: Any) -> tuple[int, int]:
+    """The (live, peak) bytes counted on ``device``."""
+    return _device_memory.get(device, (0, 0))
