@@ -46,7 +46,7 @@ from stage1_autodiff.primitives import ERFINV_CENTRAL, ERFINV_TAIL
 from stage1_autodiff import primitives as p
 
 from .debug import debug_print_p
-from .fusion import Reads, is_reduction, kept_dims
+from .fusion import Step, is_reduction, kept_dims, row_index
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from .kernel_cache import load_kernel_module
 from .kernel_writer import (
@@ -606,32 +606,27 @@ class CudaWriter(KernelWriter):
     # --8<-- [end:emit_matmul]
 
     # --8<-- [start:row_group]
-    def _emit_row_group(self, group: list[JaxprEqn]) -> bool:
+    def _emit_row_group(self, step: Step) -> None:
         """One kernel for a run of reductions over the same rows and the values computed
-        from them: a block per row, whose threads compute each reduction in turn (a tree in
-        shared memory, the result then a scalar every thread holds) and write each row
-        value. A value used only inside the group is never stored: it is recomputed where
-        it is used, from the row's scalars. So softmax reads each row from memory once
-        (later passes find it in cache) and writes it once, instead of four kernels and
-        six passes. False (and nothing written) when a value is read at another row."""
-        first = group[0]
+        from them (a step fusion planned, ``fusion._row_step``): a block per row, whose
+        threads compute each reduction in turn (a tree in shared memory, the result then a
+        scalar every thread holds) and write each row value. A value used only inside the
+        group is never stored: it is recomputed where it is used, from the row's scalars. So
+        softmax reads each row from memory once (later passes find it in cache) and writes it
+        once, instead of four kernels and six passes."""
+        group, first = step.eqns, step.eqns[0]
         shape, kept = first.invars[0].aval.shape, len(kept_dims(first))
         rows = [self.dim(first.invars[0], k) for k in range(kept)]
         row = _Row(loop_index(len(shape)), kept,
                    [self.dim(first.invars[0], k) for k in range(kept, len(shape))],
-                   used_outside=self._used_outside(group),
-                   row_values={e.outvars[0] for e in group if e.outvars[0].aval.shape == shape
-                               and not is_reduction(e.primitive)})
+                   used_outside=step.stored, row_values=step.row_values)
         self.materialized -= row.row_values  # inside the group they are recomputed
-        self.row_scalars, self.row_index_ok = {}, True
+        self.row_scalars = {}
         # the row's indices, without its dims of size 1 (a row scalar's 0 there)
         self.row_names = tuple(row.index[k] for k in range(kept) if shape[k] != 1)
         self.reads = []
         steps = [line for eqn in group for line in self._row_member(eqn, row)]
-        ok, self.row_scalars = self.row_index_ok, {}
-        if not ok:
-            self.materialized |= row.row_values
-            return False
+        self.row_scalars = {}
         self.materialized |= row.used_outside
         params, arrays = self._params(row.used_outside)
         kernel = f"kernel{len(self.kernels)}_{self.names[first.outvars[0]]}"
@@ -652,7 +647,6 @@ class CudaWriter(KernelWriter):
             self.host.append(self._allocate(var, self._shape(var)))
         self.host += [f"blocks, threads = reduction_config({size})",
                       f"{kernel}[blocks, threads]({', '.join(['dims', *params])})"]
-        return True
 
     def _row_member(self, eqn: JaxprEqn, row: _Row) -> list[str]:
         """The lines of one equation of a row group, inside the loop over rows."""
@@ -676,28 +670,16 @@ class CudaWriter(KernelWriter):
             return [comment, *over_row,
                     *_indent([*body, f"{name}[{', '.join(row.index)}] = {value}"])]
         else:  # a scalar per row, every thread computing it
-            value = self._fused(eqn, _row_index(out.aval.shape, self.row_names), body, {})
+            value = self._fused(eqn, row_index(out.aval.shape, self.row_names), body, {})
             lines = [comment, *body, f"{name}_row = {value}"]
         self.row_scalars[out] = f"{name}_row"
         if out in row.used_outside:
-            target = _row_index(out.aval.shape, self.row_names)
+            target = row_index(out.aval.shape, self.row_names)
             lines += ["if tid == 0:", f"    {name}[{', '.join(target) or '0'}] = {name}_row"]
         return lines
 
-    def _used_outside(self, group: list[JaxprEqn]) -> set[Var]:
-        """The group's values that another step reads, or that are outputs: stored."""
-        in_group = {id(eqn) for eqn in group}
-        reads = Reads(self.jaxpr, self.materialized)
-        read_elsewhere = {v for eqn in self.jaxpr.eqns if id(eqn) not in in_group
-                          and (eqn.outvars[0] in self.materialized or is_reduction(eqn.primitive))
-                          for v in reads.stored_reads(eqn)}
-        return {e.outvars[0] for e in group
-                if e.outvars[0] in read_elsewhere or e.outvars[0] in self.jaxpr.outvars}
-
     def _read(self, var: Var, index: tuple[str, ...]) -> str:
-        if var in self.row_scalars:  # inside a row group: this row's only
-            if index != _row_index(var.aval.shape, self.row_names):
-                self.row_index_ok = False
+        if var in self.row_scalars:  # inside a row group: this row's (fusion checked it)
             return self.row_scalars[var]
         return super()._read(var, index)
     # --8<-- [end:row_group]
@@ -957,14 +939,6 @@ def _tree(combine: str, shared: str = "shared") -> list[str]:
             "    cuda.syncthreads()",
             "    step //= 2"]
 # --8<-- [end:reduction_tree]
-
-
-def _row_index(shape: tuple[int, ...], kept: tuple[str, ...]) -> tuple[str, ...]:
-    """Where a row scalar of ``shape`` (the rows' dims, maybe with size-1 dims) is read for
-    the row at ``kept`` (the indices of the rows' dims that are not of size 1): the kept
-    indices in order, 0 at the size-1 dims."""
-    names = iter(kept)
-    return tuple("0" if d == 1 else next(names) for d in shape)
 
 
 def _unravel(flat: str, index: tuple[str, ...], shape: list[str]) -> list[str]:

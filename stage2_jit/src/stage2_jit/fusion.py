@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from stage1_autodiff.core import Primitive, PrimitiveKind
@@ -379,6 +380,8 @@ class Step:
     inlined: list[JaxprEqn]  # computed inside its loops, never stored
     parallel: bool
     joins: int | None = None  # shares the outer loop of this earlier step (the CPU merges)
+    stored: set[Var] = field(default_factory=set)  # rows: the values written to memory
+    row_values: set[Var] = field(default_factory=set)  # rows: values of the operand's shape
 
 
 # --8<-- [start:kernel_plan]
@@ -397,8 +400,9 @@ class KernelPlan:
             names[var]
         lines = []
         for k, step in enumerate(self.steps):
+            shown = step.stored if step.how == "rows" else self.materialized
             outs = " ".join(names[v] for e in step.eqns for v in e.outvars
-                            if v in self.materialized or is_reduction(e.primitive))
+                            if v in shown or step.how != "rows" and is_reduction(e.primitive))
             prims = " ".join(dict.fromkeys(str(e.primitive) for e in step.eqns))
             notes = ["parallel" if step.parallel else "serial"]
             if step.inlined:
@@ -407,15 +411,6 @@ class KernelPlan:
                 notes.append(f"in step {step.joins}'s loop")
             lines.append(f"{k:<3} {step.how:<10} {outs} = {prims}  ({'; '.join(notes)})")
         return "\n".join(lines) or "(no steps: the outputs are inputs or constants)"
-
-    def split(self, step: Step) -> list[Step]:
-        """Replaces a group the renderer could not write as one (its values are read at
-        other rows) with a step per equation; returns them."""
-        k = self.steps.index(step)
-        reads = Reads(self.jaxpr, self.materialized)
-        parts = [_step(eqn, reads, self.flat_loops) for eqn in step.eqns]
-        self.steps[k:k + 1] = parts
-        return parts
 # --8<-- [end:kernel_plan]
 
 
@@ -434,13 +429,14 @@ def plan_kernels(jaxpr: Jaxpr, rows: bool = False, flat_loops: bool | None = Non
     i = 0
     while i < len(work):
         group = row_group(work, i) if rows else [work[i]]
-        if len(group) > 1:
-            members = {id(eqn) for eqn in group}
-            inlined = {id(e): e for eqn in group for e in reads.inlined(eqn)
-                       if id(e) not in members}
-            plan.steps.append(Step(group, "rows", list(inlined.values()), parallel=True))
-        else:
+        step = _row_step(group, jaxpr, reads) if len(group) > 1 else None
+        if step is None:  # one equation (or a group whose values are read at other rows)
             plan.steps.append(_step(work[i], reads, flat_loops))
+            i += 1
+            continue
+        plan.steps.append(step)
+        materialized -= step.row_values - step.stored  # recomputed inside, never stored
+        reads = Reads(jaxpr, materialized)
         i += len(group)
     return plan
 
@@ -460,6 +456,109 @@ def _step(eqn: JaxprEqn, reads: Reads, flat: bool) -> Step:
         how = str(prim)
     parallel = how not in ("call", "BLAS", "reshape") and runs_parallel(work_of(eqn))
     return Step([eqn], how, reads.inlined(eqn), parallel)
+
+
+# --8<-- [start:row_step]
+def _row_step(group: list[JaxprEqn], jaxpr: Jaxpr, reads: Reads) -> Step | None:
+    """A row group as one step (one kernel, a block per row): its values of the operand's
+    shape are recomputed where used, and stored only when another step or the caller reads
+    them. None when a member reads a row's scalar at another row, which one block per row
+    cannot do."""
+    first = group[0]
+    shape, kept = first.invars[0].aval.shape, len(kept_dims(first))
+    index = tuple(f"i{k}" for k in range(len(shape)))
+    rows = tuple(index[k] for k in range(kept) if shape[k] != 1)
+    members = {id(eqn) for eqn in group}
+    row_values = {e.outvars[0] for e in group
+                  if e.outvars[0].aval.shape == shape and not is_reduction(e.primitive)}
+    read_elsewhere = {v for e in jaxpr.eqns if id(e) not in members and e.outvars
+                      and (e.outvars[0] in reads.stored or is_reduction(e.primitive))
+                      for v in reads.stored_reads(e)}
+    read_elsewhere |= {v for v in jaxpr.outvars if isinstance(v, Var)}
+    stored = {e.outvars[0] for e in group if e.outvars[0] in read_elsewhere}
+    check = _RowCheck(reads, row_values, rows)
+    for eqn in group:
+        out = eqn.outvars[0]
+        if is_reduction(eqn.primitive):
+            ok = check.atom(eqn.invars[0], index)
+        elif out in row_values:
+            ok = out not in stored or check.eqn(eqn, index)
+        else:  # a scalar per row
+            ok = check.eqn(eqn, row_index(out.aval.shape, rows))
+        if not ok:
+            return None
+        if out not in row_values:
+            check.scalars.add(out)
+    inlined = {id(e): e for eqn in group for e in reads.inlined(eqn) if id(e) not in members}
+    return Step(group, "rows", list(inlined.values()), parallel=True, stored=stored,
+                row_values=row_values)
+
+
+class _RowCheck:
+    """Whether every read of a row's scalar inside a row group is at the row being computed:
+    the index walked through the inlined producers, as the renderer will write it."""
+
+    def __init__(self, reads: Reads, row_values: set[Var], rows: tuple[str, ...]) -> None:
+        self.producer, self.rows = reads.producer, rows
+        self.stored = reads.stored - row_values  # row values are recomputed inside
+        self.scalars: set[Var] = set()
+
+    def atom(self, atom, index: tuple[str, ...]) -> bool:
+        if isinstance(atom, Literal):
+            return True
+        if atom in self.scalars:
+            return index == row_index(atom.aval.shape, self.rows)
+        if atom in self.stored or atom not in self.producer:
+            return True
+        return self.eqn(self.producer[atom], index)
+
+    def eqn(self, eqn: JaxprEqn, index: tuple[str, ...]) -> bool:
+        if is_elementwise(eqn.primitive):
+            return all(self.atom(a, index) for a in eqn.invars)
+        return eqn.primitive is p.iota_p or self.atom(eqn.invars[0], read_index(eqn, index))
+
+
+def row_index(shape: tuple[int, ...], rows: tuple[str, ...]) -> tuple[str, ...]:
+    """Where a row scalar of ``shape`` (the rows' dims, maybe with size-1 dims) is read for
+    the row at ``rows`` (the indices of the rows' dims that are not of size 1): those
+    indices in order, 0 at the size-1 dims."""
+    names = iter(rows)
+    return tuple("0" if d == 1 else next(names) for d in shape)
+# --8<-- [end:row_step]
+
+
+def read_index(eqn: JaxprEqn, index: tuple[str, ...],
+               extent: Callable[[Var, int], str] = lambda var, k: f"n{k}") -> tuple[str, ...]:
+    """Where in its operand an index map (``eqn``) reads for element ``index`` of its result;
+    ``extent(var, k)`` names the size of a dim (a reversal counts from it)."""
+    prim, operand = eqn.primitive, eqn.invars[0].aval
+    if prim is p.broadcast_in_dim_p:
+        dims, out_shape = eqn.params["broadcast_dimensions"], eqn.outvars[0].aval.shape
+        return tuple("0" if operand.shape[k] == 1 and out_shape[d] != 1 else index[d]
+                     for k, d in enumerate(dims))
+    if prim is p.transpose_p:
+        result = [""] * operand.ndim
+        for j, k in enumerate(eqn.params["permutation"]):
+            result[k] = index[j]
+        return tuple(result)
+    if prim is p.slice_p:
+        strides = eqn.params["strides"] or (1,) * operand.ndim
+        return tuple(strided(start, i, stride) for start, i, stride
+                     in zip(eqn.params["start_indices"], index, strides))
+    if prim is p.rev_p:
+        return tuple(f"({extent(eqn.invars[0], k)} - 1 - {i})"
+                     if k in eqn.params["dimensions"] else i for k, i in enumerate(index))
+    # squeeze, or a reshape that only adds or removes size-1 dims
+    kept = iter(i for i, n in zip(index, eqn.outvars[0].aval.shape) if n != 1)
+    return tuple("0" if n == 1 else next(kept) for n in operand.shape)
+
+
+def strided(start: int, i: str, stride: int) -> str:
+    """``start + i * stride`` as plain as it can be written (a number, for a number ``i``)."""
+    if i.isdigit():
+        return str(start + int(i) * stride)
+    scaled = i if stride == 1 else f"{i} * {stride}"
+    return scaled if start == 0 else f"({start} + {scaled})"
 
 
 # ------------------------------------------------------------------------------------------

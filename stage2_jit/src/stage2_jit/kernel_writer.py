@@ -35,6 +35,7 @@ from .fusion import (
     is_fusible,
     is_reduction,
     plan_kernels,
+    read_index,
     use_counts,
 )
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, _Names
@@ -81,14 +82,6 @@ def nest(body: list[str], index: tuple[str, ...], shape: list[str]) -> list[str]
     for i, extent in reversed(list(zip(index, shape))):
         body = [f"for {i} in range({extent}):", *indent(body)]
     return body
-
-
-def strided(start: int, i: str, stride: int) -> str:
-    """``start + i * stride`` as plain as it can be written (a number, for a number ``i``)."""
-    if i.isdigit():
-        return str(start + int(i) * stride)
-    scaled = i if stride == 1 else f"{i} * {stride}"
-    return scaled if start == 0 else f"({start} + {scaled})"
 
 
 def comment_param(value: Any) -> str:
@@ -332,12 +325,12 @@ class KernelWriter:
     # --- steps -------------------------------------------------------------------------
 
     def _emit_steps(self) -> None:
-        for step in list(self.plan.steps):
+        for step in self.plan.steps:
             self.step, self.flat_views = step, set()
-            if step.how != "rows" or not self._emit_row_group(step.eqns):
-                for part in ([step] if step.how != "rows" else self.plan.split(step)):
-                    self.step = part
-                    self._emit(part.eqns[0])
+            if step.how == "rows":
+                self._emit_row_group(step)
+            else:
+                self._emit(step.eqns[0])
 
     def _emit(self, eqn: JaxprEqn) -> None:
         self.reads = []
@@ -359,8 +352,8 @@ class KernelWriter:
         else:
             raise UnsupportedError(str(prim))
 
-    def _emit_row_group(self, group: list[JaxprEqn]) -> bool:
-        return False  # only a renderer that plans row groups writes them
+    def _emit_row_group(self, step: Step) -> None:
+        raise NotImplementedError("only a renderer that plans row groups writes them")
 
     # --8<-- [start:expr]
     def expr(self, atom: Any, index: tuple[str, ...], body: list[str],
@@ -421,27 +414,7 @@ class KernelWriter:
 
     def _operand_index(self, eqn: JaxprEqn, index: tuple[str, ...]) -> tuple[str, ...]:
         """Where in its operand an index-mapping primitive reads for ``index``."""
-        prim, operand = eqn.primitive, eqn.invars[0].aval
-        if prim is p.broadcast_in_dim_p:
-            dims, out_shape = eqn.params["broadcast_dimensions"], eqn.outvars[0].aval.shape
-            return tuple("0" if operand.shape[k] == 1 and out_shape[d] != 1 else index[d]
-                         for k, d in enumerate(dims))
-        if prim is p.transpose_p:
-            result = [""] * operand.ndim
-            for j, k in enumerate(eqn.params["permutation"]):
-                result[k] = index[j]
-            return tuple(result)
-        if prim is p.slice_p:
-            strides = eqn.params["strides"] or (1,) * operand.ndim
-            return tuple(strided(start, i, stride) for start, i, stride
-                         in zip(eqn.params["start_indices"], index, strides))
-        if prim is p.rev_p:
-            var = eqn.invars[0]
-            return tuple(f"({self.dim(var, k)} - 1 - {i})" if k in eqn.params["dimensions"]
-                         else i for k, i in enumerate(index))
-        # squeeze, or a reshape that only adds or removes size-1 dims
-        kept = iter(i for i, n in zip(index, eqn.outvars[0].aval.shape) if n != 1)
-        return tuple("0" if n == 1 else next(kept) for n in operand.shape)
+        return read_index(eqn, index, self.dim)
 
     def reduction_combine(self, prim: Primitive, dtype: np.dtype) -> str:
         """combine(acc, x) of a reduction, with ``{acc}`` and ``{x}`` to fill in."""

@@ -20,9 +20,9 @@ from stage1_autodiff.slicing import GatherScatterMode
 from stage1_autodiff import dtypes
 from stage1_autodiff import primitives as p
 
-from .fusion import batch_and_window, index_dims, window_layout
+from .fusion import batch_and_window, index_dims, strided, window_layout
 from .jaxpr import JaxprEqn, Var
-from .kernel_writer import cast, indent, loop_index, nest, np_type, strided, typed_constant
+from .kernel_writer import cast, indent, loop_index, nest, np_type, typed_constant
 
 if TYPE_CHECKING:
     from .kernel_writer import KernelWriter
