@@ -830,6 +830,7 @@ def argmin_impl(x, *, axes, index_dtype):
 impl_rules[argmin_p] = argmin_impl
 vjp_rules[argmin_p] = _zero_vjp
 jvp_rules[argmin_p] = _zero_jvp(argmin_p)
+ARG_REDUCTIONS = (argmax_p, argmin_p)  # index of the best along an axis: one tuple for all
 
 # ------------------------------------------------------------------------------------------
 # Contraction

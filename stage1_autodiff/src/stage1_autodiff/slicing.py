@@ -54,7 +54,7 @@ from .primitives import (
 
 # primitives.py names these too: it stays the one table of stage 1's primitives.
 __all__ = [
-    "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers", "gather",
+    "GatherDimensionNumbers", "GatherScatterMode", "SCATTERS", "ScatterDimensionNumbers", "gather",
     "gather_p", "index_grid", "point_dimension_numbers", "point_gather", "scatter",
     "scatter_add", "scatter_add_p", "scatter_max", "scatter_max_p", "scatter_min",
     "scatter_min_p", "scatter_mul", "scatter_mul_p", "scatter_p", "sort", "sort_p", "tile",
@@ -399,6 +399,9 @@ def scatter_max(operand, indices, updates, dimension_numbers: ScatterDimensionNu
 impl_rules[scatter_max_p] = _scatter_impl(np.maximum)
 vjp_rules[scatter_max_p] = _scatter_chooser_vjp
 jvp_rules[scatter_max_p] = _scatter_chooser_jvp(scatter_max_p)
+
+# The scatters, one tuple for the later stages' tables (they share a rule, a spelling each).
+SCATTERS = (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p)
 
 
 def point_dimension_numbers(ndim: int) -> ScatterDimensionNumbers:

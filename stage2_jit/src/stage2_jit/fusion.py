@@ -27,8 +27,7 @@ from stage1_autodiff import primitives as p
 from .control_flow import cond_p, scan_p, while_p
 from .jaxpr import Jaxpr, JaxprEqn, Literal, Var, _Names
 
-ARG_REDUCTIONS = (p.argmax_p, p.argmin_p)
-SCATTERS = (p.scatter_p, p.scatter_add_p, p.scatter_mul_p, p.scatter_min_p, p.scatter_max_p)
+ARG_REDUCTIONS, SCATTERS = p.ARG_REDUCTIONS, p.SCATTERS  # declared with them, in stage 1
 
 
 # What an inlined value costs to recompute at each use, in simple operations.

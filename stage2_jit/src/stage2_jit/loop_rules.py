@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 # --8<-- [start:scatters]
 # How an update {new} combines with the element {old}: an operator, or an extremum's
 # comparison; and for bools, whose add is or and multiply is and (as NumPy's).
-SCATTERS = {
+SCATTER_COMBINES = {
     p.scatter_p: (None, "{new}"),
     p.scatter_add_p: ("+", "({old} | {new})"),
     p.scatter_mul_p: ("*", "({old} & {new})"),
@@ -39,11 +39,11 @@ SCATTERS = {
 }
 # --8<-- [end:scatters]
 
-ARG_REDUCTIONS = {p.argmax_p: ">", p.argmin_p: "<"}  # primitive: "better than" comparison
+ARG_COMPARISONS = {p.argmax_p: ">", p.argmin_p: "<"}  # primitive: "better than" comparison
 
 
 def scatter_combine(w: KernelWriter, prim: Primitive, dtype: np.dtype, old: str, new: str) -> str:
-    op, bool_form = SCATTERS[prim]
+    op, bool_form = SCATTER_COMBINES[prim]
     if op is None or dtype == np.bool_:
         return bool_form.format(old=old, new=new)
     value = (w.extremum(op, old, new, dtype) if op in "<>"
@@ -91,7 +91,7 @@ def emit_arg_reduction(w: KernelWriter, eqn: JaxprEqn, comment: str) -> None:
     (NumPy's argmax and argmin return the index of the first NaN)."""
     operand, out = eqn.invars[0], eqn.outvars[0]
     axis, dtype = eqn.params["axes"][0], operand.aval.dtype
-    better = ARG_REDUCTIONS[eqn.primitive]
+    better = ARG_COMPARISONS[eqn.primitive]
     index = loop_index(operand.aval.ndim)
     kept = [k for k in range(operand.aval.ndim) if k != axis]
     name = w._name_of(out)
@@ -284,10 +284,9 @@ def emit_concatenate(w: KernelWriter, eqn: JaxprEqn, comment: str) -> None:
 
 # --8<-- [start:loop_rules]
 LOOP_RULES: dict[Primitive, Callable[[KernelWriter, JaxprEqn, str], None]] = {
-    p.argmax_p: emit_arg_reduction,
-    p.argmin_p: emit_arg_reduction,
+    **{prim: emit_arg_reduction for prim in p.ARG_REDUCTIONS},
     p.gather_p: emit_gather,
-    **{prim: emit_scatter for prim in SCATTERS},
+    **{prim: emit_scatter for prim in p.SCATTERS},
     p.sort_p: emit_sort,
     p.pad_p: emit_pad,
     p.concatenate_p: emit_concatenate,

@@ -618,8 +618,7 @@ def _scatter_rule(prim: Primitive) -> PartitionRule:
     return rule
 
 
-for _prim in [p.scatter_p, p.scatter_add_p, p.scatter_mul_p, p.scatter_min_p,
-              p.scatter_max_p]:
+for _prim in p.SCATTERS:
     partition_rules[_prim] = _scatter_rule(_prim)
 
 

@@ -341,7 +341,7 @@ def reduction_sharding_rule(avals, specs, *, axes, **params):
     return [tuple(a for d, a in enumerate(specs[0]) if d not in axes)]
 
 
-for _prim in [*primitives_of_kind(PrimitiveKind.REDUCTION), p.argmax_p, p.argmin_p]:
+for _prim in [*primitives_of_kind(PrimitiveKind.REDUCTION), *p.ARG_REDUCTIONS]:
     sharding_rules[_prim] = reduction_sharding_rule
 
 
@@ -450,7 +450,7 @@ def _scatter(prim: Primitive) -> ShardingRule:
     return rule
 
 
-for _prim in [p.scatter_p, p.scatter_add_p, p.scatter_mul_p, p.scatter_min_p, p.scatter_max_p]:
+for _prim in p.SCATTERS:
     sharding_rules[_prim] = _scatter(_prim)
 
 
