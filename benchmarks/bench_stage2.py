@@ -447,11 +447,13 @@ def dispatch_breakdown(jitted, args: tuple, repeat: int, min_time: float) -> str
         executable = compile_jaxpr(entry.program, "cpu")
         arrays = [np.asarray(a) for a in (*entry.consts, *jax.tree_leaves(args))]
         kernel_args = [a.reshape(1) if a.ndim == 0 else a for a in arrays]
+        outputs = executable.output_buffers()  # the kernel alone: into outputs made once
         parts = {
             "Jitted.__call__": lambda: jitted(*args),
             "its cache lookup": lambda: jitted._lookup(args, {}),
             "CpuExecutable.__call__": lambda: executable(*arrays),
-            "the Numba kernel alone": lambda: executable.kernel(executable.dims, *kernel_args),
+            "the Numba kernel alone": lambda: executable.kernel(executable.dims, *kernel_args,
+                                                                *outputs),
         }
     except (AttributeError, TypeError) as e:  # the internals moved
         return f"(breakdown unavailable: {e})"

@@ -180,6 +180,9 @@ class CpuWriter(KernelWriter):
         self.blocks: list[Block] = []
         self.allocations: dict[Var, list[str]] = {}  # each materialized value's shape
         self.parallel = False  # whether any loop is parallel (then Numba's parallel=True)
+        # The outputs the kernel writes into arrays its caller allocates and passes in, after
+        # the inputs (the runtime allocates them: the kernel itself never allocates a result).
+        self.output_buffers: list[Var] = []
 
     extremum = staticmethod(extremum)
 
@@ -194,7 +197,8 @@ class CpuWriter(KernelWriter):
         body = [*self._merged_blocks(),
                 f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]
         header = [f"d{i} = dims[{i}]" for i in range(len(self.dims))]
-        args = ", ".join(["dims", *[self.names[v] for v in self.jaxpr.invars]])
+        args = ", ".join(["dims", *[self.names[v] for v in self.jaxpr.invars],
+                          *[self.names[v] for v in self.output_buffers]])
         lines = [f"def {name}({args}):", *indent(header + body)]
         decorator = f'@njit(parallel={self.parallel}, cache=True, error_model="numpy")'
         if self.nested and not self.parallel and len(self.jaxpr.invars) <= _MAX_INLINED_ARGS:
@@ -216,10 +220,21 @@ class CpuWriter(KernelWriter):
     def _step_number(self) -> int:
         return next(k for k, s in enumerate(self.plan.steps) if s is self.step)
 
+    # --8<-- [start:allocate]
     def _allocate(self, var: Var, shape: list[str]) -> str:
+        """The line that allocates ``var``; none for an output of the program, which the
+        runtime allocates and passes in (``output_buffers``). Memory from NumPy's allocator
+        is backed by huge pages where the system offers them; Numba's allocator inside the
+        kernel takes it 4 KiB page by page, a page fault each, on every call."""
         self.allocations[var] = shape
+        if not self.nested and var in self.jaxpr.outvars and var not in self.jaxpr.invars:
+            if var not in self.output_buffers:
+                self.output_buffers.append(var)
+            self._name_of(var)
+            return ""
         return (f"{self._name_of(var)} = np.empty(({', '.join(shape) or '1'},), "
                 f"dtype={np_type(var.aval.dtype)})")
+    # --8<-- [end:allocate]
 
     def _emit_reshape(self, eqn: JaxprEqn, comment: str) -> None:
         out = eqn.outvars[0]
@@ -419,7 +434,7 @@ class CpuWriter(KernelWriter):
 
     def _group_lines(self, group: list[Block]) -> list[str]:
         first = group[0]
-        setup = list(dict.fromkeys(line for block in group for line in block.setup))
+        setup = list(dict.fromkeys(line for block in group for line in block.setup if line))
         if first.index is None:
             return setup + first.body + first.after
         for block in group:

@@ -116,7 +116,8 @@ BACKEND_COMPILERS: dict[str, Callable[[ClosedJaxpr], Callable[..., list[Array]]]
 
 # --8<-- [start:cpu_executable]
 class CpuExecutable:
-    """Runs the generated function: flattens 0-d arrays, passes the dims, wraps results."""
+    """Runs the generated function: flattens 0-d arrays, allocates the outputs the kernel
+    writes into, passes the dims, wraps results."""
 
     def __init__(self, closed: ClosedJaxpr, source: str, writer: Any,
                  optimized: ClosedJaxpr) -> None:
@@ -129,13 +130,18 @@ class CpuExecutable:
         self.module = load_kernel_module(source)
         self.kernel = self.module.program
         self.dims = np.array([var.aval.shape[k] for var, k in writer.dims], dtype=np.int64)
+        self.buffers = [(v.aval.shape or (1,), v.aval.dtype) for v in writer.output_buffers]
         self.in_avals = closed.in_avals
         self.out_avals = closed.out_avals
+
+    def output_buffers(self) -> list[np.ndarray]:
+        """Fresh arrays for the outputs the kernel writes into (0-d ones as shape (1,))."""
+        return [np.empty(shape, dtype) for shape, dtype in self.buffers]
 
     def __call__(self, *args: np.ndarray) -> list[Array]:
         arrays = [np.ascontiguousarray(x).reshape(1) if not aval.shape else
                   np.ascontiguousarray(x) for x, aval in zip(args, self.in_avals)]
-        outs = self._call(self.consts + arrays)
+        outs = self._call(self.consts + arrays + self.output_buffers())
         return [Array(np.asarray(o).reshape(aval.shape), aval.weak_type)
                 for o, aval in zip(outs, self.out_avals)]
 
