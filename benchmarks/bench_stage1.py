@@ -27,8 +27,10 @@ from importlib.metadata import version
 import numpy as np
 from common import (  # benchmarks/common.py
     Timing,
+    add_malloc_options,
     keep_freed_memory,
     machine_summary,
+    malloc_summary,
     print_table,
     time_in_child,
     time_rows,
@@ -278,17 +280,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="few, short repetitions (a smoke test, not a measurement)")
-    parser.add_argument("--system-malloc", action="store_true",
-                        help="leave malloc as it is (see keep_freed_memory in common.py)")
+    add_malloc_options(parser)
     args = parser.parse_args(argv)
     repeat, min_time = (2, 0.005) if args.quick else (7, 0.3)
-    keep_memory = not args.system_malloc and keep_freed_memory()
+    keep_memory = args.tuned_malloc and keep_freed_memory()
 
     def timing(rows: Rows) -> TimedRows:
         return time_rows(rows, repeat=repeat, min_time=min_time)
 
     print(f"stage 1 benchmark{' (--quick)' if args.quick else ''}: {machine_summary()}; "
-          f"malloc {'keeps freed memory' if keep_memory else 'as the system has it'}")
+          f"{malloc_summary(keep_memory)}")
     print("best and median of the repeats, per call; ours / this > 1 means ours is slower")
     others = other_framework_rows(repeat, min_time, keep_memory)
     bench_tanh(timing, others)

@@ -42,9 +42,11 @@ import numpy as np
 import stage2_jit.numpy as jnp
 from common import (  # benchmarks/common.py
     Timing,
+    add_malloc_options,
     format_seconds,
     keep_freed_memory,
     machine_summary,
+    malloc_summary,
     print_table,
     time_call,
     time_in_child,
@@ -747,18 +749,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="few, short repetitions (a smoke test, not a measurement); "
                              "writes no plot")
-    parser.add_argument("--system-malloc", action="store_true",
-                        help="leave malloc as it is (see keep_freed_memory in common.py)")
+    add_malloc_options(parser)
     args = parser.parse_args(argv)
     repeat, min_time, rounds = (2, 0.005, 1) if args.quick else (7, 0.3, 3)
-    keep_memory = not args.system_malloc and keep_freed_memory()
+    keep_memory = args.tuned_malloc and keep_freed_memory()
 
     def timing(rows: Rows) -> TimedRows:
         return time_rows(rows, repeat=repeat, min_time=min_time)
 
     load_at_start = os.getloadavg()[0]
     summary = (f"{machine_summary()}; {numba_summary()}; "
-               f"malloc {'keeps freed memory' if keep_memory else 'as the system has it'}")
+               f"{malloc_summary(keep_memory)}")
     print(f"stage 2 benchmark{' (--quick)' if args.quick else ''}: {summary}")
     if load_at_start > 0.5:
         print("NOTE: the machine is busy (load average above 0.5): Numba's and PyTorch's "

@@ -14,7 +14,7 @@ import statistics
 import timeit
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -62,6 +62,24 @@ def keep_freed_memory() -> bool:
         return False
     m_trim_threshold, m_mmap_threshold = -1, -3  # from glibc's malloc.h
     return bool(mallopt(m_mmap_threshold, 32 << 20) and mallopt(m_trim_threshold, 1 << 30))
+
+
+def add_malloc_options(parser: Any) -> None:
+    """``--tuned-malloc``, a diagnostic: the figures a user gets come from the system's
+    allocator as it is, the default (``--system-malloc`` says so explicitly)."""
+    parser.add_argument("--tuned-malloc", action="store_true",
+                        help="DIAGNOSTIC: tune glibc's malloc to keep freed memory "
+                             "(keep_freed_memory in common.py); not what a user gets")
+    parser.add_argument("--system-malloc", action="store_true",
+                        help="leave malloc as the system has it (the default)")
+
+
+def malloc_summary(keep_memory: bool) -> str:
+    """The header's word on the allocator: a tuned one is labelled a diagnostic."""
+    if keep_memory:
+        return ("DIAGNOSTIC RUN: malloc tuned by mallopt to keep freed memory, "
+                "not what a user gets")
+    return "malloc as the system has it"
 
 
 def format_seconds(seconds: float) -> str:
@@ -141,13 +159,11 @@ def start(doc: str, name: str, argv: list[str] | None, extra: str = "") -> Run:
     parser.add_argument("--quick", action="store_true",
                         help="small sizes, few, short repetitions (a smoke test, not a "
                              "measurement)")
-    parser.add_argument("--system-malloc", action="store_true",
-                        help="leave malloc as it is (see keep_freed_memory in common.py)")
+    add_malloc_options(parser)
     args = parser.parse_args(argv)
-    keep_memory = not args.system_malloc and keep_freed_memory()
+    keep_memory = args.tuned_malloc and keep_freed_memory()
     print(f"{name} benchmark{' (--quick: small sizes)' if args.quick else ''}: "
-          f"{machine_summary()}; malloc "
-          f"{'keeps freed memory' if keep_memory else 'as the system has it'}{extra}")
+          f"{machine_summary()}; {malloc_summary(keep_memory)}{extra}")
     if os.getloadavg()[0] > 0.5:
         print("NOTE: the machine is busy (load average above 0.5): on 2 cores, BLAS's and "
               "Numba's threads slow down when a core is taken; the figures are unreliable")
