@@ -2,10 +2,11 @@
 
 Both renderers follow a ``KernelPlan`` (``fusion.py``) and spell each step as Numba source.
 What they share is here: naming values and run-time dims, the scalar expression of a value
-at an index with its fusible producers inlined (``expr``), the index arithmetic of the index
-maps, the rules that describe their work as loop nests (gather, scatter, sort, pad,
-concatenate, argmax, contractions: ``LOOP_RULES``), the spellings both backends write the
-same way, and control flow (a loop or branch calling a function written for its program).
+at an index with its fusible producers inlined (``expr``, reading through ``fusion.read_index``),
+the spellings both backends write the same way (``common_rules``), and control flow (a loop or
+branch calling a function written for its program). The rules that describe their work as
+loop nests of their own (gather, scatter, sort, pad, concatenate, argmax, contractions) are in
+``loop_rules.py``.
 
 What each renderer adds is how to spell: its table of elementwise rules, its ``select`` and
 ``extremum`` (each written once), and its templates: what a loop nest becomes
