@@ -4,8 +4,8 @@ Fusion is the same as the CPU's (``fusion.py``): the same materialized values, t
 expressions with inlined producers (``KernelWriter.expr``), the same dims read at run time;
 the plan adds row groups. What changes is the spelling and the loop. On the CPU a
 materialized value is a ``prange`` loop inside one big function; here it is one kernel
-whose threads walk the flattened result with a grid-stride
-loop (thread ``t`` of ``T`` handles elements ``t, t + T, t + 2T, ...``), so any grid size
+whose threads walk the flattened result with a grid-stride loop (thread ``t`` of ``T``
+handles elements ``t, t + T, t + 2T, ...``), so any grid size
 covers any array, and a small grid keeps Numba's CUDA simulator fast. A host function,
 also generated, allocates the results on the device and launches the kernels in program
 order; the results stay there (``GpuArray``), so jitted calls chain without copies.
@@ -19,7 +19,7 @@ order; the results stay there (``GpuArray``), so jitted calls chain without copi
   memory and write only their result.
 - A float matrix product is a tiled kernel with register blocking (``_emit_matmul``).
 - The shared loop rules (gather, scatter, argmax, pad, concatenate, contractions:
-  ``kernel_writer.py``) describe loop nests; here a nest becomes a kernel (``_emit_nest``).
+  ``loop_rules.py``) describe loop nests; here a nest becomes a kernel (``_emit_nest``).
   The Threefry hash is written out in the kernel; bitcasts and ``erf_inv`` are statement
   rules (``CUDA_STATEMENTS``).
 - ``cond``, ``while`` and ``scan`` stay control flow in the host function: a Python loop or
