@@ -25,7 +25,7 @@ from stage1_autodiff.slicing import window_operand_dims
 from stage1_autodiff import primitives as p
 
 from .control_flow import cond_p, scan_p, while_p
-from .jaxpr import Jaxpr, JaxprEqn, Literal, Var, _Names
+from .jaxpr import Jaxpr, JaxprEqn, Literal, Var, names_in_order
 
 ARG_REDUCTIONS, SCATTERS = p.ARG_REDUCTIONS, p.SCATTERS  # declared with them, in stage 1
 
@@ -394,9 +394,7 @@ class KernelPlan:
     steps: list[Step] = field(default_factory=list)
 
     def text(self) -> str:
-        names = _Names()
-        for var in [*self.jaxpr.invars, *(v for e in self.jaxpr.eqns for v in e.outvars)]:
-            names[var]
+        names = names_in_order(self.jaxpr)
         lines = []
         for k, step in enumerate(self.steps):
             shown = step.stored if step.how == "rows" else self.materialized

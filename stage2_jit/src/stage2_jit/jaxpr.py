@@ -122,6 +122,16 @@ class _Names:
 # --8<-- [end:names]
 
 
+def names_in_order(jaxpr: Jaxpr) -> _Names:
+    """Names for every value of ``jaxpr``, given in program order (inputs, then each
+    equation's results), as the comments of the generated source and the kernel plan show
+    them."""
+    names = _Names()
+    for var in [*jaxpr.invars, *(v for eqn in jaxpr.eqns for v in eqn.outvars)]:
+        names[var]
+    return names
+
+
 def _pp_atom(atom: Atom, names: _Names) -> str:
     if isinstance(atom, Literal):
         return f"{_pp_literal_value(atom.val)}:{atom.aval.str_short()}"

@@ -39,7 +39,7 @@ from .fusion import (
     read_index,
     use_counts,
 )
-from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, _Names
+from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, names_in_order
 from .passes import CALL_PARAMS, DECOMPOSED, UnsupportedError, dce, inline_calls
 
 Rule = Callable[[list[str], JaxprEqn], str]  # operands' expressions, equation -> expression
@@ -256,9 +256,7 @@ class KernelWriter:
         self.step: Step | None = None  # the step being written
         self.flat = False  # while writing a loop over flattened arrays
         self.flat_views: set[str] = set()
-        self.comment_names = _Names()  # names as the jaxpr prints them, for the comments
-        for var in [*jaxpr.invars, *(v for eqn in jaxpr.eqns for v in eqn.outvars)]:
-            self.comment_names[var]
+        self.comment_names = names_in_order(jaxpr)  # for the comments
 
     def _plan(self) -> KernelPlan:
         for eqn in self.jaxpr.eqns:
