@@ -487,6 +487,18 @@ def test_an_unusable_kernel_cache_folder_falls_back_to_a_temporary_one(tmp_path,
     assert folder.name.startswith("jax_from_numpy_kernels-")
 
 
+def test_lower_as_text_shows_the_jaxprs_plan_and_source_where_jax_shows_stablehlo() -> None:
+    x = np.ones((8, 4), np.float32)
+    theirs = jax.jit(jax.nn.softmax).lower(x).as_text()
+    ours = sj.jit(sj.nn.softmax).lower(x).as_text()
+    assert theirs.lstrip().startswith("module @jit_softmax") and "stablehlo." in theirs
+    headings = [line.split(" (")[0] for line in ours.splitlines()
+                if line in ("# jaxpr", "# optimized jaxpr")
+                or line.startswith(("# kernel plan", "# generated source"))]
+    assert headings == ["# jaxpr", "# optimized jaxpr", "# kernel plan", "# generated source"]
+    assert "stablehlo" not in ours
+
+
 def test_each_distinct_closure_compiles_a_kernel_of_its_own() -> None:
     """Constants are written into the generated source, so closures over different floats are
     different kernels; Numba keeps each one's machine code for the life of the process."""
