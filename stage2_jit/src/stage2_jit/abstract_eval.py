@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 from stage1_autodiff.autodiff import custom_vjp_call_p
-from stage1_autodiff.core import Primitive, ShapedArray
+from stage1_autodiff.core import Primitive, ShapedArray, all_primitives
 from stage1_autodiff.slicing import GatherDimensionNumbers, gather_shape, window_operand_dims
 
 from stage1_autodiff import primitives as p
@@ -115,46 +115,25 @@ def _comparison(prim: Primitive, kinds: str) -> AbstractEvalRule:
     return rule
 
 
-abstract_eval_rules[p.neg_p] = _unary(p.neg_p, _NUMERIC)
-abstract_eval_rules[p.exp_p] = _unary(p.exp_p, _FLOAT)
-abstract_eval_rules[p.log_p] = _unary(p.log_p, _FLOAT)
-abstract_eval_rules[p.log1p_p] = _unary(p.log1p_p, _FLOAT)
-abstract_eval_rules[p.expm1_p] = _unary(p.expm1_p, _FLOAT)
-abstract_eval_rules[p.sin_p] = _unary(p.sin_p, _FLOAT)
-abstract_eval_rules[p.cos_p] = _unary(p.cos_p, _FLOAT)
-abstract_eval_rules[p.tan_p] = _unary(p.tan_p, _FLOAT)
-abstract_eval_rules[p.tanh_p] = _unary(p.tanh_p, _FLOAT)
-abstract_eval_rules[p.logistic_p] = _unary(p.logistic_p, _FLOAT)
-abstract_eval_rules[p.sqrt_p] = _unary(p.sqrt_p, _FLOAT)
-abstract_eval_rules[p.abs_p] = _unary(p.abs_p, _NUMERIC)
-abstract_eval_rules[p.sign_p] = _unary(p.sign_p, _NUMERIC)
-abstract_eval_rules[p.floor_p] = _unary(p.floor_p, _FLOAT)
-abstract_eval_rules[p.ceil_p] = _unary(p.ceil_p, _FLOAT)
-abstract_eval_rules[p.integer_pow_p] = _unary(p.integer_pow_p, _NUMERIC)
-abstract_eval_rules[p.erf_inv_p] = _unary(p.erf_inv_p, _FLOAT)
-abstract_eval_rules[p.not_p] = _unary(p.not_p, _INT_OR_BOOL)
-
-abstract_eval_rules[p.add_p] = _binary(p.add_p, _ANY)  # NB: JAX's add_p rejects bool
-abstract_eval_rules[p.sub_p] = _binary(p.sub_p, _NUMERIC)
-abstract_eval_rules[p.mul_p] = _binary(p.mul_p, _ANY)  # NB: JAX's mul_p rejects bool
-abstract_eval_rules[p.div_p] = _binary(p.div_p, _NUMERIC)
-abstract_eval_rules[p.rem_p] = _binary(p.rem_p, _NUMERIC)
-abstract_eval_rules[p.pow_p] = _binary(p.pow_p, _NUMERIC)
-abstract_eval_rules[p.max_p] = _binary(p.max_p, _ANY)
-abstract_eval_rules[p.min_p] = _binary(p.min_p, _ANY)
-abstract_eval_rules[p.atan2_p] = _binary(p.atan2_p, _FLOAT)
-abstract_eval_rules[p.eq_p] = _comparison(p.eq_p, _ANY)
-abstract_eval_rules[p.ne_p] = _comparison(p.ne_p, _ANY)
-abstract_eval_rules[p.lt_p] = _comparison(p.lt_p, _ANY)
-abstract_eval_rules[p.le_p] = _comparison(p.le_p, _ANY)
-abstract_eval_rules[p.gt_p] = _comparison(p.gt_p, _ANY)
-abstract_eval_rules[p.ge_p] = _comparison(p.ge_p, _ANY)
-abstract_eval_rules[p.and_p] = _binary(p.and_p, _INT_OR_BOOL)
-abstract_eval_rules[p.or_p] = _binary(p.or_p, _INT_OR_BOOL)
-abstract_eval_rules[p.xor_p] = _binary(p.xor_p, _INT_OR_BOOL)
-abstract_eval_rules[p.shift_left_p] = _binary(p.shift_left_p, _INT)
-abstract_eval_rules[p.shift_right_logical_p] = _binary(p.shift_right_logical_p, _INT)
-abstract_eval_rules[p.shift_right_arithmetic_p] = _binary(p.shift_right_arithmetic_p, _INT)
+# The dtype kinds each elementwise primitive accepts. NB: JAX's add_p and mul_p reject bool.
+_UNARY_KINDS = {
+    **dict.fromkeys([p.neg_p, p.abs_p, p.sign_p, p.integer_pow_p], _NUMERIC),
+    **dict.fromkeys([p.exp_p, p.log_p, p.log1p_p, p.expm1_p, p.sin_p, p.cos_p, p.tan_p,
+                     p.tanh_p, p.logistic_p, p.sqrt_p, p.floor_p, p.ceil_p, p.erf_inv_p], _FLOAT),
+    p.not_p: _INT_OR_BOOL}
+_BINARY_KINDS = {
+    **dict.fromkeys([p.add_p, p.mul_p, p.max_p, p.min_p], _ANY),
+    **dict.fromkeys([p.sub_p, p.div_p, p.rem_p, p.pow_p], _NUMERIC),
+    **dict.fromkeys([p.and_p, p.or_p, p.xor_p], _INT_OR_BOOL),
+    **dict.fromkeys([p.shift_left_p, p.shift_right_logical_p, p.shift_right_arithmetic_p], _INT),
+    p.atan2_p: _FLOAT}
+_COMPARISONS = [p.eq_p, p.ne_p, p.lt_p, p.le_p, p.gt_p, p.ge_p]
+for prim in all_primitives:  # registered in the order primitives.py makes them
+    if prim in _UNARY_KINDS:
+        abstract_eval_rules[prim] = _unary(prim, _UNARY_KINDS[prim])
+    elif prim in _BINARY_KINDS or prim in _COMPARISONS:
+        make = _binary if prim in _BINARY_KINDS else _comparison
+        abstract_eval_rules[prim] = make(prim, _BINARY_KINDS.get(prim, _ANY))
 
 
 def select_n_abstract_eval(which: ShapedArray, *cases: ShapedArray) -> ShapedArray:
@@ -190,8 +169,8 @@ def bitcast_convert_type_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype) -
                         f"{x.str_short()} to {new_dtype.name}.")
     return ShapedArray(x.shape, new_dtype, _weak_type(new_dtype, x))
 abstract_eval_rules[p.bitcast_convert_type_p] = bitcast_convert_type_abstract_eval
-
 abstract_eval_rules[p.stop_gradient_p] = _unary(p.stop_gradient_p, _ANY)
+
 
 # ------------------------------------------------------------------------------------------
 # Shapes
