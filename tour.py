@@ -156,9 +156,9 @@ def tour_stage2() -> None:
     compiled = min(timed(lambda: f_jit(x).block_until_ready(), repeat=3) for _ in range(3))
     print(f"\n5000x5000 float32: eager {eager * 1e3:.1f} ms, jit {compiled * 1e3:.1f} ms "
           f"({eager / compiled:.1f}x faster; first call with compilation {first:.2f} s)")
-    print("  (each call writes a fresh 100 MB array; where the first touch of new memory is "
-          "slow,\n  as on many VMs, that dominates: benchmarks/bench_stage2.py times the kernel "
-          "itself)")
+    print("  (each result's 100 MB come from the runtime's pool, the memory of results that "
+          "have died:\n  no page faults; the course page 'Buffers and the runtime' and "
+          "benchmarks/bench_buffers.py)")
 
     print("\nThe MLP training step under jit(value_and_grad), one fused Numba kernel:")
     inputs, labels = make_blobs(jax, jnp, jax.random.key(0), num_classes=4, per_class=256)

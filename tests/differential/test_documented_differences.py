@@ -387,6 +387,19 @@ def _sharding_error(fn, *args) -> BaseException:
     return caught.value
 
 
+def test_a_donated_sharded_array_is_kept() -> None:
+    """JAX deletes a donated sharded array whose buffers hold a result; ours keeps it and
+    computes the same result in fresh memory."""
+    found = []
+    for lib in (jax, sj):
+        mesh = lib.make_mesh((8,), ("d",))
+        x = _split(lib, mesh, np.ones((8, 4), np.float32), "d")
+        y = lib.jit(lambda a: a * 2.0, donate_argnums=0)(x)
+        found.append((x.is_deleted(), np.asarray(y).tolist()))
+    (theirs_deleted, theirs), (ours_deleted, ours) = found
+    assert theirs_deleted and not ours_deleted and theirs == ours
+
+
 def test_sharding_type_error_is_a_type_error() -> None:
     """JAX's ShardingTypeError derives from Exception alone; ours from TypeError. For a reshape
     of a split operand that no rule places, JAX asks for ``out_sharding=`` (our reshape has

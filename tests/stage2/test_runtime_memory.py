@@ -1,8 +1,9 @@
 """The CPU runtime owns the memory of a program's results (issue 17).
 
-A generated kernel writes its outputs into arrays the runtime allocates and passes in
-(``CpuWriter.output_buffers``, ``CpuExecutable.output_buffers``), rather than allocating them
-itself. Every call gets fresh arrays: a result a caller holds is never written by a later call.
+A generated kernel writes its outputs, and the arrays it needs while it runs, into arrays the
+runtime allocates and passes in (``CpuWriter.output_buffers`` and ``scratch``,
+``CpuExecutable.output_buffers``), rather than allocating them itself; BLAS writes into them
+too. Every call gets fresh arrays: a result a caller holds is never written by a later call.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ MORE = {
     "concatenate": lambda x: jnp.concatenate([x, x * 2.0], axis=0),
     "random": lambda x: x + random.uniform(random.key(0), x.shape),
     "several outputs": lambda x: (jnp.sum(x, axis=0), x * 3.0, x),
+    "BLAS output": lambda x: x @ x.T,
+    "BLAS scratch": lambda x: jnp.tanh(x.T @ x) + jnp.sum(x.T @ x, axis=0),
+    "rows into BLAS": lambda x: jnp.dot(jnp.stack([x, x]), x[0]) * 2.0,
 }
 
 
@@ -40,7 +44,7 @@ def _returned_and_parameters(source: str) -> tuple[list[str], list[str]]:
 
 @cpu_only
 @pytest.mark.parametrize("name", [*PROGRAMS, *MORE])
-def test_the_kernel_allocates_none_of_its_loop_written_outputs(name):
+def test_the_kernel_allocates_none_of_its_outputs_or_scratch_arrays(name):
     fun = {**PROGRAMS, **MORE}[name]
     x = jnp.asarray(np.random.default_rng(0).random((4, 3), dtype=np.float32))
     _, program = prepare_program(jax.make_jaxpr(fun)(x))
@@ -51,6 +55,10 @@ def test_the_kernel_allocates_none_of_its_loop_written_outputs(name):
         name_in_source = writer.names[var]
         assert name_in_source in parameters and name_in_source in returned
         assert not re.search(rf"^    {name_in_source} = np\.empty\(", source, re.MULTILINE)
+    # Nor the arrays it needs while it runs: those are parameters too, after the outputs.
+    assert not re.search(r"^    v\d+ = np\.empty\(\(", source, re.MULTILINE)
+    assert parameters[-len(writer.scratch):] == [n for n, _, _ in writer.scratch] or \
+        not writer.scratch
     # The results agree with the interpreter, whoever allocated them.
     ours = jax.jit(fun, backend="cpu")(x)
     expected = jax.jit(fun, backend="interpreter")(x)

@@ -14,6 +14,8 @@ without confusing each other's perturbations.
 from __future__ import annotations
 
 import enum
+import math
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -588,13 +590,38 @@ class Device:
         return f"{'Cpu' if self.platform == 'cpu' else 'Cuda'}Device(id={self.id})"
 
     def memory_stats(self) -> dict[str, int]:
-        """The bytes of the buffers this device holds now and at most so far, as counted by
-        the arrays that own per-device buffers (stage 4's sharded arrays)."""
-        live, peak = device_memory(self)
-        return {"bytes_in_use": live, "peak_bytes_in_use": peak}
+        """The memory this device's buffers use, with JAX's key names: ``bytes_in_use`` and
+        ``peak_bytes_in_use``, ``num_allocs`` and ``largest_alloc_size``, ``pool_bytes`` and
+        ``peak_pool_bytes`` (what stage 2's pool holds, in use or kept for reuse), and
+        ``bytes_limit`` (the host's memory: every device here lives in it)."""
+        return {**device_memory(self), "bytes_limit": _HOST_MEMORY}
+
+
+_HOST_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 CPU_DEVICE = Device("cpu")
+
+
+class DeletedBuffer:
+    """What a deleted array holds instead of its buffer: its shape and dtype, and an error for
+    every use of its values (through NumPy's conversion and dispatch protocols)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        self.shape, self.dtype = shape, dtype
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+
+    def _deleted(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"Array has been deleted with shape={self.dtype.name}"
+                           f"[{','.join(map(str, self.shape))}].")
+
+    __array__ = __array_ufunc__ = __array_function__ = __getitem__ = __setitem__ = _deleted
+    __len__ = __iter__ = __float__ = __int__ = __bool__ = __index__ = item = _deleted
+    reshape = astype = copy = tolist = view = _deleted
 
 
 # --8<-- [start:array]
@@ -627,6 +654,15 @@ class Array(ArrayMethods):
         """Waits for the computation to finish; eager NumPy work is already finished."""
         return self
 
+    def delete(self) -> None:
+        """Lets go of the buffer (as donating the array to ``jit`` does); the array keeps its
+        type, and any use of its values raises JAX's error."""
+        if not self.is_deleted():
+            self._value = DeletedBuffer(self._value.shape, self._value.dtype)
+
+    def is_deleted(self) -> bool:
+        return type(self._value) is DeletedBuffer
+
     @property
     def device(self) -> Device:
         """The device holding the buffer: the host CPU (stage 2's GPU arrays override it)."""
@@ -637,15 +673,17 @@ class Array(ArrayMethods):
 
     def _concrete_value(self, context: str,
                         error: type[TypeError] = ConcretizationTypeError) -> np.ndarray:
+        if type(self._value) is DeletedBuffer:
+            self._value._deleted()
         return self._value
 
     def __repr__(self) -> str:
-        body = np.array2string(self._value, separator=", ", prefix="Array(")
+        body = np.array2string(self._concrete_value("repr"), separator=", ", prefix="Array(")
         weak = ", weak_type=True" if self.weak_type else ""
         return f"Array({body}, dtype={self.dtype.name}{weak})"
 
     def __str__(self) -> str:
-        return str(self._value)
+        return str(self._concrete_value("str"))
 
     def __format__(self, spec: str) -> str:
         return format(self._value.item(), spec) if self.ndim == 0 and spec else str(self)

@@ -14,8 +14,9 @@ them; they reach in only through the seams listed here, each a name a reader can
    ``with_sharding_of``) pass it on.
 3. **How a program runs** (``run_program``). A ``custom_vjp`` function that a jaxpr holds is a
    program, which stage 1 cannot run; stage 2 registers how (``set_program_runner``).
-4. **Device memory** (``track_device_memory``): arrays that own buffers on devices (stage 4's)
-   count them, and ``Device.memory_stats`` reports the counts.
+4. **Device memory** (``track_device_memory``, ``track_pool_memory``): stage 2's buffer pool
+   counts what it lends and keeps, stage 4's arrays the blocks they own on each device, and
+   ``Device.memory_stats`` reports the counts.
 5. **Options**: ``config.define`` declares a stage's own option beside the code reading it.
 
 Primitives, their rules (``impl_rules``, ``jvp_rules``, ``vjp_rules`` and the later stages'
@@ -56,16 +57,33 @@ def run_program(program: Any) -> Callable[..., list[Any]]:
     return _program_runner[0](program)
 
 
-_device_memory: dict[Any, tuple[int, int]] = {}  # device -> (live bytes, peak bytes)
+_device_memory: dict[Any, dict[str, int]] = {}  # device -> counters, named as JAX names them
+
+
+def _counters(device: Any) -> dict[str, int]:
+    return _device_memory.setdefault(device, dict.fromkeys(
+        ["num_allocs", "bytes_in_use", "peak_bytes_in_use", "largest_alloc_size", "pool_bytes",
+         "peak_pool_bytes"], 0))
 
 
 def track_device_memory(device: Any, nbytes: int) -> None:
     """Counts a buffer of ``nbytes`` allocated on ``device`` (negative: freed)."""
-    live, peak = _device_memory.get(device, (0, 0))
-    live += nbytes
-    _device_memory[device] = (live, max(peak, live))
+    counts = _counters(device)
+    counts["bytes_in_use"] += nbytes
+    counts["peak_bytes_in_use"] = max(counts["peak_bytes_in_use"], counts["bytes_in_use"])
+    if nbytes > 0:
+        counts["num_allocs"] += 1
+        counts["largest_alloc_size"] = max(counts["largest_alloc_size"], nbytes)
 
 
-def device_memory(device: Any) -> tuple[int, int]:
-    """The (live, peak) bytes counted on ``device``."""
-    return _device_memory.get(device, (0, 0))
+def track_pool_memory(device: Any, nbytes: int) -> None:
+    """Counts ``nbytes`` more (negative: fewer) held by ``device``'s memory pool, in use or
+    kept for reuse."""
+    counts = _counters(device)
+    counts["pool_bytes"] += nbytes
+    counts["peak_pool_bytes"] = max(counts["peak_pool_bytes"], counts["pool_bytes"])
+
+
+def device_memory(device: Any) -> dict[str, int]:
+    """The counters of ``device``: JAX's ``memory_stats`` keys that apply here."""
+    return dict(_counters(device))

@@ -33,7 +33,7 @@ from stage1_autodiff import primitives as p
 
 from . import kernel_math
 from .debug import debug_print_p
-from .fusion import Loop, can_join, is_blas_dot, row_local
+from .fusion import Loop, can_join, in_place_inputs, is_blas_dot, row_local
 from .jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from .kernel_cache import source_hash
 from .kernel_writer import (
@@ -183,12 +183,34 @@ class CpuWriter(KernelWriter):
         # The outputs the kernel writes into arrays its caller allocates and passes in, after
         # the inputs (the runtime allocates them: the kernel itself never allocates a result).
         self.output_buffers: list[Var] = []
+        # The arrays the program needs while it runs (name, shape, dtype): the runtime
+        # allocates them too and passes them after the outputs (``write``).
+        self.scratch: list[tuple[str, tuple[int, ...], np.dtype]] = []
 
     extremum = staticmethod(extremum)
 
     def write(self) -> str:
-        program = self.function("program")
+        program = self._runtime_scratch(self.function("program"))
+        self.in_place = in_place_inputs(self.plan)  # after rendering: the CPU merges loops
         return "\n".join(_prelude() + [*self.functions, program])
+
+    def _runtime_scratch(self, source: str) -> str:
+        """``source`` with the arrays it allocates at its top level taken as parameters after
+        the outputs, recorded in ``scratch`` with their shapes (the program's dims are known)."""
+        sizes = {f"d{i}": var.aval.shape[k] for i, (var, k) in enumerate(self.dims)}
+        dtypes = {self.names[var]: var.aval.dtype for var in self.names}
+        kept = []
+        for line in source.split("\n"):
+            match = _ALLOCATION.match(line)
+            if match is None:
+                kept.append(line)
+                continue
+            shape = tuple(int(np.prod([int(sizes.get(f.strip(), f)) for f in term.split("*")]))
+                          for term in match[2].split(",") if term.strip())
+            self.scratch.append((match[1], shape, dtypes[match[1]]))
+        header = next(i for i, line in enumerate(kept) if line.startswith("def program("))
+        kept[header] = kept[header][:-2] + "".join(f", {n}" for n, _, _ in self.scratch) + "):"
+        return "\n".join(kept)
 
     def function(self, name: str) -> str:
         """The source of the Numba function ``name`` that computes the jaxpr."""
@@ -374,19 +396,22 @@ class CpuWriter(KernelWriter):
         x_var, y_var = eqn.invars
         out = eqn.outvars[0]
         x, y = (self._array(a) for a in eqn.invars)
-        if x_var.aval.ndim == 2 and lc == (1,) or x_var.aval.ndim == 1:
-            x = x if x_var.aval.ndim == 2 else f"{x}.reshape((1, {self.dim(x_var, 0)}))"
-        elif lc == (0,) and x_var.aval.ndim == 2:
-            x = f"{x}.T"
+        name = self._name_of(out)
+        if x_var.aval.ndim == 1:
+            x, rows = f"{x}.reshape((1, {self.dim(x_var, 0)}))", "1"
+        elif x_var.aval.ndim == 2:
+            x, rows = (x, self.dim(x_var, 0)) if lc == (1,) else (f"{x}.T", self.dim(x_var, 1))
         else:  # rows: every dim of x but the contracted last one
             rows = " * ".join(self.dim(x_var, k) for k in range(x_var.aval.ndim - 1))
             x = f"{x}.reshape(({rows}, {self.dim(x_var, x_var.aval.ndim - 1)}))"
         if y_var.aval.ndim == 2 and rc == (1,):
             y = f"{y}.T"
-        product = f"np.dot({x}, {y})"
-        if x_var.aval.ndim != 2:  # back from rows to the result's dims
-            product += f".reshape(({', '.join(self._shape(out)) or '1'},))"
-        self._statements([comment, f"{self._name_of(out)} = {product}  # BLAS"])
+        # BLAS writes into the result's buffer, seen as the matrix (or vector) it computes
+        result = [rows] + ([self.dim(y_var, 1 - rc[0])] if y_var.aval.ndim == 2 else [])
+        target = name if x_var.aval.ndim == 2 else f"{name}.reshape(({', '.join(result)},))"
+        lines = [comment, self._allocate(out, self._shape(out)), f"np.dot({x}, {y}, {target})"
+                 f"  # BLAS"]
+        self._statements([line for line in lines if line])
 
     def _multiply_add(self, acc: str, a: str, b: str, dtype: np.dtype) -> str:
         """``acc + a * b``: the sum may be reordered (vectorised) for floats."""

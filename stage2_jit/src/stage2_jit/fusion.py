@@ -411,6 +411,27 @@ class KernelPlan:
 # --8<-- [end:kernel_plan]
 
 
+# --8<-- [start:in_place]
+def in_place_inputs(plan: KernelPlan) -> dict[Var, list[Var]]:
+    """For each output a loop of its own writes, the inputs of its type it may be written
+    into: that loop reads them only at the position it writes, and no later step reads them.
+    The runtime writes there when the caller donated the input (``jit(donate_argnums=)``)."""
+    jaxpr, reads = plan.jaxpr, Reads(plan.jaxpr, plan.materialized)
+    found: dict[Var, list[Var]] = {}
+    for k, step in enumerate(plan.steps):
+        out = step.eqns[0].outvars[0] if step.how in ("loop", "flat loop") else None
+        if out not in jaxpr.outvars or step.joins is not None or any(
+                later.joins == k for later in plan.steps) or not reads.in_step(
+                step.eqns[0], out.aval.shape):
+            continue
+        read_later = {v for later in plan.steps[k + 1:] for e in later.eqns
+                      for v in reads.stored_reads(e)}
+        found[out] = [x for x in jaxpr.invars if x not in read_later and x not in jaxpr.outvars
+                      and (x.aval.shape, x.aval.dtype) == (out.aval.shape, out.aval.dtype)]
+    return found
+# --8<-- [end:in_place]
+
+
 def plan_kernels(jaxpr: Jaxpr, rows: bool = False, flat_loops: bool | None = None) -> KernelPlan:
     """The plan for ``jaxpr``: a step per stored value, in program order. ``rows``: a run of
     row reductions and the values around them is one step (the GPU's kernel per row).

@@ -41,6 +41,7 @@ from stage1_autodiff.tree_util import (
     keystr,
     tree_flatten,
     tree_flatten_with_path,
+    tree_leaves,
     tree_structure,
     tree_unflatten,
 )
@@ -52,7 +53,14 @@ from .arrays import GpuArray
 from .derived import jvp_program, split_tangents, vjp_program
 from .devices import device_put, gpu_device
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
-from .runtime import BACKEND_ALIASES, BACKENDS, backend_for, compile_jaxpr, values_for
+from .runtime import (
+    BACKEND_ALIASES,
+    BACKENDS,
+    backend_for,
+    call_donating,
+    compile_jaxpr,
+    values_for,
+)
 from .tracing import closed_with_consts_as_args, trace_to_jaxpr
 
 config.define("jax_disable_jit", False, "Runs jitted functions eagerly, op by op (debugging).")
@@ -164,7 +172,6 @@ class Jitted:
         self.fun = fun
         self.static_argnums = _as_nums(static_argnums, "static_argnums")
         self.static_argnames = _as_names(static_argnames)
-        # NB: donation is accepted and checked as in JAX; buffers are not reused.
         self.donate_argnums = _as_nums(donate_argnums, "donate_argnums")
         self.donate_argnames = _as_names(donate_argnames)
         backend = BACKEND_ALIASES.get(backend, backend)
@@ -184,6 +191,11 @@ class Jitted:
         self._static_names = set(self.static_argnames) | {
             names[i] for i in self.static_argnums if 0 <= i < len(names)}
         self._check_argument_options(names)
+        # A donated argument is donated however it is passed, too.
+        self._donate_nums = set(self.donate_argnums) | {
+            names.index(n) for n in self.donate_argnames if n in names}
+        self._donate_names = set(self.donate_argnames) | {
+            names[i] for i in self.donate_argnums if 0 <= i < len(names)}
 
     def _check_argument_options(self, names: list[str]) -> None:
         """JAX's checks, made at ``jit()``: each static or donated argument number and name
@@ -206,6 +218,8 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
+        if (self._donate_nums or self._donate_names) and _at_top_level():
+            return self._donating_call(args, kwargs)
         fast = self._fast_call(args, kwargs)
         if fast is not None:
             return fast[0]
@@ -216,14 +230,25 @@ class Jitted:
         return entry.results(outs)
     # --8<-- [end:jit_call]
 
+    def _donating_call(self, args, kwargs) -> Any:
+        """A call that donates arguments, outside any transformation (inside one, donation
+        means nothing): the runtime may write results into their buffers."""
+        entry, leaves = self._lookup(args, kwargs)
+        nums = {n % len(args) for n in self._donate_nums if -len(args) <= n < len(args)}
+        donated = [a for i, a in enumerate(args) if i in nums]
+        donated += [v for k, v in kwargs.items() if k in self._donate_names]
+        ids = {id(leaf) for leaf in tree_leaves(donated) if type(leaf) is Array}
+        positions = [len(entry.consts) + k for k, leaf in enumerate(leaves) if id(leaf) in ids]
+        backend = backend_for(self.backend, leaves)
+        return entry.results(call_donating(entry.program, backend, [*entry.consts, *leaves],
+                                           positions))
+
     # --8<-- [start:fast_call]
     def _fast_call(self, args, kwargs) -> tuple[Any] | None:
         """The common case, found without flattening: concrete arrays as the only arguments,
         no transformation running, a signature seen before. Runs the executable directly
         (what binding jit_p would do, minus the dispatch). None when it does not apply."""
-        if kwargs or self._static_nums or trace_state.dynamic_trace.level:
-            return None
-        if len(trace_state.trace_stack) > 1 or any(
+        if kwargs or self._static_nums or not _at_top_level() or any(
                 type(a) is not Array and type(a) is not GpuArray for a in args):
             return None
         in_tree = self._arg_trees.get(len(args))
@@ -377,6 +402,11 @@ def _positional_names(signature: inspect.Signature | None) -> list[str]:
         return []
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return [name for name, p in signature.parameters.items() if p.kind in kinds]
+
+
+def _at_top_level() -> bool:
+    """Whether no transformation is running: arguments are concrete arrays."""
+    return not trace_state.dynamic_trace.level and len(trace_state.trace_stack) == 1
 
 
 def _signature_or_none(fun: Callable) -> inspect.Signature | None:

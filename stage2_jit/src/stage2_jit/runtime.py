@@ -18,7 +18,9 @@ device buffers, and ``jax/_src/interpreters/pxla.py`` hands it its arguments.
 
 from __future__ import annotations
 
+import sys
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -29,6 +31,7 @@ from stage1_autodiff.core import Array, ShapedArray, asarray, numpy_warnings_off
 
 from . import codegen_cpu
 from .arrays import GpuArray
+from .buffers import POOL, Lease
 from .devices import cuda_unavailable_reason, gpu_device
 from .jaxpr import ClosedJaxpr
 from .kernel_cache import call_kernel, load_kernel_module
@@ -99,6 +102,45 @@ def backend_for(chosen: str | None, arrays: Sequence[Any]) -> str:
 # --8<-- [end:values_for]
 
 
+# --8<-- [start:call_donating]
+def call_donating(program: ClosedJaxpr, backend: str, arrays: list[Array],
+                  donated: list[int]) -> list[Any]:
+    """Runs ``program`` on ``arrays``, donating those at positions ``donated``, as JAX does:
+    each is paired with the first output of its shape and dtype not yet paired, and a paired
+    argument is deleted by the call; its buffer may then hold that output (``run_donating``).
+    An argument left unpaired is kept, with JAX's warning."""
+    pairs, free, unusable = {}, list(enumerate(program.out_avals)), []
+    for j in donated:
+        if [id(a) for a in arrays].count(id(arrays[j])) > 1:
+            raise ValueError(f"Attempt to use a buffer that was previously donated in the "
+                             f"same call (argument {j}): `f(donate(a), a)` is not allowed. "
+                             f"Pass a copy of the array as the other argument.")
+        aval = arrays[j].aval
+        match = next((k for k, out in free if (out.shape, out.dtype) ==
+                      (aval.shape, aval.dtype)), None)
+        if match is None:
+            unusable.append(f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]")
+            continue
+        free = [(k, out) for k, out in free if k != match]
+        pairs[j] = match
+    if unusable:
+        warnings.warn(f"Some donated buffers were not usable: {', '.join(unusable)}.\nSee an "
+                      f"explanation at https://docs.jax.dev/en/latest/faq.html#buffer-donation.",
+                      stacklevel=4)  # the caller of the jitted function
+    executable = compile_jaxpr(program, backend)
+    values = values_for(backend, arrays)
+    for j in pairs:  # deleted first: then ``values`` is the only holder of the buffer
+        arrays[j].delete()
+    run = getattr(executable, "run_donating", None)
+    try:
+        return run(values, pairs) if run is not None else executable(*values)
+    except BaseException:
+        for j in pairs:  # the call failed: the caller keeps its arrays
+            arrays[j]._value = values[j]
+        raise
+# --8<-- [end:call_donating]
+
+
 # Each backend's compiler, from a program to its executable. Stage 4 wraps each, to send
 # programs over sharded types to its partitioner first.
 BACKEND_COMPILERS: dict[str, Callable[[ClosedJaxpr], Callable[..., list[Array]]]] = {
@@ -116,8 +158,8 @@ BACKEND_COMPILERS: dict[str, Callable[[ClosedJaxpr], Callable[..., list[Array]]]
 
 # --8<-- [start:cpu_executable]
 class CpuExecutable:
-    """Runs the generated function: flattens 0-d arrays, allocates the outputs the kernel
-    writes into, passes the dims, wraps results."""
+    """Runs the generated function: flattens 0-d arrays, allocates the outputs and scratch
+    arrays the kernel writes into, passes the dims, wraps results."""
 
     def __init__(self, closed: ClosedJaxpr, source: str, writer: Any,
                  optimized: ClosedJaxpr) -> None:
@@ -130,19 +172,35 @@ class CpuExecutable:
         self.module = load_kernel_module(source)
         self.kernel = self.module.program
         self.dims = np.array([var.aval.shape[k] for var, k in writer.dims], dtype=np.int64)
+        # what the runtime allocates for each call: the outputs, then the scratch arrays
         self.buffers = [(v.aval.shape or (1,), v.aval.dtype) for v in writer.output_buffers]
+        self.buffers += [(shape, dtype) for _, shape, dtype in writer.scratch]
+        # output position -> (its buffer, the argument positions it may be written into)
+        invars, n = writer.jaxpr.invars, len(self.consts)
+        self.in_place = {k: (b, [invars.index(x) - n for x in writer.in_place[v]])
+                         for b, v in enumerate(writer.output_buffers) if writer.in_place.get(v)
+                         for k, o in enumerate(writer.jaxpr.outvars) if o is v}
         self.in_avals = closed.in_avals
         self.out_avals = closed.out_avals
 
-    def output_buffers(self) -> list[np.ndarray]:
-        """Fresh arrays for the outputs the kernel writes into (0-d ones as shape (1,))."""
-        return [np.empty(shape, dtype) for shape, dtype in self.buffers]
-
     def __call__(self, *args: np.ndarray) -> list[Array]:
+        return self.run_donating(list(args), {})
+
+    def run_donating(self, args: list[np.ndarray], donated: dict[int, int]) -> list[Array]:
+        """Runs the kernel; an output may be written into the buffer of an argument donated
+        for it (``donated``: argument position -> output position) when the plan allows it
+        (``in_place``) and nothing but ``args`` holds the buffer, which the pool lent."""
+        reuse = {}
+        for j, out in donated.items():
+            buffer, allowed = self.in_place.get(out, (None, ()))
+            if j in allowed and type(args[j].base) is Lease and sys.getrefcount(args[j]) == 2:
+                reuse[buffer] = args[j]
+        buffers = [reuse[b] if b in reuse else POOL.empty(shape, dtype)
+                   for b, (shape, dtype) in enumerate(self.buffers)]
         arrays = [np.ascontiguousarray(x).reshape(1) if not aval.shape else
                   np.ascontiguousarray(x) for x, aval in zip(args, self.in_avals)]
-        outs = self._call(self.consts + arrays + self.output_buffers())
-        return [Array(np.asarray(o).reshape(aval.shape), aval.weak_type)
+        outs = self._call(self.consts + arrays + buffers)
+        return [Array(o if o.shape == aval.shape else o.reshape(aval.shape), aval.weak_type)
                 for o, aval in zip(outs, self.out_avals)]
 
     def _call(self, arrays: list[np.ndarray]) -> Any:

@@ -27,6 +27,7 @@ from stage1_autodiff.core import (
 from stage1_autodiff.extension import track_device_memory
 from stage1_autodiff.tree_util import tree_map
 from stage2_jit.arrays import PlacedArray
+from stage2_jit.buffers import lent
 from stage2_jit.jaxpr import ClosedJaxpr
 from stage2_jit.jit import jit_p
 from stage2_jit.runtime import BACKEND_COMPILERS
@@ -51,8 +52,9 @@ class ShardedArray(PlacedArray):
         self._aval = self._aval._replace(sharding=sharding)
         self._shards = shards
         self._sharding = sharding
-        # Each device owns its block: counted while the array lives.
-        sizes = [(device, block.nbytes) for device, block in shards.items()]
+        # Each device owns its block: counted while the array lives (by stage 2's pool,
+        # when the block's memory is from there).
+        sizes = [(device, block.nbytes) for device, block in shards.items() if not lent(block)]
         for device, nbytes in sizes:
             track_device_memory(device, nbytes)
         weakref.finalize(self, _release, sizes)

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from stage1_autodiff.core import Device, Primitive
+from stage2_jit.buffers import allocating_for
 from stage2_jit.control_flow import cond_p, scan_p, while_p
 from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from stage2_jit.runtime import compile_jaxpr
@@ -324,7 +325,10 @@ class SpmdExecutable:
             if isinstance(step, Segment):
                 run = executables[id(step)]
                 inputs = [read(v) for v in step.inputs]
-                results = [run(*[blocks[i] for blocks in inputs]) for i in range(n)]
+                results = []
+                for i, device in enumerate(self.groups.devices):
+                    with allocating_for(device):  # the pool counts the outputs for device i
+                        results.append(run(*[blocks[i] for blocks in inputs]))
                 for k, var in enumerate(step.outputs):
                     env[var] = [np.asarray(r[k]._value) for r in results]
             elif step.primitive in host_rules:

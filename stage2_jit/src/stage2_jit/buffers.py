@@ -1,0 +1,162 @@
+"""Buffers: where the memory of the runtime's arrays comes from, and where it goes back to.
+
+A fused kernel reads its operands once and writes its result once. For a 100 MB result that
+is about 7 ms of memory traffic on this machine, and memory fresh from the operating system
+costs as much again: every 4 KiB page faults the first time it is written. NumPy's own
+``x * x + x * 2.0`` pays that on each of its four passes. So the runtime allocates every
+output and scratch buffer itself, outside the kernel, and a kernel only writes into what it is
+given (``runtime.CpuExecutable``).
+
+The memory comes from a pool that lends the memory of arrays that have died again, as
+PyTorch's caching allocator and XLA's BFC allocator do:
+
+- Buffers under ``POOL_MIN`` bytes come from ``np.empty``: reusing small memory at once is
+  what malloc does well already, and its price (about 0.1 µs) is the smallest there is.
+- A larger buffer is rounded up to a size class (four per power of two, so at most a quarter
+  of it goes unused) and taken from that class's free list, or, when the list is empty, from
+  ``np.empty``, which asks the kernel for huge pages where it offers them.
+- A lent buffer is an array whose ``base`` is a :class:`Lease`. Every view of the array keeps
+  the lease alive, so the memory goes back to its free list only when the last view dies:
+  no array ever sees its memory reused while it lives.
+- The pool keeps at most ``jax_from_numpy_pool_idle_bytes`` of idle memory; a buffer that
+  would go beyond it is freed.
+
+``Device.memory_stats()`` reports what the pool lends (``bytes_in_use``) and holds
+(``pool_bytes``) for each device, with JAX's key names.
+
+NB: XLA's CPU client allocates with the system allocator (``xla/pjrt/cpu``); its GPU client
+uses the BFC allocator (``xla/tsl/framework/bfc_allocator.cc``), and PyTorch's CUDA caching
+allocator (``c10/cuda/CUDACachingAllocator.cpp``) keeps freed blocks for reuse as this pool
+does.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from stage1_autodiff.config import config
+from stage1_autodiff.core import CPU_DEVICE, Device
+from stage1_autodiff.extension import track_device_memory, track_pool_memory
+
+POOL_MIN = 1 << 16  # bytes: smaller buffers come straight from np.empty
+
+config.define("jax_from_numpy_pool_idle_bytes", 2**30,
+              "How many bytes of dead arrays' memory the buffer pool keeps for reuse (0: none).")
+
+
+def size_class(nbytes: int) -> int:
+    """``nbytes`` rounded up to the next of 4, 5, 6 or 7 times a power of two."""
+    step = 1 << max((nbytes - 1).bit_length() - 3, 0)
+    return -(-nbytes // step) * step
+
+
+# --8<-- [start:pool]
+class Lease:
+    """One lent buffer: the ``base`` of the array made from it (NumPy's array interface), so
+    that it lives exactly as long as some view of that array does."""
+
+    __slots__ = ("pool", "raw", "device", "__array_interface__")
+
+    def __init__(self, pool: Pool, raw: tuple[np.ndarray, int], device: Device,
+                 shape: tuple[int, ...], dtype: np.dtype) -> None:
+        self.pool, self.raw, self.device = pool, raw, device
+        self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "version": 3,
+                                    "data": (raw[1], False)}
+
+    def __del__(self) -> None:
+        try:
+            self.pool.give_back(self.raw, self.device)
+        except Exception:  # NB: at interpreter exit the module may be half torn down
+            pass
+
+
+class Pool:
+    """Free lists of idle buffers by size class, shared by every device of the host."""
+
+    def __init__(self) -> None:
+        self.free: dict[int, list[tuple[tuple[np.ndarray, int], Device]]] = {}
+        self.idle = 0  # bytes in the free lists
+        self.lock = threading.RLock()  # NB: reentrant: a lease may die while it is held
+
+    def empty(self, shape: Sequence[int], dtype: Any, device: Device | None = None
+              ) -> np.ndarray:
+        """An uninitialised C-contiguous array of ``shape`` and ``dtype`` for ``device``."""
+        dtype, shape = np.dtype(dtype), tuple(shape)
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes < POOL_MIN:
+            return np.empty(shape, dtype)
+        device = device or allocating_device()
+        return np.asarray(Lease(self, self._take(size_class(nbytes), device), device, shape,
+                                dtype))
+
+    def _take(self, size: int, device: Device) -> tuple[np.ndarray, int]:
+        with self.lock:
+            free = self.free.get(size)
+            if free:
+                raw, owner = free.pop()
+                self.idle -= size
+                if owner != device:  # the pool's memory moves to the device it now serves
+                    track_pool_memory(owner, -size)
+                    track_pool_memory(device, size)
+            else:
+                block = np.empty(size, np.uint8)
+                raw = (block, block.__array_interface__["data"][0])
+                track_pool_memory(device, size)
+            track_device_memory(device, size)
+        return raw
+
+    def give_back(self, raw: tuple[np.ndarray, int], device: Device) -> None:
+        size = raw[0].size
+        with self.lock:
+            track_device_memory(device, -size)
+            if self.idle + size <= config.jax_from_numpy_pool_idle_bytes:
+                self.free.setdefault(size, []).append((raw, device))
+                self.idle += size
+            else:
+                track_pool_memory(device, -size)
+
+    # --8<-- [end:pool]
+
+    def release_idle(self) -> int:
+        """Frees every idle buffer; returns how many bytes that was."""
+        with self.lock:
+            freed, self.idle = self.idle, 0
+            for entries in self.free.values():
+                for raw, owner in entries:
+                    track_pool_memory(owner, -raw[0].size)
+            self.free.clear()
+        return freed
+
+
+POOL = Pool()
+_allocating = threading.local()
+
+
+def allocating_device() -> Device:
+    """The device the buffers allocated now are for: the host CPU unless a caller said
+    otherwise (stage 4 runs each simulated device's program under ``allocating_for``)."""
+    return getattr(_allocating, "device", CPU_DEVICE)
+
+
+@contextmanager
+def allocating_for(device: Device) -> Iterator[None]:
+    """Attributes the buffers allocated in this block (on this thread) to ``device``."""
+    before = allocating_device()
+    _allocating.device = device
+    try:
+        yield
+    finally:
+        _allocating.device = before
+
+
+def lent(array: np.ndarray) -> bool:
+    """Whether ``array``'s memory was lent by the pool (and so is counted by it)."""
+    base = array.base
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return isinstance(base, Lease)
