@@ -186,6 +186,13 @@ class CpuExecutable:
     def __call__(self, *args: np.ndarray) -> list[Array]:
         return self.run_donating(list(args), {})
 
+    def output_buffers(self, reuse: dict[int, np.ndarray] | None = None) -> list[np.ndarray]:
+        """The arrays one call writes into: its outputs (0-d ones as shape (1,)), then its
+        scratch arrays, from the pool, but for those ``reuse`` gives (buffer -> array)."""
+        reuse = reuse or {}
+        return [reuse[b] if b in reuse else POOL.empty(shape, dtype)
+                for b, (shape, dtype) in enumerate(self.buffers)]
+
     def run_donating(self, args: list[np.ndarray], donated: dict[int, int]) -> list[Array]:
         """Runs the kernel; an output may be written into the buffer of an argument donated
         for it (``donated``: argument position -> output position) when the plan allows it
@@ -195,8 +202,7 @@ class CpuExecutable:
             buffer, allowed = self.in_place.get(out, (None, ()))
             if j in allowed and type(args[j].base) is Lease and sys.getrefcount(args[j]) == 2:
                 reuse[buffer] = args[j]
-        buffers = [reuse[b] if b in reuse else POOL.empty(shape, dtype)
-                   for b, (shape, dtype) in enumerate(self.buffers)]
+        buffers = self.output_buffers(reuse)
         arrays = [np.ascontiguousarray(x).reshape(1) if not aval.shape else
                   np.ascontiguousarray(x) for x, aval in zip(args, self.in_avals)]
         outs = self._call(self.consts + arrays + buffers)
