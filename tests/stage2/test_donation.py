@@ -136,3 +136,47 @@ def test_donation_inside_a_transformation_is_ignored():
     g = jax.grad(lambda x: jnp.sum(f(x)))(x)
     assert not x.is_deleted()
     np.testing.assert_allclose(np.asarray(g), 2.0)
+
+
+# ------------------------------------------------------------------------------------------
+# Scatters in place
+# ------------------------------------------------------------------------------------------
+
+
+@cpu_only
+def test_a_scatter_into_a_donated_array_updates_it_in_place():
+    update = jax.jit(lambda x, i, v: x.at[i].add(v), donate_argnums=0)
+    start = np.arange(BIG[0] * BIG[1], dtype=np.float32).reshape(BIG)
+    x, i, v = _pooled(BIG, 0.0) + 0.0, jnp.array([3, 7, 7]), jnp.ones(BIG[1])
+    x = jax.jit(lambda a, b: a + b)(x, start)
+    address = _address(x)
+    y = update(x, i, v)
+    assert _address(y) == address and x.is_deleted()
+    expected = start.copy()
+    np.add.at(expected, [3, 7, 7], 1.0)
+    np.testing.assert_array_equal(np.asarray(y), expected)
+
+
+@cpu_only
+def test_a_scatter_whose_updates_read_its_donated_operand_copies_it():
+    update = jax.jit(lambda x, i: x.at[i].set(x[0] * 2.0), donate_argnums=0)
+    start = np.arange(BIG[0] * BIG[1], dtype=np.float32).reshape(BIG)
+    x = jax.jit(lambda a: a + 0.0)(jnp.asarray(start))
+    address = _address(x)
+    y = update(x, jnp.array([0, 5]))  # row 0 is read after it is written: not in place
+    expected = start.copy()
+    expected[[0, 5]] = start[0] * 2.0
+    assert _address(y) != address
+    np.testing.assert_array_equal(np.asarray(y), expected)
+
+
+@cpu_only
+def test_a_scatter_into_a_dead_intermediate_writes_into_it():
+    f = jax.jit(lambda x, i: (x @ x).at[i].add(1.0))
+    x = np.random.default_rng(0).random((64, 64), dtype=np.float32)
+    assert "in place, no copy" in f.lower(x, jnp.array([1, 5, 5])).as_text()
+    expected = x @ x
+    np.add.at(expected, [1, 5, 5], 1.0)
+    np.testing.assert_allclose(np.asarray(f(x, jnp.array([1, 5, 5]))), expected, rtol=1e-5)
+    g = jax.jit(lambda x, i: (lambda y: (y.at[i].add(1.0), y))(x @ x))  # y is still needed
+    assert "in place, no copy" not in g.lower(x, jnp.array([1])).as_text()

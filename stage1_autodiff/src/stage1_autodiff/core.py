@@ -131,9 +131,14 @@ class Primitive:
     def bind(self, *args: Any, **params: Any) -> Any:
         """Applies the primitive through the innermost active interpreter: the heart of the
         library. Every operation ends here."""
-        trace = find_top_trace(args)
-        tracers = [full_raise(trace, arg) for arg in args]
-        outs = trace.process_primitive(self, tracers, params)
+        if (not trace_state.dynamic_trace.level and params.get("out_sharding") is None
+                and all(type(a) is Array for a in args)):
+            # the common eager case, in short: host arrays, run by the eval trace
+            outs = trace_state.dynamic_trace.trace.process_primitive(self, args, params)
+        else:
+            trace = find_top_trace(args)
+            tracers = [full_raise(trace, arg) for arg in args]
+            outs = trace.process_primitive(self, tracers, params)
         return outs if self.multiple_results else outs[0]
 
     def __repr__(self) -> str:
@@ -309,20 +314,7 @@ class EvalTrace(Trace):
         run = executor_for(tracers, params)
         if run is not None:
             return run(prim, tracers, params)
-        values = [t._value for t in tracers]
-        if trace_state.numpy_quiet:
-            outs = impl_rules[prim](*values, **params)
-        else:  # an eager op outside any transformation: silence NumPy for this one call
-            with np.errstate(all="ignore"):
-                outs = impl_rules[prim](*values, **params)
-        if not prim.multiple_results:
-            out = np.asarray(outs)
-            return [Array(out, _result_weak_type(prim, tracers, out.dtype, params))]
-        # An impl with several results may return Arrays when it knows their weak types
-        # (stage 2's jit does: they come from the program's output types).
-        return [out if isinstance(out, Array) else
-                Array(np.asarray(out), _result_weak_type(prim, tracers, out.dtype, params))
-                for out in outs]
+        return run_on_host(prim, tracers, params)
 
     def process_custom_vjp_call(self, prim: Primitive, fun: Callable, fwd: Callable,
                                 bwd: Callable, tracers: list[Array],
@@ -330,6 +322,25 @@ class EvalTrace(Trace):
         # The impl runs ``fun``. Unlike other impls it is given the Arrays, not their NumPy
         # values: ``fun`` binds primitives, which need the weak types.
         return impl_rules[prim](*tracers, fun=fun)
+
+
+def run_on_host(prim: Primitive, arrays: Sequence[Array], params: dict[str, Any]
+                ) -> list[Array]:
+    """``prim``'s NumPy implementation on host arrays, its results typed as Arrays."""
+    values = [a._value for a in arrays]
+    if trace_state.numpy_quiet:
+        outs = impl_rules[prim](*values, **params)
+    else:  # an eager op outside any transformation: silence NumPy for this one call
+        with np.errstate(all="ignore"):
+            outs = impl_rules[prim](*values, **params)
+    if not prim.multiple_results:
+        out = np.asarray(outs)
+        return [Array(out, _result_weak_type(prim, arrays, out.dtype, params))]
+    # An impl with several results may return Arrays when it knows their weak types
+    # (stage 2's jit does: they come from the program's output types).
+    return [out if isinstance(out, Array) else
+            Array(np.asarray(out), _result_weak_type(prim, arrays, out.dtype, params))
+            for out in outs]
 
 
 def _result_weak_type(prim: Primitive, args: list[Array], out_dtype: np.dtype,

@@ -96,22 +96,29 @@ def _unary(prim: Primitive, kinds: str) -> AbstractEvalRule:
 # --8<-- [start:abstract_eval_binary]
 def _binary(prim: Primitive, kinds: str) -> AbstractEvalRule:
     """An elementwise op on two operands of one shape and dtype: the result has that type,
-    weak only when both operands are."""
+    weak only when both operands are. A scalar stands for an array of the other's shape,
+    as in JAX (eager ``x * 2.0`` binds it so; traced programs broadcast it first)."""
     def rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
-        _check_equal(prim, x, y)
+        _check_equal(prim, *_scalar_as(x, y))
         _check_kinds(prim, kinds, x, y)
-        return ShapedArray(x.shape, x.dtype, x.weak_type and y.weak_type)
+        return ShapedArray(x.shape or y.shape, x.dtype, x.weak_type and y.weak_type)
     return rule
 # --8<-- [end:abstract_eval_binary]
+
+
+def _scalar_as(x: ShapedArray, y: ShapedArray) -> tuple[ShapedArray, ShapedArray]:
+    """``x`` and ``y``, a scalar one seen with the other's shape."""
+    return (x._replace(shape=y.shape) if not x.shape else x,
+            y._replace(shape=x.shape) if not y.shape else y)
 
 
 def _comparison(prim: Primitive, kinds: str) -> AbstractEvalRule:
     """Like a binary op, but the result is a bool (weak when both operands are, as in
     stage 1: ``1.5 > 2`` is a weak bool)."""
     def rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
-        _check_equal(prim, x, y)
+        _check_equal(prim, *_scalar_as(x, y))
         _check_kinds(prim, kinds, x, y)
-        return ShapedArray(x.shape, _BOOL, x.weak_type and y.weak_type)
+        return ShapedArray(x.shape or y.shape, _BOOL, x.weak_type and y.weak_type)
     return rule
 
 

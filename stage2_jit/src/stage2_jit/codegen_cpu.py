@@ -258,6 +258,21 @@ class CpuWriter(KernelWriter):
                 f"dtype={np_type(var.aval.dtype)})")
     # --8<-- [end:allocate]
 
+    def owns_dead(self, atom: Any) -> bool:
+        """An array this function allocated (not a view of an input, not a loop body's),
+        read by one equation and not returned."""
+        return (not self.nested and atom in self.allocations and self.uses[atom] == 1
+                and atom not in self.jaxpr.outvars)
+
+    def unless_aliased(self, out: Var, operand: Any, shape: list[str],
+                       setup: list[str]) -> list[str]:
+        if self.nested or not shape or operand not in self.jaxpr.invars:
+            return shape
+        rows, name = f"{self._name_of(out)}_rows", self._name_of(out)
+        setup.append(f"{rows} = 0 if {name}.ctypes.data == {self.names[operand]}.ctypes.data "
+                     f"else {shape[0]}  # donated: updated in place")
+        return [rows, *shape[1:]]
+
     def _emit_reshape(self, eqn: JaxprEqn, comment: str) -> None:
         out = eqn.outvars[0]
         shape = self._shape(out) or ["1"]

@@ -414,19 +414,29 @@ class KernelPlan:
 # --8<-- [start:in_place]
 def in_place_inputs(plan: KernelPlan) -> dict[Var, list[Var]]:
     """For each output a loop of its own writes, the inputs of its type it may be written
-    into: that loop reads them only at the position it writes, and no later step reads them.
+    into: that loop reads them only at the position it writes, and no later step reads them;
+    for a scatter's output, its operand, when neither its indices nor updates read it.
     The runtime writes there when the caller donated the input (``jit(donate_argnums=)``)."""
     jaxpr, reads = plan.jaxpr, Reads(plan.jaxpr, plan.materialized)
     found: dict[Var, list[Var]] = {}
     for k, step in enumerate(plan.steps):
-        out = step.eqns[0].outvars[0] if step.how in ("loop", "flat loop") else None
+        eqn = step.eqns[0]
+        out = eqn.outvars[0] if eqn.outvars else None
         if out not in jaxpr.outvars or step.joins is not None or any(
-                later.joins == k for later in plan.steps) or not reads.in_step(
-                step.eqns[0], out.aval.shape):
+                later.joins == k for later in plan.steps):
             continue
         read_later = {v for later in plan.steps[k + 1:] for e in later.eqns
                       for v in reads.stored_reads(e)}
-        found[out] = [x for x in jaxpr.invars if x not in read_later and x not in jaxpr.outvars
+        if step.how in ("loop", "flat loop") and reads.in_step(eqn, out.aval.shape):
+            candidates = jaxpr.invars
+        elif eqn.primitive in SCATTERS:  # its operand, if its indices and updates don't read it
+            candidates = [eqn.invars[0]]
+            read_later |= {v for a in eqn.invars[1:] if isinstance(a, Var) for v in (
+                {a} if a in reads.stored else reads.stored_reads(reads.producer[a]))}
+        else:
+            continue
+        found[out] = [x for x in candidates if x in jaxpr.invars and x not in read_later
+                      and x not in jaxpr.outvars
                       and (x.aval.shape, x.aval.dtype) == (out.aval.shape, out.aval.dtype)]
     return found
 # --8<-- [end:in_place]

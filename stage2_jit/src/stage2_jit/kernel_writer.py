@@ -308,6 +308,18 @@ class KernelWriter:
         """``var`` at ``index`` as an assignment target (a 0-d array is stored as shape (1,))."""
         return f"{self._name_of(var)}[{', '.join(index) or '0'}]"
 
+    def owns_dead(self, atom: Any) -> bool:
+        """Whether ``atom`` is an array this kernel made and only one equation reads, which
+        may then write into it (a scatter). A renderer that can tell says so."""
+        return False
+
+    def unless_aliased(self, out: Var, operand: Any, shape: list[str],
+                       setup: list[str]) -> list[str]:
+        """The dims of a loop that copies ``operand`` into ``out``: none when the runtime
+        gave ``out`` the operand's own buffer (a donated argument), which a renderer that can
+        tell finds out in lines it adds to ``setup``."""
+        return shape
+
     def _array(self, atom: Any) -> str:
         if isinstance(atom, Literal):
             raise UnsupportedError("a literal operand of a library call")

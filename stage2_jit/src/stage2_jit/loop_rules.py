@@ -170,17 +170,24 @@ def window_position(w: KernelWriter, eqn: JaxprEqn, gathered: Var, index: tuple[
 # --8<-- [end:window_position]
 
 def emit_scatter(w: KernelWriter, eqn: JaxprEqn, comment: str) -> None:
-    """Two loops: a copy of the operand, then one serial pass over the updates in order,
-    each combined into the element its index vector and window offset pick. An update
+    """Two loops: a copy of the operand (none when the operand is an array of the kernel's
+    own that nothing reads afterwards: the updates go into it), then one serial pass over
+    the updates in order, each combined into the element its index vector and window offset
+    pick. An update
     whose window does not fit is dropped (clamped into range in ``clip`` mode);
     repeated indices combine one after another, as eager's ``ufunc.at`` does (for plain
     scatter, the last one wins)."""
     operand, updates = eqn.invars[0], eqn.invars[2]
     out = eqn.outvars[0]
     shape, index = w._shape(out), loop_index(out.aval.ndim)
-    body: list[str] = []
-    body.append(f"{w._at(out, index)} = {w.expr(operand, index, body, {})}")
-    w._emit_nest([w._allocate(out, shape)], shape, index, comment, body, {out}, {out})
+    if w.owns_dead(operand):  # nothing reads the operand after this: update it in place
+        w._statements([comment, f"{w._name_of(out)} = {w._array(operand)}  # in place, no copy"])
+    else:
+        body: list[str] = []
+        body.append(f"{w._at(out, index)} = {w.expr(operand, index, body, {})}")
+        setup = [w._allocate(out, shape)]
+        w._emit_nest(setup, w.unless_aliased(out, operand, shape, setup), index, comment,
+                     body, {out}, {out})
     w.reads = [(out, ":")]  # read anywhere: this pass cannot join the copy's loop
     update_index = loop_index(updates.aval.ndim)
     body = []

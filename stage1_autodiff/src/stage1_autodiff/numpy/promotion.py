@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import primitives as lax
-from ..core import Array, Tracer, asarray, get_aval
+from ..core import Array, Tracer, asarray, get_aval, trace_state
 
 
 def as_value(x: Any, dtype: Any = None) -> Any:
@@ -87,6 +87,9 @@ def promote_inexact(*args: Any) -> list[Any]:
 
 def broadcast_shapes(*shapes: Sequence[int], op_name: str = "broadcast_shapes") -> tuple[int, ...]:
     """NumPy's broadcasting of shapes, with an error that names every shape."""
+    nonscalar = {tuple(s) for s in shapes if len(s)}
+    if len(nonscalar) <= 1:  # the common case: one shape, and scalars
+        return nonscalar.pop() if nonscalar else ()
     ndim = max((len(s) for s in shapes), default=0)
     result = []
     for axis in range(-ndim, 0):
@@ -114,6 +117,9 @@ def promote_and_broadcast(op_name: str, *args: Any, inexact: bool = False) -> li
     if all(s == shapes[0] for s in shapes):
         return values
     shape = broadcast_shapes(*shapes, op_name=op_name)
+    if len(values) == 2 and () in shapes and not trace_state.dynamic_trace.level and all(
+            type(v) is Array for v in values):
+        return values  # eager, an array and a scalar: the op takes the scalar as it is
     return [broadcast_to_shape(v, shape) for v in values]
 
 
