@@ -36,6 +36,7 @@ from .devices import cuda_unavailable_reason, gpu_device
 from .jaxpr import ClosedJaxpr
 from .kernel_cache import call_kernel, load_kernel_module
 from .passes import UnsupportedError, optimize, prepare_program
+from .threads import COORDINATOR
 from .tracing import eval_jaxpr
 
 BACKENDS = ("interpreter", "cpu", "cuda")
@@ -182,6 +183,7 @@ class CpuExecutable:
                          for k, o in enumerate(writer.jaxpr.outvars) if o is v}
         self.in_avals = closed.in_avals
         self.out_avals = closed.out_avals
+        self.uses_blas = "  # BLAS" in source  # its threads are coordinated (threads.py)
 
     def __call__(self, *args: np.ndarray) -> list[Array]:
         return self.run_donating(list(args), {})
@@ -205,6 +207,8 @@ class CpuExecutable:
         buffers = self.output_buffers(reuse)
         arrays = [np.ascontiguousarray(x).reshape(1) if not aval.shape else
                   np.ascontiguousarray(x) for x, aval in zip(args, self.in_avals)]
+        if self.uses_blas:
+            COORDINATOR.coordinate()
         outs = self._call(self.consts + arrays + buffers)
         return [Array(o if o.shape == aval.shape else o.reshape(aval.shape), aval.weak_type)
                 for o, aval in zip(outs, self.out_avals)]

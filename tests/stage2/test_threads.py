@@ -1,0 +1,109 @@
+"""The runtime gives BLAS the cores other processes leave (``stage2_jit/threads.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import stage2_jit.numpy as jnp
+from backend_under_test import cpu_only
+
+import stage2_jit as jax
+from stage2_jit import threads
+
+
+@pytest.mark.parametrize("cores, others, expected", [
+    (2, 0.0, 2), (2, 0.3, 2), (2, 0.7, 1), (2, 1.0, 1), (2, 5.0, 1),
+    (8, 0.0, 8), (8, 2.2, 6), (8, 7.9, 1), (1, 0.0, 1),
+])
+def test_blas_gets_the_cores_other_processes_leave(cores, others, expected):
+    assert threads.blas_threads(cores, others) == expected
+
+
+class _Clock:
+    """Stands in for the machine: a time, and the CPU seconds used by all and by us."""
+
+    def __init__(self) -> None:
+        self.now, self.busy, self.own = 100.0, 0.0, 0.0
+
+    def step(self, seconds: float, others: float, own: float) -> None:
+        self.now += seconds
+        self.busy += (others + own) * seconds
+        self.own += own * seconds
+
+
+@pytest.fixture
+def machine(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(threads.time, "monotonic", lambda: clock.now)
+    monkeypatch.setattr(threads, "_cpu_seconds", lambda: (clock.busy, clock.own))
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    coordinator = threads.Coordinator()
+    coordinator.cores = 2
+    coordinator.threads = 2
+    limits: list[int] = []
+    monkeypatch.setattr(coordinator, "set_threads",
+                        lambda n: (limits.append(n), setattr(coordinator, "threads", n)))
+    return clock, coordinator, limits
+
+
+def test_a_busy_machine_gets_one_blas_thread_and_a_quiet_one_all(machine):
+    clock, coordinator, limits = machine
+    coordinator.coordinate()  # the first look only takes a sample
+    clock.step(0.5, others=1.0, own=1.0)  # another process keeps a core busy
+    coordinator.coordinate()
+    clock.step(0.1, others=0.0, own=2.0)
+    coordinator.coordinate()  # too soon to look again
+    clock.step(0.5, others=0.0, own=2.0)  # it has gone
+    coordinator.coordinate()
+    assert limits == [1, 2]
+
+
+def test_a_users_own_setting_is_left_alone(machine, monkeypatch):
+    clock, coordinator, limits = machine
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    for _ in range(3):
+        clock.step(0.5, others=1.5, own=0.5)
+        coordinator.coordinate()
+    assert limits == []
+
+
+def test_the_option_turns_it_off(machine):
+    clock, coordinator, limits = machine
+    jax.config.update("jax_from_numpy_coordinate_threads", False)
+    try:
+        for _ in range(3):
+            clock.step(0.5, others=1.5, own=0.5)
+            coordinator.coordinate()
+    finally:
+        jax.config.update("jax_from_numpy_coordinate_threads", True)
+    assert limits == []
+
+
+def test_set_threads_limits_the_blas_libraries():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    jnp.ones((2, 2)) @ jnp.ones((2, 2))  # BLAS loaded
+    coordinator = threads.Coordinator()
+    before = {i["filepath"]: i["num_threads"] for i in threadpoolctl.threadpool_info()
+              if i["user_api"] == "blas"}
+    try:
+        coordinator.threads = -1  # so that any count is a change
+        coordinator.set_threads(1)
+        now = [i["num_threads"] for i in threadpoolctl.threadpool_info()
+               if i["user_api"] == "blas"]
+        assert now and all(n == 1 for n in now)
+    finally:
+        for info in threadpoolctl.threadpool_info():
+            if info["filepath"] in before:
+                threadpoolctl.threadpool_limits(before[info["filepath"]], user_api="blas")
+
+
+@cpu_only
+def test_a_kernel_with_matrix_products_asks_the_coordinator(monkeypatch):
+    asked: list[int] = []
+    monkeypatch.setattr(threads.COORDINATOR, "coordinate", lambda: asked.append(1))
+    x = np.ones((8, 8), np.float32)
+    jax.jit(lambda a: jnp.tanh(a @ a))(x)
+    assert asked
+    asked.clear()
+    jax.jit(lambda a: jnp.tanh(a) * 2.0)(x)
+    assert not asked  # no BLAS, nothing to coordinate
