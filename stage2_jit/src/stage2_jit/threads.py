@@ -34,9 +34,11 @@ config.define("jax_from_numpy_coordinate_threads", True,
               "Gives BLAS inside the kernels the cores other processes leave free.")
 
 
+# --8<-- [start:blas_threads]
 def blas_threads(cores: int, others: float) -> int:
     """How many BLAS threads to run when other processes keep ``others`` cores busy."""
     return max(1, min(cores, cores - int(others + 0.5)))
+# --8<-- [end:blas_threads]
 
 
 class Coordinator:
