@@ -400,6 +400,12 @@ def test_a_donated_sharded_array_is_kept() -> None:
     assert theirs_deleted and not ours_deleted and theirs == ours
 
 
+def test_cpu_memory_stats_are_counted_where_jax_has_none() -> None:
+    assert jax.devices()[0].memory_stats() is None
+    stats = sj.devices()[0].memory_stats()
+    assert {"bytes_in_use", "peak_bytes_in_use", "pool_bytes", "bytes_limit"} <= set(stats)
+
+
 def test_sharding_type_error_is_a_type_error() -> None:
     """JAX's ShardingTypeError derives from Exception alone; ours from TypeError. For a reshape
     of a split operand that no rule places, JAX asks for ``out_sharding=`` (our reshape has
