@@ -199,12 +199,8 @@ class CpuWriter(KernelWriter):
         the outputs, recorded in ``scratch`` with their shapes (the program's dims are known)."""
         sizes = {f"d{i}": var.aval.shape[k] for i, (var, k) in enumerate(self.dims)}
         dtypes = {self.names[var]: var.aval.dtype for var in self.names}
-        kept = []
-        for line in source.split("\n"):
-            match = _ALLOCATION.match(line)
-            if match is None:
-                kept.append(line)
-                continue
+        kept, allocations = _hoisted(source)
+        for match in allocations:
             shape = tuple(int(np.prod([int(sizes.get(f.strip(), f)) for f in term.split("*")]))
                           for term in match[2].split(",") if term.strip())
             self.scratch.append((match[1], shape, dtypes[match[1]]))
@@ -574,6 +570,19 @@ _MAX_INLINED_ARGS = 24
 _ALLOCATION = re.compile(r"^    (v\d+) = np\.empty\(\(([^()]*)\), dtype=([\w.]+)\)$")
 
 
+def _hoisted(source: str) -> tuple[list[str], list[re.Match]]:
+    """The lines of a function's ``source`` but the arrays it allocates at its top level, and
+    those allocations (name, shape, dtype): to be taken as parameters instead."""
+    kept, found = [], []
+    for line in source.split("\n"):
+        match = _ALLOCATION.match(line)
+        if match is None:
+            kept.append(line)
+        else:
+            found.append(match)
+    return kept, found
+
+
 def _scratch_parameters(source: str, name: str) -> tuple[str, list[tuple[str, bool]]]:
     """A loop body's source with the arrays it allocates at its top level taken as
     parameters instead, and, for the caller, how to allocate each (and whether it needs two
@@ -581,18 +590,13 @@ def _scratch_parameters(source: str, name: str) -> tuple[str, list[tuple[str, bo
     is written before it is read in each step, so one is enough; an array the body returns
     (the next carry) is read by the next step while that step writes its own, so two take
     turns."""
-    lines = source.split("\n")
-    returned = next(line for line in lines if line.strip().startswith("return ("))
-    kept, allocations, params = [], [], []
-    for line in lines:
-        match = _ALLOCATION.match(line)
-        if match:
-            params.append(match[1])
-            shape = re.sub(r"\bd(\d+)\b", r"{dims}[\1]", match[2])
-            alternate = re.search(rf"\b{match[1]}\b", returned) is not None
-            allocations.append((f"np.empty(({shape}), dtype={match[3]})", alternate))
-            continue
-        kept.append(line)
+    returned = next(line for line in source.split("\n") if line.strip().startswith("return ("))
+    kept, found = _hoisted(source)
+    params, allocations = [match[1] for match in found], []
+    for match in found:
+        shape = re.sub(r"\bd(\d+)\b", r"{dims}[\1]", match[2])
+        alternate = re.search(rf"\b{match[1]}\b", returned) is not None
+        allocations.append((f"np.empty(({shape}), dtype={match[3]})", alternate))
     header = next(i for i, line in enumerate(kept) if line.startswith(f"def {name}("))
     if params:  # one tuple parameter, however many arrays (a call's arguments stay few)
         kept[header] = kept[header][:-2] + ", scratch):"

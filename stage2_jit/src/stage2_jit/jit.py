@@ -186,16 +186,12 @@ class Jitted:
         self._name = getattr(fun, "__name__", "fun")
         # A static argument is static however it is passed: by position or by name.
         names = _positional_names(self._signature)
-        self._static_nums = set(self.static_argnums) | {
-            names.index(n) for n in self.static_argnames if n in names}
-        self._static_names = set(self.static_argnames) | {
-            names[i] for i in self.static_argnums if 0 <= i < len(names)}
+        self._static_nums, self._static_names = _both_ways(
+            self.static_argnums, self.static_argnames, names)
         self._check_argument_options(names)
         # A donated argument is donated however it is passed, too.
-        self._donate_nums = set(self.donate_argnums) | {
-            names.index(n) for n in self.donate_argnames if n in names}
-        self._donate_names = set(self.donate_argnames) | {
-            names[i] for i in self.donate_argnums if 0 <= i < len(names)}
+        self._donate_nums, self._donate_names = _both_ways(
+            self.donate_argnums, self.donate_argnames, names)
 
     def _check_argument_options(self, names: list[str]) -> None:
         """JAX's checks, made at ``jit()``: each static or donated argument number and name
@@ -402,6 +398,14 @@ def _positional_names(signature: inspect.Signature | None) -> list[str]:
         return []
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return [name for name, p in signature.parameters.items() if p.kind in kinds]
+
+
+def _both_ways(nums: Sequence[int], given: Sequence[str],
+               names: list[str]) -> tuple[set[int], set[str]]:
+    """The argument numbers and names meant by ``nums`` and ``given``, each way of passing an
+    argument: by position or by name."""
+    return (set(nums) | {names.index(n) for n in given if n in names},
+            set(given) | {names[i] for i in nums if 0 <= i < len(names)})
 
 
 def _at_top_level() -> bool:

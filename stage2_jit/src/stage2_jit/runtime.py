@@ -111,8 +111,9 @@ def call_donating(program: ClosedJaxpr, backend: str, arrays: list[Array],
     argument is deleted by the call; its buffer may then hold that output (``run_donating``).
     An argument left unpaired is kept, with JAX's warning."""
     pairs, free, unusable = {}, list(enumerate(program.out_avals)), []
+    ids = [id(a) for a in arrays]
     for j in donated:
-        if [id(a) for a in arrays].count(id(arrays[j])) > 1:
+        if ids.count(ids[j]) > 1:
             raise ValueError(f"Attempt to use a buffer that was previously donated in the "
                              f"same call (argument {j}): `f(donate(a), a)` is not allowed. "
                              f"Pass a copy of the array as the other argument.")
