@@ -604,8 +604,9 @@ class Device:
         """The memory this device's buffers use, with JAX's key names: ``bytes_in_use`` and
         ``peak_bytes_in_use``, ``num_allocs`` and ``largest_alloc_size``, ``pool_bytes`` and
         ``peak_pool_bytes`` (what stage 2's pool holds, in use or kept for reuse), and
-        ``bytes_limit`` (the host's memory: every device here lives in it)."""
-        return {**device_memory(self), "bytes_limit": _HOST_MEMORY}
+        ``bytes_limit`` (the host's memory, where every simulated device lives; a GPU's
+        own)."""
+        return {"bytes_limit": _HOST_MEMORY, **device_memory(self)}
 
 
 _HOST_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -84,6 +84,11 @@ def track_pool_memory(device: Any, nbytes: int) -> None:
     counts["peak_pool_bytes"] = max(counts["peak_pool_bytes"], counts["pool_bytes"])
 
 
+def set_memory_limit(device: Any, nbytes: int) -> None:
+    """Says how many bytes ``device`` holds (``bytes_limit``; by default the host's memory)."""
+    _counters(device)["bytes_limit"] = nbytes
+
+
 def device_memory(device: Any) -> dict[str, int]:
     """The counters of ``device``: JAX's ``memory_stats`` keys that apply here."""
     return dict(_counters(device))

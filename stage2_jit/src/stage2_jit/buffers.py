@@ -32,6 +32,7 @@ does.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Iterator, Sequence
@@ -79,22 +80,37 @@ class Pool:
     """Free lists of idle buffers by size class, shared by every device of the host."""
 
     def __init__(self) -> None:
-        self.free: dict[int, list[tuple[tuple[np.ndarray, int], Device]]] = {}
+        self.free: dict[int, list[tuple[tuple[Any, int], Device]]] = {}
         self.idle = 0  # bytes in the free lists
         self.lock = threading.RLock()  # NB: reentrant: a lease may die while it is held
 
-    def empty(self, shape: Sequence[int], dtype: Any, device: Device | None = None
-              ) -> np.ndarray:
+    minimum = POOL_MIN  # bytes: smaller buffers are not pooled (``_unpooled``)
+
+    def empty(self, shape: Sequence[int], dtype: Any, device: Device | None = None) -> Any:
         """An uninitialised C-contiguous array of ``shape`` and ``dtype`` for ``device``."""
         dtype, shape = np.dtype(dtype), tuple(shape)
-        nbytes = math.prod(shape) * dtype.itemsize
-        if nbytes < POOL_MIN:
-            return np.empty(shape, dtype)
-        device = device or allocating_device()
-        return np.asarray(Lease(self, self._take(size_class(nbytes), device), device, shape,
-                                dtype))
+        nbytes = int(math.prod(shape)) * dtype.itemsize
+        if nbytes < self.minimum:
+            return self._unpooled(shape, dtype)
+        device = device or self._device()
+        return self._lend(self._take(size_class(max(nbytes, 1)), device), device, shape, dtype)
 
-    def _take(self, size: int, device: Device) -> tuple[np.ndarray, int]:
+    # How a host pool gets, lends and names its memory; a device pool says otherwise.
+    def _unpooled(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        return np.empty(shape, dtype)
+
+    def _device(self) -> Device:
+        return allocating_device()
+
+    def _new_block(self, size: int) -> tuple[Any, int]:
+        block = np.empty(size, np.uint8)
+        return block, block.__array_interface__["data"][0]
+
+    def _lend(self, raw: tuple[Any, int], device: Device, shape: tuple[int, ...],
+              dtype: np.dtype) -> Any:
+        return np.asarray(Lease(self, raw, device, shape, dtype))
+
+    def _take(self, size: int, device: Device) -> tuple[Any, int]:
         with self.lock:
             free = self.free.get(size)
             if free:
@@ -104,13 +120,12 @@ class Pool:
                     track_pool_memory(owner, -size)
                     track_pool_memory(device, size)
             else:
-                block = np.empty(size, np.uint8)
-                raw = (block, block.__array_interface__["data"][0])
+                raw = self._new_block(size)
                 track_pool_memory(device, size)
             track_device_memory(device, size)
         return raw
 
-    def give_back(self, raw: tuple[np.ndarray, int], device: Device) -> None:
+    def give_back(self, raw: tuple[Any, int], device: Device) -> None:
         size = raw[0].size
         with self.lock:
             track_device_memory(device, -size)
@@ -134,6 +149,75 @@ class Pool:
 
 
 POOL = Pool()
+
+
+# --8<-- [start:device_pool]
+class DevicePool(Pool):
+    """The GPU's caching allocator: the same free lists, of device memory. Every buffer is
+    pooled (``cudaMalloc`` takes tens of microseconds and synchronises the device). A lent
+    buffer is a device array over a memory pointer of its own, which gives its block back
+    when it dies; views of the array keep that pointer alive, as a ``Lease`` does on the host.
+
+    A block is lent again as soon as its array dies, while kernels that use it may still be
+    queued. That is safe because every kernel and copy here runs on Numba's default stream,
+    in order: whatever is queued with the new array runs after them. (PyTorch's allocator
+    keeps blocks per stream for the same reason.)"""
+
+    minimum = 0
+
+    def _device(self) -> Device:
+        from .devices import gpu_device
+        return gpu_device()
+
+    def _new_block(self, size: int) -> tuple[Any, int]:
+        from numba import config, cuda
+        if config.ENABLE_CUDASIM:  # the simulator's device memory is host memory
+            return super()._new_block(size)
+        return cuda.device_array(size, np.uint8), 0
+
+    def _lend(self, raw: tuple[Any, int], device: Device, shape: tuple[int, ...],
+              dtype: np.dtype) -> Any:
+        from numba import config
+        if config.ENABLE_CUDASIM:
+            from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+            return FakeCUDAArray(super()._lend(raw, device, shape, dtype))
+        from numba.cuda.cudadrv.devicearray import DeviceNDArray
+        from numba.cuda.cudadrv.driver import MemoryPointer
+        block = raw[0].gpu_data
+        memory = MemoryPointer(block.context, block.device_pointer,
+                               math.prod(shape) * dtype.itemsize,
+                               finalizer=functools.partial(self.give_back, raw, device))
+        return DeviceNDArray(shape, c_strides(shape, dtype.itemsize), dtype, gpu_data=memory)
+# --8<-- [end:device_pool]
+
+
+def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """The strides of a C-contiguous array of ``shape``."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+DEVICE_POOL = DevicePool()
+
+
+def device_empty(shape: Sequence[int], dtype: Any) -> Any:
+    """An uninitialised device array from the GPU's pool."""
+    return DEVICE_POOL.empty(shape, dtype)
+
+
+def to_device(x: Any) -> Any:
+    """A device buffer for ``x``: itself when it is one already, else a copy of the host array
+    in a buffer from the GPU's pool (a 0-d array as shape (1,), as kernels store scalars)."""
+    if hasattr(x, "copy_to_host"):  # a device array (the simulator's has no CUDA interface)
+        return x
+    x = np.ascontiguousarray(x)
+    buffer = DEVICE_POOL.empty(x.shape or (1,), x.dtype)
+    if x.size:
+        buffer.copy_to_device(x.reshape(buffer.shape))
+    return buffer
 _allocating = threading.local()
 
 

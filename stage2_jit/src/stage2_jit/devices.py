@@ -19,9 +19,11 @@ from typing import Any
 import numpy as np
 from stage1_autodiff.config import config
 from stage1_autodiff.core import CPU_DEVICE, Array, Device, asarray
+from stage1_autodiff.extension import set_memory_limit
 from stage1_autodiff.tree_util import tree_map
 
 from .arrays import GpuArray
+from .buffers import to_device
 
 GPU_PLATFORM_NAMES = ("gpu", "cuda")
 
@@ -49,7 +51,9 @@ def gpu_device() -> Device:
     if config.ENABLE_CUDASIM:
         return Device("gpu", 0, "Numba CUDA simulator")
     name = cuda.get_current_device().name
-    return Device("gpu", 0, name.decode() if isinstance(name, bytes) else str(name))
+    device = Device("gpu", 0, name.decode() if isinstance(name, bytes) else str(name))
+    set_memory_limit(device, cuda.current_context().get_memory_info().total)
+    return device
 
 
 def devices(backend: str | None = None) -> list[Device]:
@@ -87,6 +91,4 @@ def _put(leaf: Any, device: Device) -> Array:
         return array if type(array) is Array else Array(array._value, array.weak_type)
     if isinstance(array, GpuArray):
         return array
-    from numba import cuda
-    host = np.ascontiguousarray(array._value).reshape(array.shape or (1,))
-    return GpuArray(cuda.to_device(host), array.aval, device)
+    return GpuArray(to_device(array._value), array.aval, device)

@@ -31,7 +31,7 @@ from stage1_autodiff.core import Array, ShapedArray, asarray, numpy_warnings_off
 
 from . import codegen_cpu
 from .arrays import GpuArray
-from .buffers import POOL, Lease
+from .buffers import POOL, Lease, device_empty, to_device
 from .devices import cuda_unavailable_reason, gpu_device
 from .jaxpr import ClosedJaxpr
 from .kernel_cache import call_kernel, load_kernel_module
@@ -256,30 +256,28 @@ class CudaExecutable:
         self.dims_host = np.array([var.aval.shape[k] for var, k in writer.dims], dtype=np.int64)
         self.dims = cuda.to_device(self.dims_host if self.dims_host.size else np.zeros(1, np.int64))
         self.out_avals = closed.out_avals
+        self.launched = False  # once the kernels have run, calls skip the cache's checks
 
     def __call__(self, *args: Any) -> list[GpuArray]:
-        outs = call_kernel(self.module, self.program, self.dims_host, self.dims, *self.consts,
-                           *map(to_device, args))
-        return [GpuArray(o, aval, gpu_device()) for o, aval in zip(outs, self.out_avals)]
-
-
-def to_device(x: Any) -> Any:
-    """A device buffer for ``x``: itself when it is one already, else a copy of the host array
-    (a 0-d array as shape (1,), as kernels store scalars)."""
-    if hasattr(x, "__cuda_array_interface__"):
-        return x
-    from numba import cuda
-    x = np.ascontiguousarray(x)
-    return cuda.to_device(x.reshape(x.shape or (1,)))
+        args = (self.dims_host, self.dims, *self.consts, *map(to_device, args))
+        if self.launched:
+            try:
+                outs = self.program(*args)
+            except Exception:  # noqa: BLE001 -- new argument types read a damaged file?
+                outs = call_kernel(self.module, self.program, *args)
+        else:
+            outs = call_kernel(self.module, self.program, *args)
+            self.launched = True
+        device = gpu_device()
+        return [GpuArray(o, aval, device) for o, aval in zip(outs, self.out_avals)]
 
 
 def device_array(shape: tuple[int, ...], dtype: Any) -> Any:
-    """An uninitialised device array. The host function calls this rather than
-    ``cuda.device_array``: the simulator swaps ``cuda`` in a kernel's module for a fake while
-    the kernel runs, which a host function in the same module, called from another thread,
-    would see."""
-    from numba import cuda
-    return cuda.device_array(shape, dtype=dtype)
+    """An uninitialised device array, from the GPU's caching allocator (``buffers.py``).
+    The host function calls this rather than ``cuda.device_array``, which would ask the
+    driver for memory on every call (and the simulator swaps ``cuda`` in a kernel's module for
+    a fake while the kernel runs, which a host function in the same module would see)."""
+    return device_empty(shape, dtype)
 
 
 def row(x: Any, t: int) -> Any:
