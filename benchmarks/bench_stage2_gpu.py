@@ -37,6 +37,7 @@ Run from the repository root (``benchmarks/run_gpu_check.sh`` does it on a lent 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import importlib.util
 import multiprocessing
@@ -522,7 +523,37 @@ def measure_ours(sizes: Sizes, seed: int,
             ours[name] = f"failed: {type(e).__name__}"
             passed = False
         print(progress(name, amounts[name], ours[name]))
-    return copy_bps, ours, amounts, passed
+    return copy_bps, ours, amounts, passed and pool_check(gpu)
+
+
+def pool_check(gpu: Any) -> bool:
+    """The caching allocator on this GPU: a dead result's device memory is lent to the next
+    call, and calls in a loop leave the bytes in use and the pool's size as they were."""
+    f = jax.jit(lambda x: x * 2.0 + 1.0, backend="cuda")
+    x = jax.device_put(np.ones((256, 256), np.float32), gpu)
+
+    def address(a: Any) -> int:  # the simulator's device arrays have no CUDA interface
+        buffer = a._buffer
+        if hasattr(buffer, "__cuda_array_interface__"):
+            return buffer.__cuda_array_interface__["data"][0]
+        return buffer._ary.ctypes.data
+
+    first = f(x)
+    kept = address(first)
+    del first
+    gc.collect()
+    reused = address(f(x)) == kept
+    gc.collect()
+    before = gpu.memory_stats()
+    for _ in range(100):
+        f(x)
+    gc.collect()
+    after = gpu.memory_stats()
+    steady = (after["bytes_in_use"], after["pool_bytes"]) == \
+        (before["bytes_in_use"], before["pool_bytes"])
+    print(f"  device pool: a dead result's memory lent again: {reused}; 100 calls leave bytes "
+          f"in use and pool bytes as they were: {steady} ({after['pool_bytes']:,} pool bytes)")
+    return reused and steady
 
 
 def measure(sizes: Sizes, seed: int, simulator: bool) -> tuple[list[Row], bool]:
