@@ -65,8 +65,8 @@ DISPATCH_TARGET_S = 15e-6  # per call, at most
 ROWWISE_VS_NUMPY = 2.0  # NumPy / ours, at least
 MLP_VS_EAGER = 1.5  # stage-1 eager / ours, at least
 MLP_VS_JAX = 1.5  # ours / JAX, at most
-COLD_COMPILE_S = 1.0
-WARM_COMPILE_S = 0.25
+COLD_COMPILE_S = 0.15  # issue 17: a new function's first call, cold cache
+WARM_COMPILE_S = 0.15
 
 ELEMENTWISE_SHAPE = (5000, 5000)
 ROWWISE_SHAPE = (4096, 1024)
@@ -626,7 +626,7 @@ COMPILE_CHILD = """
 import json, time
 import numpy as np
 import stage2_jit as jax, stage2_jit.numpy as jnp
-from stage2_jit import kernel_cache
+from stage2_jit import kernel_cache, tiers
 start = time.perf_counter()
 import numba
 numba_import = time.perf_counter() - start
@@ -645,13 +645,15 @@ x = jnp.asarray(np.linspace(-3, 3, {size}, dtype=np.float32))
 start = time.perf_counter()
 y = f(x)
 first = time.perf_counter() - start
+tiers.wait()  # the kernel, compiling in the background (tiers.py) while the first call ran
+ready = time.perf_counter() - start
 start = time.perf_counter()
 f(x)
 second = time.perf_counter() - start
 np.testing.assert_allclose(np.asarray(y), np.tanh(np.asarray(x)), rtol=1e-5, atol=1e-6)
 stats = [m.program.stats for m in kernel_cache._modules.values()]
 print(json.dumps(dict(numba_import=numba_import, numba_init=numba_init, first=first,
-                      second=second, hits=sum(s.cache_hits.total() for s in stats),
+                      ready=ready, second=second, hits=sum(s.cache_hits.total() for s in stats),
                       misses=sum(s.cache_misses.total() for s in stats),
                       source=f.lower(x).as_text())))
 """
@@ -674,10 +676,11 @@ print(json.dumps(dict(first=first)))
 """
 
 
-def run_child(code: str, cache: str, init_numba: bool = False) -> dict:
+def run_child(code: str, cache: str, init_numba: bool = False, tiered: bool = True) -> dict:
     roots = [str(Path(m.__file__).resolve().parents[1]) for m in (stage1_autodiff, jax)]
     path = os.pathsep.join([*roots, *filter(None, [os.environ.get("PYTHONPATH")])])
-    env = dict(os.environ, PYTHONPATH=path, JAX_FROM_NUMPY_CACHE_DIR=cache)
+    env = dict(os.environ, PYTHONPATH=path, JAX_FROM_NUMPY_CACHE_DIR=cache,
+               JAX_FROM_NUMPY_TIERED="1" if tiered else "0")
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     code = code.format(size=TANH_SIZE, init_numba=init_numba)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
@@ -689,15 +692,18 @@ def run_child(code: str, cache: str, init_numba: bool = False) -> dict:
 
 def bench_compile(rounds: int) -> None:
     """Cold and warm first calls in fresh processes, each round with a new empty cache
-    folder; then the same with Numba's one-time set-up done before the timed call."""
-    runs: dict[str, list[dict]] = {kind: [] for kind in ("cold", "warm", "cold+", "warm+")}
+    folder; then the same with Numba's one-time set-up done before the timed call; then
+    cold and warm with tiered execution off (the kernel compiled before the first call)."""
+    kinds = ("cold", "warm", "cold+", "warm+", "cold-", "warm-")
+    runs: dict[str, list[dict]] = {kind: [] for kind in kinds}
     jax_first = []
     for _ in range(rounds):
-        for init_numba in (False, True):
+        for suffix, init_numba, tiered in (("", False, True), ("+", True, False),
+                                           ("-", False, False)):
             with tempfile.TemporaryDirectory(prefix="bench_stage2_cache_") as cache:
-                suffix = "+" if init_numba else ""
-                runs["cold" + suffix].append(run_child(COMPILE_CHILD, cache, init_numba))
-                runs["warm" + suffix].append(run_child(COMPILE_CHILD, cache, init_numba))
+                for kind in ("cold", "warm"):
+                    runs[kind + suffix].append(run_child(COMPILE_CHILD, cache, init_numba,
+                                                         tiered))
         if installed("jax"):
             with tempfile.TemporaryDirectory(prefix="bench_stage2_jax_") as cache:
                 jax_first.append(run_child(JAX_COMPILE_CHILD, cache)["first"])
@@ -720,8 +726,11 @@ def bench_compile(rounds: int) -> None:
     print(f"  {'':40} {'best':>10} {'median':>10}   ({rounds} processes each)")
     print(line("cold: empty kernel cache", firsts("cold")))
     print(line("warm: kernel from the disk cache", firsts("warm")))
-    print(line("  cold, Numba set up before", firsts("cold+")))
-    print(line("  warm, Numba set up before", firsts("warm+")))
+    print(line("  cold: the kernel ready after", [r["ready"] for r in runs["cold"]]))
+    print(line("  warm: the kernel ready after", [r["ready"] for r in runs["warm"]]))
+    print(line("  cold, tiers off (compiled first)", firsts("cold-")))
+    print(line("  warm, tiers off (loaded first)", firsts("warm-")))
+    print(line("  cold, tiers off, Numba set up before", firsts("cold+")))
     print(line("  Numba's set-up (a trivial njit call)", [r["numba_init"] for r in
                                                          runs["cold+"] + runs["warm+"]]))
     print(line("  numba's import (before, not timed)", [r["numba_import"] for r in runs["cold"]]))

@@ -506,6 +506,30 @@ def test_an_unusable_kernel_cache_folder_falls_back_to_a_temporary_one(tmp_path,
     assert folder.name.startswith("jax_from_numpy_kernels-")
 
 
+def test_a_first_call_on_the_interpreter_tier_equals_jax_bit_for_bit() -> None:
+    """A first call that runs on the interpreter while the kernel compiles gives the bits the
+    kernel gives after it; compared with JAX's, both are the same float32 values (JAX's
+    ``tanh`` polynomial is not ours, so within a few ulps)."""
+    from stage2_jit import tiers
+
+    def program(x):
+        return jnp.maximum(x * x - 2.0 * x, 0.0) / (1.0 + jnp.abs(x))
+
+    x = np.linspace(-4, 4, 4097, dtype=np.float32)
+    sj.config.update("jax_from_numpy_tiered", True)
+    try:
+        f = sj.jit(lambda x: sjnp.maximum(x * x - 2.0 * x, 0.0) / (1.0 + sjnp.abs(x)))
+        first = np.asarray(f(x))
+        tiers.wait()
+        later = np.asarray(f(x))
+    finally:
+        sj.config.update("jax_from_numpy_tiered", False)
+    theirs = np.asarray(jax.jit(program)(x))
+    assert first.view(np.uint32).tolist() == later.view(np.uint32).tolist()
+    assert first.dtype == theirs.dtype
+    np.testing.assert_array_equal(first, theirs)
+
+
 def test_lower_as_text_shows_the_jaxprs_plan_and_source_where_jax_shows_stablehlo() -> None:
     x = np.ones((8, 4), np.float32)
     theirs = jax.jit(jax.nn.softmax).lower(x).as_text()

@@ -61,6 +61,7 @@ from .runtime import (
     compile_jaxpr,
     values_for,
 )
+from .tiers import Tiered
 from .tracing import closed_with_consts_as_args, trace_to_jaxpr
 
 config.define("jax_disable_jit", False, "Runs jitted functions eagerly, op by op (debugging).")
@@ -491,6 +492,8 @@ class Compiled:
         self._entry = entry
         self.backend = backend
         self._executable = compile_jaxpr(entry.program, backend)
+        if isinstance(self._executable, Tiered):  # ahead of time means now, not in a thread
+            self._executable = self._executable.compile_now()
 
     def __call__(self, *args: Any) -> Any:
         leaves = [asarray(x) for x in tree_flatten(args)[0]]  # canonical dtypes, as jit

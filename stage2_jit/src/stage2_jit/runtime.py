@@ -29,12 +29,12 @@ import numpy as np
 from stage1_autodiff.config import config
 from stage1_autodiff.core import Array, ShapedArray, asarray, numpy_warnings_off
 
-from . import codegen_cpu
+from . import codegen_cpu, tiers
 from .arrays import GpuArray
 from .buffers import POOL, Lease, device_empty, to_device
 from .devices import cuda_unavailable_reason, gpu_device
 from .jaxpr import ClosedJaxpr
-from .kernel_cache import call_kernel, load_kernel_module
+from .kernel_cache import call_kernel, compile_kernel, load_kernel_module
 from .passes import UnsupportedError, optimize, prepare_program
 from .threads import COORDINATOR
 from .tracing import eval_jaxpr
@@ -206,16 +206,25 @@ class CpuExecutable:
             if j in allowed and type(args[j].base) is Lease and sys.getrefcount(args[j]) == 2:
                 reuse[buffer] = args[j]
         buffers = self.output_buffers(reuse)
-        arrays = [np.ascontiguousarray(x).reshape(1) if not aval.shape else
-                  np.ascontiguousarray(x) for x, aval in zip(args, self.in_avals)]
         if self.uses_blas:
             COORDINATOR.coordinate()
-        outs = self._call(self.consts + arrays + buffers)
+        outs = self._call(self.consts + self._inputs(args) + buffers)
         return [Array(o if o.shape == aval.shape else o.reshape(aval.shape), aval.weak_type)
                 for o, aval in zip(outs, self.out_avals)]
 
+    def _inputs(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [np.ascontiguousarray(x).reshape(1) if not aval.shape else
+                np.ascontiguousarray(x) for x, aval in zip(args, self.in_avals)]
+
     def _call(self, arrays: list[np.ndarray]) -> Any:
         return call_kernel(self.module, self.kernel, self.dims, *arrays)
+
+    def compile_for(self, args: list[np.ndarray]) -> None:
+        """Compiles the kernel (or loads it from the disk cache) for the types a call with
+        ``args`` passes, without running it (``tiers.Tiered`` does this in a thread)."""
+        buffers = [np.empty((1,) * len(shape), dtype) for shape, dtype in self.buffers]
+        compile_kernel(self.module, self.kernel,
+                       [self.dims, *self.consts, *self._inputs(args), *buffers])
 # --8<-- [end:cpu_executable]
 
 
@@ -231,7 +240,10 @@ def compile_cpu(closed: ClosedJaxpr, fallback: Callable[[ClosedJaxpr], Callable]
         run = fallback(closed)
         run.source = f"# Not generated: {e} has no CPU code generation rule yet.\n"
         return run
-    return CpuExecutable(closed, source, writer, optimized)
+    executable = CpuExecutable(closed, source, writer, optimized)
+    if config.jax_from_numpy_tiered and tiers.reproducible(optimized.jaxpr):
+        return tiers.Tiered(executable)
+    return executable
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,0 +1,202 @@
+"""Tiered execution: a new program's first calls run on the interpreter while its kernel
+compiles in the background, and the calls after that run the kernel, with the same bits.
+
+A cold first call costs about 0.4 s on the machine this was written on: Numba's one-time
+set-up in a process (its typing and lowering registries, which import SciPy's BLAS) about
+0.25 s, then the kernel's compilation. The interpreter (``passes.optimize``'s program, one
+NumPy call per equation) answers at once. So ``compile_cpu`` wraps an executable in a
+:class:`Tiered` one when the interpreter computes exactly what the kernel does: its first call
+starts a thread that compiles the kernel for the arguments' types, and until that thread is
+done every call runs on the interpreter. LLVM compiles without holding Python's lock for much
+of the time, so the two overlap even on one core.
+
+*Exactly* is the condition, since a result must not depend on how fast a compiler was.
+:func:`reproducible` admits a program only when every equation's interpreter result equals the
+kernel's bit for bit, as ``tests/stage2/test_tiers.py`` checks for each primitive admitted:
+
+- moving elements (``SHAPE`` primitives), and reductions of integers and booleans;
+- the elementwise primitives the kernel spells with correctly rounded IEEE operations, or with
+  ``kernel_math`` intrinsics written to give NumPy's results (integer division, shifts,
+  conversions);
+- float32 ``exp``, ``tanh`` and ``logistic``, whose kernels use ``kernel_math``'s polynomials:
+  the interpreter runs the same polynomials on whole arrays; and float ``max`` and ``min``,
+  which order -0 below +0 in the kernel (:func:`twin`).
+
+Not admitted, so compiled before their first call as before: float reductions (the kernel
+reassociates its sums so that they vectorise), other transcendental functions (the C library's
+and NumPy's differ in the last bit), matrix products, and everything else.
+
+``jax_from_numpy_tiered`` (environment variable ``JAX_FROM_NUMPY_TIERED``) turns this off;
+:func:`wait` waits for the compilations in flight (benchmarks call it before timing kernels).
+
+NB: JAX has no tiers; the JVM's and V8's JITs are the classic ones (an interpreter, then
+compiled code once a function proves hot).
+"""
+
+from __future__ import annotations
+
+import threading
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from stage1_autodiff import primitives as p
+from stage1_autodiff.config import config
+from stage1_autodiff.core import Array, PrimitiveKind, numpy_warnings_off
+
+from . import kernel_math
+from .jaxpr import Jaxpr, Literal, Var
+
+config.define("jax_from_numpy_tiered", True,
+              "Run a new jitted function's first calls on the interpreter while its kernel "
+              "compiles in the background, when the two give identical results.")
+
+# --8<-- [start:reproducible]
+# Elementwise primitives whose NumPy implementation gives the kernel's bits for every dtype.
+EXACT = {p.neg_p, p.add_p, p.sub_p, p.mul_p, p.div_p, p.rem_p, p.eq_p, p.ne_p, p.lt_p,
+         p.le_p, p.gt_p, p.ge_p, p.and_p, p.or_p, p.xor_p, p.not_p, p.select_n_p,
+         p.convert_element_type_p, p.stop_gradient_p, p.abs_p, p.floor_p, p.ceil_p,
+         p.sqrt_p, p.shift_left_p, p.shift_right_logical_p, p.shift_right_arithmetic_p,
+         p.bitcast_convert_type_p}
+
+
+def reproducible(jaxpr: Jaxpr) -> bool:
+    """Whether the interpreter (with the :func:`twin` functions) gives the kernel's bits for ``jaxpr``."""
+    return all(_reproducible(eqn) for eqn in jaxpr.eqns)
+
+
+def _reproducible(eqn: Any) -> bool:
+    kind, dtype = eqn.primitive.kind, eqn.outvars[0].aval.dtype
+    if kind is PrimitiveKind.SHAPE:
+        return True
+    if kind is PrimitiveKind.REDUCTION:
+        return dtype.kind in "biu"  # a float reduction is reassociated in the kernel
+    if eqn.primitive is p.integer_pow_p:  # the kernel multiplies, NumPy calls pow
+        return dtype.kind in "iu" or eqn.params["y"] in (0, 1)
+    if eqn.primitive in (p.max_p, p.min_p):
+        return True  # integers: a compare and select; floats: by their twins
+    return eqn.primitive in EXACT or twin(eqn) is not None
+# --8<-- [end:reproducible]
+
+
+def _numpy_twin(function: Any, names: dict[str, Any]) -> Callable[..., np.ndarray]:
+    """``function``'s Python source run on whole arrays: the kernel_math intrinsics it calls
+    replaced by the NumPy functions with the same results."""
+    return types.FunctionType(function.py_func.__code__, {**vars(kernel_math), **names})
+
+
+def _ieee_extremum(numpy_function: Any, zero_wins: Callable[[np.ndarray], np.ndarray]):
+    """LLVM's ``maximum``/``minimum``: NumPy's, but +0 is above -0. (``np.maximum(0.0,
+    -0.0)`` is -0.0: of two equal operands NumPy returns the first.)"""
+    def extremum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        zeros = (x == 0) & (y == 0)
+        return np.where(zeros, np.where(zero_wins(x), x, y), numpy_function(x, y))
+    return extremum
+
+
+def _twins() -> tuple[dict[Any, Callable[..., np.ndarray]], dict[Any, Callable[..., np.ndarray]]]:
+    names = {"select": np.where, "maximum": np.maximum, "minimum": np.minimum,
+             "float32_from_bits": lambda bits: np.asarray(bits, np.int32).view(np.float32)}
+    names["exp_f32"] = _numpy_twin(kernel_math.exp_f32, names)
+    float32 = {p.exp_p: names["exp_f32"], p.tanh_p: _numpy_twin(kernel_math.tanh_f32, names),
+               p.logistic_p: _numpy_twin(kernel_math.logistic_f32, names)}
+    floats = {p.max_p: _ieee_extremum(np.maximum, lambda x: ~np.signbit(x)),
+              p.min_p: _ieee_extremum(np.minimum, np.signbit)}
+    return float32, floats
+
+
+# How the kernel computes these primitives, on arrays: float32 ones, and those of any float.
+FLOAT32_TWINS, FLOAT_TWINS = _twins()
+
+
+def twin(eqn: Any) -> Callable[..., np.ndarray] | None:
+    """The function that gives the kernel's bits for ``eqn`` where NumPy's primitive does not
+    (see ``codegen_cpu.ELEMENTWISE``), or None."""
+    dtype = eqn.outvars[0].aval.dtype
+    if dtype == np.float32 and eqn.primitive in FLOAT32_TWINS:
+        return FLOAT32_TWINS[eqn.primitive]
+    return FLOAT_TWINS.get(eqn.primitive) if dtype.kind == "f" else None
+
+
+def interpret(jaxpr: Jaxpr, consts: list[Any], args: list[Array]) -> list[Array]:
+    """``jaxpr`` evaluated one equation at a time, as the interpreter backend does, but the
+    primitives that have a :func:`twin` by it."""
+    env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+
+    def read(atom: Any) -> Any:
+        return atom.val if isinstance(atom, Literal) else env[atom]
+
+    with numpy_warnings_off():
+        for eqn in jaxpr.eqns:
+            kernel_way = twin(eqn)
+            if kernel_way is not None:
+                aval = eqn.outvars[0].aval
+                operands = [np.asarray(getattr(v, "_value", v), aval.dtype)
+                            for v in map(read, eqn.invars)]
+                outs = [Array(np.asarray(kernel_way(*operands), aval.dtype), aval.weak_type)]
+            else:
+                outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+                outs = outs if eqn.primitive.multiple_results else [outs]
+            env.update(zip(eqn.outvars, outs))
+    return [read(a) for a in jaxpr.outvars]
+
+
+# --8<-- [start:tiered]
+_in_flight: set[threading.Thread] = set()
+
+
+class Tiered:
+    """A CPU executable whose first calls run on the interpreter while its kernel compiles.
+    Everything else (``source``, ``plan``, ``optimized``...) is the kernel executable's."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+        self.ready = False  # set by the compiling thread when it is done
+        self.thread: threading.Thread | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.kernel, name)
+
+    def __call__(self, *args: np.ndarray) -> list[Array]:
+        return self.run_donating(list(args), {})
+
+    def run_donating(self, args: list[np.ndarray], donated: dict[int, int]) -> list[Array]:
+        if self.ready:
+            return self.kernel.run_donating(args, donated)
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._compile, args=(args,), daemon=True,
+                                           name="jax_from_numpy kernel compile")
+            _in_flight.add(self.thread)
+            self.thread.start()
+        optimized = self.kernel.optimized
+        arrays = [Array(np.asarray(x), aval.weak_type)
+                  for x, aval in zip(args, self.kernel.in_avals)]
+        outs = interpret(optimized.jaxpr, optimized.consts, arrays)
+        return [Array(o._value if isinstance(o, Array) else np.asarray(o, aval.dtype),
+                      aval.weak_type) for o, aval in zip(outs, self.kernel.out_avals)]
+
+    def compile_now(self) -> Any:
+        """Compiles the kernel in this thread, for arguments of the program's types, and
+        returns its executable (``jit(f).lower(x).compile()``)."""
+        self.kernel.compile_for([np.empty((1,) * len(a.shape), a.dtype)
+                                 for a in self.kernel.in_avals])
+        self.ready = True
+        return self.kernel
+
+    def _compile(self, args: list[np.ndarray]) -> None:
+        try:
+            self.kernel.compile_for(args)
+        except Exception:  # noqa: BLE001 -- the next call compiles in the caller and raises
+            pass
+        finally:
+            self.ready = True
+            _in_flight.discard(threading.current_thread())
+# --8<-- [end:tiered]
+
+
+def wait() -> None:
+    """Waits until every kernel compiling in the background is ready."""
+    for thread in list(_in_flight):
+        thread.join()

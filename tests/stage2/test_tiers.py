@@ -1,0 +1,177 @@
+"""Tiered execution (``stage2_jit/tiers.py``): a program admitted to it gives the same bits on
+the interpreter as in its kernel, its first call runs on the interpreter while the kernel
+compiles, and the calls after the compilation run the kernel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import stage2_jit.numpy as jnp
+from backend_under_test import cpu_only
+from stage1_autodiff.config import config
+from stage1_autodiff.core import Array
+from stage2_jit import runtime, tiers
+from stage2_jit.runtime import CpuExecutable
+
+import stage2_jit as jax
+
+lax = jax.lax
+pytestmark = cpu_only
+
+
+@pytest.fixture(autouse=True)
+def tiered():
+    config.update("jax_from_numpy_tiered", True)
+    yield
+    tiers.wait()
+    config.update("jax_from_numpy_tiered", False)
+
+
+def _executable(f, *args):
+    closed = jax.make_jaxpr(f)(*args)
+    return runtime.compile_cpu(closed, fallback=runtime._interpreter_compile)
+
+
+def _bits(x: Array) -> np.ndarray:
+    x = np.asarray(x)
+    return x.view(f"u{x.dtype.itemsize}") if x.dtype.kind == "f" else x
+
+
+def assert_same_bits(f, *args):
+    """The kernel's results and the interpreter's (with twins) are identical, bit for bit."""
+    executable = _executable(f, *args)
+    assert isinstance(executable, tiers.Tiered), "not admitted to tiered execution"
+    kernel = executable.kernel(*args)
+    optimized = executable.kernel.optimized
+    interpreted = tiers.interpret(optimized.jaxpr, optimized.consts,
+                                  [Array(np.asarray(a)) for a in args])
+    for k, (a, b) in enumerate(zip(kernel, interpreted)):
+        assert np.asarray(a).dtype == np.asarray(b).dtype, k
+        np.testing.assert_array_equal(_bits(a), _bits(b), err_msg=f"output {k}")
+
+
+FLOATS = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-40, -1e-40, 1e-8, 0.624, 0.626, 20.0,
+          -20.0, 88.7, 89.5, -103.9, -110.0, 1e30, -1e30, 3.4e38, np.inf, -np.inf, np.nan]
+
+
+def _float_operands(dtype):
+    rng = np.random.default_rng(0)
+    edge = np.array(FLOATS, dtype)
+    x, y = np.meshgrid(edge, edge)
+    noise = (rng.standard_normal((2, 2000)) * rng.choice([1e-3, 1, 30, 1e4], (2, 2000)))
+    return (np.concatenate([x.ravel(), noise[0]]).astype(dtype),
+            np.concatenate([y.ravel(), noise[1]]).astype(dtype))
+
+
+def _float_program(x, y):
+    return (x + y, x - y, x * y, x / y, lax.rem(x, y), -x, jnp.abs(x), jnp.floor(x),
+            jnp.ceil(x), jnp.sqrt(x), x == y, x != y, x < y, x <= y, x > y, x >= y,
+            jnp.where(x > y, x, y), jnp.maximum(x, y), jnp.minimum(x, y),
+            jnp.maximum(x, 0.0), x.astype(np.int32), x.astype(np.uint32), x.astype(bool),
+            lax.integer_pow(x, 1), lax.integer_pow(x, 0), lax.stop_gradient(x) * 2.0)
+
+
+@pytest.fixture
+def x64():
+    config.update("jax_enable_x64", True)
+    yield
+    config.update("jax_enable_x64", False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_arithmetic_is_the_same_on_the_interpreter_and_in_the_kernel(dtype, x64):
+    assert_same_bits(_float_program, *_float_operands(dtype))
+
+
+def test_float32_exp_tanh_and_logistic_are_the_kernels_polynomials_on_the_interpreter():
+    x, y = _float_operands(np.float32)
+    wide = np.linspace(-120, 100, 20001, dtype=np.float32)
+    assert_same_bits(lambda x: (jnp.exp(x), jnp.tanh(x), jax.nn.sigmoid(x)),
+                     np.concatenate([x, y, wide]))
+
+
+def test_the_course_tanh_is_the_same_on_both_tiers():
+    def tanh(x):
+        y = jnp.exp(-2.0 * x)
+        return (1.0 - y) / (1.0 + y)
+    assert_same_bits(tanh, np.linspace(-30, 30, 10001, dtype=np.float32))
+
+
+INTS = [0, 1, -1, 2, -2, 7, -7, 31, 32, 33, 64, 100, -100]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64])
+def test_integer_arithmetic_and_reductions_are_the_same_on_both_tiers(dtype, x64):
+    info = np.iinfo(dtype)
+    edge = np.array([v for v in INTS if info.min <= v <= info.max] + [info.min, info.max],
+                    dtype)
+    x, y = (a.ravel() for a in np.meshgrid(edge, edge))
+
+    def program(x, y):
+        m = x.reshape(len(edge), len(edge))
+        return (x + y, x - y, x * y, lax.div(x, y), lax.rem(x, y), -x, jnp.abs(x), x == y,
+                x < y, x >= y, x & y, x | y, x ^ y, ~x, lax.shift_left(x, y),
+                lax.shift_right_logical(x, y), lax.shift_right_arithmetic(x, y),
+                jnp.maximum(x, y), jnp.minimum(x, y), x.astype(np.float32),
+                lax.integer_pow(x, 3), m.sum(axis=0), m.prod(axis=1), m.max(axis=0),
+                m.min(axis=1), m.T[::-1], jnp.concatenate([x, y])[3:40])
+    assert_same_bits(program, x, y)
+
+
+def test_float_reductions_dots_and_libm_functions_are_not_admitted():
+    x = np.ones((4, 4), np.float32)
+    for f in (lambda x: x.sum(axis=1), lambda x: x @ x, lambda x: jnp.log(x) + 1.0,
+              lambda x: x.max(), lambda x: lax.integer_pow(x, 3),
+              lambda x: jnp.sin(x)):
+        executable = _executable(f, x)
+        assert isinstance(executable, CpuExecutable) and not isinstance(executable, tiers.Tiered)
+    assert isinstance(_executable(lambda x: (x.sum(axis=0) > 1) | (x.T > 0), x.astype(np.int32)),
+                      tiers.Tiered)
+
+
+def _tiered_executables() -> list[tiers.Tiered]:
+    return [e for table in list(runtime._compiled.values()) for e in table.values()
+            if isinstance(e, tiers.Tiered)]
+
+
+def test_the_first_call_of_a_jitted_function_starts_the_compilation_and_returns():
+    f = jax.jit(lambda x: jnp.tanh(x) * 3.0 + x)
+    x = np.linspace(-5, 5, 1001, dtype=np.float32)
+    known = set(map(id, _tiered_executables()))
+    first = f(x)
+    (executable,) = [e for e in _tiered_executables() if id(e) not in known]
+    assert executable.thread is not None
+    tiers.wait()
+    assert executable.ready
+    np.testing.assert_array_equal(_bits(first), _bits(f(x)))
+
+
+def test_a_tiered_executable_switches_to_its_kernel_once_compiled():
+    executable = _executable(lambda x: x * x + x * 2.0, np.ones(8, np.float32))
+    assert isinstance(executable, tiers.Tiered) and not executable.ready
+    calls = []
+    kernel_run = executable.kernel.run_donating
+    executable.kernel.run_donating = lambda *a: calls.append(1) or kernel_run(*a)
+    x = np.arange(8, dtype=np.float32)
+    first = executable(x)  # the interpreter; the compilation starts
+    assert calls == []
+    tiers.wait()
+    assert executable.ready
+    second = executable(x)
+    assert calls == [1]
+    np.testing.assert_array_equal(np.asarray(first[0]), np.asarray(second[0]))
+    assert executable.source == executable.kernel.source  # the rest is the kernel's
+
+
+def test_tiered_execution_can_be_turned_off():
+    config.update("jax_from_numpy_tiered", False)
+    assert not isinstance(_executable(lambda x: x + 1.0, np.ones(3, np.float32)), tiers.Tiered)
+
+
+def test_donation_on_the_interpreter_tier_deletes_the_donated_argument():
+    step = jax.jit(lambda w, g: w - 0.5 * g, donate_argnums=0)
+    w = jnp.asarray(np.ones((64, 64), np.float32)) + 0.0
+    g = jnp.ones((64, 64), np.float32)
+    new = step(w, g)
+    assert w.is_deleted()
+    np.testing.assert_array_equal(np.asarray(new), 0.5)
