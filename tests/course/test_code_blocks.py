@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from stage1_autodiff.config import config
+from stage2_jit import tiers
 
 REPO = Path(__file__).resolve().parents[2]
 COURSE = REPO / "course"
@@ -137,6 +139,7 @@ def test_page_code_blocks_run(page: Path) -> None:
     module = types.ModuleType(f"course_page_{page.stem.replace('-', '_')}")
     module.__file__ = str(page)
     sys.modules[module.__name__] = module  # dataclasses and pickling look modules up here
+    settings = dict(config._values)  # a page may change options: the next page sees none
     try:
         for number, block in enumerate(_runnable(page), start=1):
             # Blank lines in front make traceback line numbers those of the Markdown file.
@@ -150,6 +153,10 @@ def test_page_code_blocks_run(page: Path) -> None:
             _check_printed(page, number, block, output.getvalue())
     finally:
         del sys.modules[module.__name__]
+        tiers.wait()  # a page's kernels compiling in the background
+        for name, value in settings.items():
+            if config._values[name] != value:
+                config.update(name, value)
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=lambda p: str(p.relative_to(COURSE)))

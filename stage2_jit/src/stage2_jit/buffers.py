@@ -164,10 +164,12 @@ class DevicePool(Pool):
     keeps blocks per stream for the same reason.)"""
 
     minimum = 0
+    device: Device | None = None  # the GPU, set by ``devices.gpu_device`` when it finds it
 
     def _device(self) -> Device:
-        from .devices import gpu_device
-        return gpu_device()
+        if self.device is None:
+            raise RuntimeError("No GPU was found yet: call jax.devices('gpu') first.")
+        return self.device
 
     def _new_block(self, size: int) -> tuple[Any, int]:
         from numba import config, cuda

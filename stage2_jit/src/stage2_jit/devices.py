@@ -23,7 +23,7 @@ from stage1_autodiff.extension import set_memory_limit
 from stage1_autodiff.tree_util import tree_map
 
 from .arrays import GpuArray
-from .buffers import to_device
+from .buffers import DEVICE_POOL, to_device
 
 GPU_PLATFORM_NAMES = ("gpu", "cuda")
 
@@ -49,10 +49,12 @@ def gpu_device() -> Device:
                            f"is always available: jax.devices('cpu').")
     from numba import config, cuda
     if config.ENABLE_CUDASIM:
-        return Device("gpu", 0, "Numba CUDA simulator")
-    name = cuda.get_current_device().name
-    device = Device("gpu", 0, name.decode() if isinstance(name, bytes) else str(name))
-    set_memory_limit(device, cuda.current_context().get_memory_info().total)
+        device = Device("gpu", 0, "Numba CUDA simulator")
+    else:
+        name = cuda.get_current_device().name
+        device = Device("gpu", 0, name.decode() if isinstance(name, bytes) else str(name))
+        set_memory_limit(device, cuda.current_context().get_memory_info().total)
+    DEVICE_POOL.device = device
     return device
 
 

@@ -259,6 +259,7 @@ class CudaExecutable:
     def __init__(self, closed: ClosedJaxpr, source: str, writer: Any,
                  optimized: ClosedJaxpr) -> None:
         from numba import cuda
+        gpu_device()  # found before the first device buffer is taken from its pool
         self.optimized = optimized
         self.source = source
         self.plan = writer.plan.text()
@@ -309,7 +310,8 @@ def _on_the_host(run: Callable[..., list[Array]], out_avals: list) -> Callable:
     results back to the GPU, so the arrays a caller sees stay GpuArrays."""
     def on_host(*args: Any) -> list[GpuArray]:
         host = [x.copy_to_host() if hasattr(x, "copy_to_host") else x for x in args]
-        return [GpuArray(to_device(np.asarray(o)), aval, gpu_device())
+        device = gpu_device()
+        return [GpuArray(to_device(np.asarray(o)), aval, device)
                 for o, aval in zip(run(*host), out_avals)]
     on_host.optimized = getattr(run, "optimized", None)
     return on_host
