@@ -399,7 +399,8 @@ class CpuWriter(KernelWriter):
     # --8<-- [end:column_reduction]
 
     def _emit_dot(self, eqn: JaxprEqn, comment: str) -> None:
-        """A float product BLAS can do is one ``np.dot``; any other is a loop nest."""
+        """A float product BLAS can do is one ``np.dot`` (kernel_math's ``dot_into``); any
+        other is a loop nest."""
         if not is_blas_dot(eqn):
             emit_contraction(self, eqn, comment)
             return
@@ -420,7 +421,7 @@ class CpuWriter(KernelWriter):
         # BLAS writes into the result's buffer, seen as the matrix (or vector) it computes
         result = [rows] + ([self.dim(y_var, 1 - rc[0])] if y_var.aval.ndim == 2 else [])
         target = name if x_var.aval.ndim == 2 else f"{name}.reshape(({', '.join(result)},))"
-        lines = [comment, self._allocate(out, self._shape(out)), f"np.dot({x}, {y}, {target})"
+        lines = [comment, self._allocate(out, self._shape(out)), f"dot_into({x}, {y}, {target})"
                  f"  # BLAS"]
         self._statements([line for line in lines if line])
 
@@ -610,7 +611,7 @@ def _prelude() -> list[str]:
             f"# kernel_math {_KERNEL_MATH_HASH}",
             "import numpy as np",
             "from numba import njit, prange",
-            "from stage2_jit.kernel_math import (add_reassoc, bitcast, div_toward_zero,",
+            "from stage2_jit.kernel_math import (add_reassoc, bitcast, div_toward_zero, dot_into,",
             "    erf_inv_f32, erf_inv_f64, exp_f32, float_to_int, logistic_f32, max_reassoc,",
             "    maximum, min_reassoc, minimum, mul_reassoc, rem_toward_zero, select, shift_left,",
             "    shift_right_arithmetic, shift_right_logical, tanh_f32, threefry2x32)",

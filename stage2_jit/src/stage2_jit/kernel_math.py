@@ -18,7 +18,7 @@ LLVM's shifts and divisions are undefined for some operands (a shift by the bit 
 a division by zero), as is its float to integer cast (of NaN, inf, or a value out of range).
 The integer intrinsics here work in the operands' own type and give every operand the result
 the eager (NumPy) implementation gives, which is XLA's. The rest are helpers with loops or
-several results: ``erf_inv``, the Threefry hash.
+several results: ``erf_inv``, the Threefry hash, and ``dot_into``, a matrix product by BLAS.
 
 The generated source imports these by name; the prelude records a hash of this file so that
 a change here makes new kernel sources (and so new cache entries).
@@ -215,6 +215,15 @@ def bitcast(typingctx, x, dtype):
         llvm_type = context.get_value_type(target)
         return value if value.type == llvm_type else builder.bitcast(value, llvm_type)
     return target(x, dtype), codegen
+
+
+@njit(cache=True, error_model="numpy")
+def dot_into(a, b, out):
+    """``out[...] = a @ b`` through BLAS (Numba's ``np.dot``). A kernel calls this rather
+    than ``np.dot`` itself because this is compiled once per layout of its operands and kept
+    in the disk cache: a new kernel links it instead of compiling Numba's matrix product
+    again, which took about 40 ms for each product in every cold compilation."""
+    np.dot(a, b, out)
 
 
 F32 = np.float32
