@@ -158,6 +158,16 @@ def test_gather_and_scatter_print_without_jaxs_extra_params() -> None:
 # ------------------------------------------------------------------------------------------
 
 
+def test_roll_needs_a_concrete_shift() -> None:
+    x = np.arange(5.0, dtype=np.float32)
+    theirs = jax.jit(lambda x, s: jnp.roll(x, s))(x, 2)
+    assert np.asarray(theirs).tolist() == [3.0, 4.0, 0.0, 1.0, 2.0]
+    with pytest.raises(TypeError, match="shift must be a concrete integer"):
+        sj.jit(lambda x, s: sjnp.roll(x, s))(x, 2)
+    ours = sj.jit(lambda x: sjnp.roll(x, 2))(x)  # a concrete shift
+    assert np.asarray(ours).tolist() == np.asarray(theirs).tolist()
+
+
 @pytest.mark.parametrize("spec, shape, match", [
     ("ii->i", (2, 2), "repeated index"), ("...i->...", (2, 3), "ellipsis")])
 def test_einsum_has_no_diagonals_and_no_ellipsis(spec: str, shape, match: str) -> None:

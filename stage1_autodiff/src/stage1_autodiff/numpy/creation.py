@@ -222,3 +222,29 @@ def identity(n: int, dtype: Any = None) -> Any:
     """The ``n`` by ``n`` identity matrix."""
     return eye(n, dtype=_dtype(dtype, dtypes.default_float_dtype(), "identity"))
 
+
+
+def empty(shape: Shape, dtype: Any = None) -> Any:
+    """An array of ``shape``: zeros, as JAX's arrays are never uninitialised."""
+    return zeros(shape, dtype)
+
+
+def empty_like(prototype: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
+    """An array like ``prototype``: zeros, as in JAX."""
+    return zeros_like(prototype, dtype, shape)
+
+
+def copy(a: Any, order: Any = None) -> Any:
+    """A copy of ``a`` (arrays are immutable, so it shares nothing that can change)."""
+    del order
+    return array(a, copy=True)
+
+
+def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0,
+             dtype: Any = None, axis: int = 0) -> Any:
+    """``base`` to the powers of ``linspace(start, stop, num)``."""
+    from .ufuncs import astype, power
+    if axis not in (0, -1):
+        raise ValueError(f"logspace: axis must be 0 for scalar start and stop, got {axis}.")
+    result = power(base, linspace(start, stop, num, endpoint))
+    return result if dtype is None else astype(result, dtype)

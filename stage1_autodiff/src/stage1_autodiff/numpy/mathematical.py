@@ -1,0 +1,198 @@
+"""Elementwise functions that are compositions of the ufuncs, as they are in JAX: no new
+primitive, so every transformation of the ones they use applies to them.
+
+Example:
+    >>> import stage1_autodiff.numpy as jnp
+    >>> jnp.log2(jnp.array([1.0, 8.0]))
+    Array([0., 3.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from .. import primitives as lax
+from ..core import get_aval
+from .promotion import as_value, promote, promote_inexact
+from .ufuncs import (
+    abs,
+    ceil,
+    divide,
+    equal,
+    exp,
+    floor,
+    greater,
+    isinf,
+    isnan,
+    less,
+    less_equal,
+    log,
+    log1p,
+    logical_and,
+    logical_not,
+    logical_or,
+    maximum,
+    minimum,
+    multiply,
+    sin,
+    sqrt,
+    square,
+    where,
+)
+
+
+def _constant_like(x: Any, value: float) -> Any:
+    """A strongly typed scalar of ``x``'s dtype."""
+    return lax.full((), value, get_aval(x).dtype, False)
+
+
+def log2(x):
+    """Base-2 logarithm."""
+    (x,) = promote_inexact(x)
+    return divide(log(x), log(_constant_like(x, 2.0)))
+
+
+def log10(x):
+    """Base-10 logarithm."""
+    (x,) = promote_inexact(x)
+    return divide(log(x), log(_constant_like(x, 10.0)))
+
+
+def deg2rad(x):
+    """Degrees to radians."""
+    (x,) = promote_inexact(x)
+    return multiply(x, np.pi / 180)
+
+
+def rad2deg(x):
+    """Radians to degrees."""
+    (x,) = promote_inexact(x)
+    return multiply(x, 180 / np.pi)
+
+
+def hypot(x1, x2):
+    """sqrt(x1**2 + x2**2), without overflow in the squares: the larger magnitude is factored
+    out; an infinite operand gives inf even beside a NaN."""
+    x1, x2 = promote_inexact(x1, x2)
+    x1, x2 = abs(x1), abs(x2)
+    infinite = logical_or(isinf(x1), isinf(x2))
+    big, small = maximum(x1, x2), minimum(x1, x2)
+    safe = where(big == 0, 1.0, big)
+    result = where(big == 0, big, big * sqrt(1 + square(divide(small, safe))))
+    return where(infinite, np.inf, result)
+
+
+def logaddexp(x1, x2):
+    """log(exp(x1) + exp(x2)) without overflow."""
+    x1, x2 = promote_inexact(x1, x2)
+    top = maximum(x1, x2)
+    gap = x1 - x2
+    return where(isnan(gap), x1 + x2, top + log1p(exp(-abs(gap))))
+
+
+def sinc(x):
+    """sin(pi x) / (pi x), and 1 at 0."""
+    (x,) = promote_inexact(x)
+    zero = equal(x, 0)
+    safe = where(zero, 1.0, np.pi * x)
+    return where(zero, 1.0, sin(safe) / safe)
+
+
+def heaviside(x1, x2):
+    """0 where x1 < 0, 1 where x1 > 0, and x2 where x1 is 0."""
+    x1, x2 = promote_inexact(x1, x2)
+    return where(less(x1, 0), 0, where(greater(x1, 0), 1, x2))
+
+
+def fmax(x1, x2):
+    """Elementwise max that ignores a NaN when the other operand is a number."""
+    x1, x2 = promote(x1, x2)
+    return where(logical_or(greater(x1, x2), isnan(x2)), x1, x2)
+
+
+def fmin(x1, x2):
+    """Elementwise min that ignores a NaN when the other operand is a number."""
+    x1, x2 = promote(x1, x2)
+    return where(logical_or(less(x1, x2), isnan(x2)), x1, x2)
+
+
+def trunc(x):
+    """Rounds toward zero (integers are returned unchanged)."""
+    x = as_value(x)
+    if not dtypes.is_float(get_aval(x).dtype):
+        return x
+    return where(less(x, 0), ceil(x), floor(x))
+
+
+def signbit(x):
+    """Whether the sign bit is set: true for -0.0 and negative NaNs too."""
+    x = as_value(x)
+    dtype = get_aval(x).dtype
+    if dtype == np.bool_:
+        return lax.full_like(x, False, np.dtype(np.bool_))
+    if not dtypes.is_float(dtype):
+        return less(x, 0)
+    bits = lax.bitcast_convert_type(x, np.dtype(f"int{dtype.itemsize * 8}"))
+    return less(bits, 0)
+
+
+def copysign(x1, x2):
+    """The magnitude of x1 with the sign of x2."""
+    x1, x2 = promote_inexact(x1, x2)
+    return where(signbit(x2), -abs(x1), abs(x1))
+
+
+def real(x):
+    """The real part: x itself, as every dtype here is real."""
+    return as_value(x)
+
+
+def imag(x):
+    """The imaginary part: zeros, as every dtype here is real."""
+    x = as_value(x)
+    return lax.full_like(x, 0)
+
+
+def conj(x):
+    """The complex conjugate: x itself, as every dtype here is real."""
+    return as_value(x)
+
+
+conjugate = conj
+
+
+def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """Whether |a - b| <= atol + rtol * |b| elementwise; infinities are close only to
+    themselves, NaN to nothing (or to NaN, with ``equal_nan``)."""
+    a, b = promote(a, b)
+    if not dtypes.is_float(get_aval(a).dtype):
+        a, b = promote_inexact(a, b)
+    dtype = get_aval(a).dtype
+    rtol, atol = _constant_like(a, rtol), _constant_like(a, atol)
+    close = less_equal(abs(a - b), atol + rtol * abs(b))
+    a_inf, b_inf = isinf(a), isinf(b)
+    close = logical_and(close, logical_not(logical_or(a_inf, b_inf)))
+    close = logical_or(close, logical_and(logical_and(a_inf, b_inf), equal(a, b)))
+    a_nan, b_nan = isnan(a), isnan(b)
+    close = logical_and(close, logical_not(logical_or(a_nan, b_nan)))
+    return logical_or(close, logical_and(a_nan, b_nan)) if equal_nan else close
+
+
+def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None):
+    """NaN replaced by ``nan``, infinities by ``posinf``/``neginf`` (by default the largest
+    and the lowest finite values of the dtype). Integers are returned unchanged."""
+    del copy
+    x = as_value(x)
+    dtype = get_aval(x).dtype
+    if not dtypes.is_float(dtype):
+        return x
+    info = np.finfo(dtype)
+    x = where(isnan(x), _constant_like(x, nan), x)
+    high = info.max if posinf is None else posinf
+    low = info.min if neginf is None else neginf
+    x = where(logical_and(isinf(x), x > 0), _constant_like(x, high), x)
+    return where(logical_and(isinf(x), x < 0), _constant_like(x, low), x)
