@@ -29,6 +29,11 @@ FUNCTIONS = {
     + jnp.copysign(jnp.log2(jnp.abs(m) + 1.0), m),
     "isclose and average": lambda m: jnp.where(jnp.isclose(m, m + 1e-9), 1.0, 0.0)
     * jnp.average(m, axis=0, weights=jnp.arange(1.0, 5.0)),
+    "quantiles": lambda m: jnp.median(m, axis=1) + jnp.quantile(m, jnp.array([0.2, 0.7]),
+                                                                 axis=0).sum(axis=0),
+    "searching": lambda m: m[0] * jnp.searchsorted(jnp.sort(m[1]), m[2]).astype(jnp.float32)
+    + jnp.nonzero(m[3] > 0, size=4, fill_value=9)[0] + jnp.bincount(
+        jnp.argsort(m[0]), length=4) * m[1],
 }
 
 
@@ -47,7 +52,7 @@ def test_vmap_equals_a_loop(name):
     np.testing.assert_allclose(np.asarray(jax.vmap(f)(batch)), looped, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", [n for n in FUNCTIONS if n != "sorting"])
+@pytest.mark.parametrize("name", [n for n in FUNCTIONS if n not in ("sorting", "searching")])
 def test_grad_of_jit_equals_grad(name):
     f = FUNCTIONS[name]
     def loss(m):

@@ -85,15 +85,27 @@ from .statistics import (
     argsort,
     array_equal,
     average,
+    bincount,
     count_nonzero,
+    dtype,
+    finfo,
+    iinfo,
     isscalar,
+    issubdtype,
+    median,
     nanmax,
     nanmean,
     nanmin,
     nansum,
+    nonzero,
+    percentile,
     promote_types,
+    quantile,
     result_type,
+    searchsorted,
+    select,
     sort,
+    unravel_index,
 )
 from .shapes import (
     atleast_1d,
@@ -180,3 +192,5 @@ inf = _np.inf
 nan = _np.nan
 newaxis = None
 bool = bool_  # noqa: A001 -- jnp.bool, as in NumPy 2
+# NumPy's abstract scalar types, for issubdtype (JAX exports NumPy's own)
+floating, integer, inexact, number = _np.floating, _np.integer, _np.inexact, _np.number

@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -17,11 +18,34 @@ import numpy as np
 from .. import dtypes
 from .. import primitives as lax
 from ..core import Array, Tracer, get_aval
+from .creation import arange
+from .indexing import take
 from .mathematical import isclose
-from .promotion import as_value, canonicalize_axes, canonicalize_axis, promote_inexact
-from .reductions import Axis, all, max, mean, min, sum
-from .shapes import broadcast_to, flip, ravel
-from .ufuncs import equal, isnan, logical_and, logical_not, logical_or, not_equal, where
+from .promotion import (
+    as_value,
+    canonicalize_axes,
+    canonicalize_axis,
+    convert,
+    promote,
+    promote_inexact,
+)
+from .reductions import Axis, all, any, max, mean, min, sum
+from .shapes import broadcast_to, concatenate, expand_dims, flip, moveaxis, ravel, reshape
+from .ufuncs import (
+    astype,
+    ceil,
+    clip,
+    equal,
+    floor,
+    isnan,
+    less,
+    less_equal,
+    logical_and,
+    logical_not,
+    logical_or,
+    not_equal,
+    where,
+)
 
 # ------------------------------------------------------------------------------------------
 # Whole-array comparisons and averages
@@ -185,3 +209,186 @@ def isscalar(element: Any) -> bool:
     if isinstance(element, (Array, Tracer)):
         return get_aval(element).ndim == 0
     return bool(np.isscalar(element))
+
+
+def dtype(obj: Any, align: bool = False, copy: bool = False) -> np.dtype:
+    """``obj`` as a NumPy dtype (``jnp.float32``, ``"int32"``, an array's dtype...)."""
+    return np.dtype(getattr(obj, "dtype", obj), align=align, copy=copy)
+
+
+def finfo(dtype_like: Any) -> np.finfo:
+    """Machine limits of a float dtype (``eps``, ``max``, ``tiny``...)."""
+    return np.finfo(dtypes.canonicalize_dtype(dtype(dtype_like)))
+
+
+def iinfo(int_type: Any) -> np.iinfo:
+    """Machine limits of an integer dtype (``min``, ``max``, ``bits``)."""
+    return np.iinfo(dtypes.canonicalize_dtype(dtype(int_type)))
+
+
+def issubdtype(arg1: Any, arg2: Any) -> bool:
+    """Whether ``arg1`` is ``arg2`` or below it in NumPy's type hierarchy (``jnp.floating``,
+    ``jnp.integer``...)."""
+    def as_type(x: Any) -> Any:
+        return x if isinstance(x, type) and issubclass(x, np.generic) else dtype(x)
+    return bool(np.issubdtype(as_type(arg1), as_type(arg2)))
+
+
+# ------------------------------------------------------------------------------------------
+# Quantiles, searching, counting
+# ------------------------------------------------------------------------------------------
+
+
+def quantile(a, q, axis: int | None = None, out=None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False):
+    """The ``q``-th quantiles (0 to 1) along ``axis``: ``q``'s dims come first. ``method`` is
+    linear, lower, higher, midpoint or nearest; a NaN anywhere along the axis gives NaN."""
+    del overwrite_input
+    if out is not None:
+        raise NotImplementedError("The 'out' argument is not supported: JAX arrays are "
+                                  "immutable. Use the returned array instead.")
+    if method not in ("linear", "lower", "higher", "midpoint", "nearest"):
+        raise ValueError(f"quantile: method must be linear, lower, higher, midpoint or "
+                         f"nearest, got {method!r}.")
+    (a,) = promote_inexact(a)  # q takes a's dtype: the result is strong, as JAX's
+    a = convert(as_value(a), get_aval(as_value(a)).dtype)
+    q = astype(q, get_aval(a).dtype)
+    shape = get_aval(a).shape
+    flat, axis = (True, 0) if axis is None else (False,
+                                                 canonicalize_axis(axis, len(shape), "quantile"))
+    a = ravel(a) if flat else a
+    n = get_aval(a).shape[axis]
+    ordered = sort(a, axis=axis)
+    position = q * (n - 1)
+    low, high = floor(position), ceil(position)
+    low_value, high_value = (_take_quantile(ordered, i, axis, n) for i in (low, high))
+    fraction = _spread(position - low, get_aval(low_value).ndim)
+    if method == "linear":
+        result = low_value * (1 - fraction) + high_value * fraction
+    elif method == "midpoint":
+        result = (low_value + high_value) * 0.5
+    elif method == "nearest":
+        result = where(fraction <= 0.5, low_value, high_value)
+    else:
+        result = low_value if method == "lower" else high_value
+    result = where(any(isnan(a), axis=axis), np.nan, result)
+    if keepdims:
+        kept = [1] * len(shape) if flat else [1 if d == axis else m for d, m in enumerate(shape)]
+        result = reshape(result, get_aval(q).shape + tuple(kept))
+    return result
+
+
+def _take_quantile(ordered, index, axis: int, n: int):
+    """The elements at ``index`` (an array of positions, clipped) along ``axis``, with
+    ``index``'s dims first."""
+    index = astype(clip(index, 0, n - 1), dtypes.default_int_dtype())
+    index_ndim = get_aval(index).ndim
+    picked = take(ordered, index, axis=axis)
+    return moveaxis(picked, tuple(range(axis, axis + index_ndim)), tuple(range(index_ndim)))
+
+
+def _spread(x, ndim: int):
+    """``x`` with trailing dims of size 1 up to ``ndim``, to broadcast against a result."""
+    return reshape(x, get_aval(x).shape + (1,) * (ndim - get_aval(x).ndim))
+
+
+def percentile(a, q, axis: int | None = None, out=None, overwrite_input: bool = False,
+               method: str = "linear", keepdims: bool = False):
+    """The ``q``-th percentiles (0 to 100) along ``axis`` (:func:`quantile` of ``q / 100``)."""
+    (q,) = promote_inexact(q)
+    return quantile(a, q / 100, axis, out, overwrite_input, method, keepdims)
+
+
+def median(a, axis: int | None = None, out=None, overwrite_input: bool = False,
+           keepdims: bool = False):
+    """The middle value along ``axis`` (the mean of the two middle ones for an even count)."""
+    return quantile(a, 0.5, axis, out, overwrite_input, "midpoint", keepdims)
+
+
+def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan"):
+    """Where each element of ``v`` would go in the sorted 1-D ``a`` to keep it sorted: the
+    count of elements of ``a`` below it (``"left"``) or not above it (``"right"``)."""
+    del method
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}.")
+    a = as_value(a)
+    if get_aval(a).ndim != 1:
+        raise ValueError(f"searchsorted: a must be 1-D, got shape {get_aval(a).shape}.")
+    if sorter is not None:
+        a = take(a, sorter)
+    a, v = promote(a, v)
+    a, v = as_value(a), as_value(v)
+    below = (less if side == "left" else less_equal)(a, expand_dims(v, -1))
+    return sum(below, axis=-1, dtype=dtypes.default_int_dtype())
+
+
+def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None):
+    """How often each non-negative integer occurs in ``x`` (or the sum of its ``weights``);
+    ``length`` (the number of bins) must be given unless ``x`` is concrete."""
+    x = as_value(x)
+    if not dtypes.is_int(get_aval(x).dtype):
+        raise TypeError(f"bincount: x must be of integer dtype, got {get_aval(x).dtype}.")
+    if length is None:
+        if isinstance(x, Tracer):
+            raise TypeError("bincount: under a transformation, the number of bins depends on "
+                            "the values; pass length= (a Python int).")
+        length = builtins.max(minlength, int(np.max(np.asarray(x._value), initial=-1)) + 1)
+    weights = lax.full(get_aval(x).shape, 1, dtypes.default_int_dtype()) if weights is None \
+        else as_value(weights)
+    zeros = lax.full((length,), 0, get_aval(weights).dtype)
+    return zeros.at[clip(x, 0, length)].add(weights, mode="drop")
+
+
+def unravel_index(indices, shape: tuple[int, ...]):
+    """The coordinates in an array of ``shape`` of flat ``indices``: a tuple, one array per
+    dim. Out-of-bounds indices are clipped; negative ones count from the end."""
+    indices = as_value(indices)
+    if not dtypes.is_int(get_aval(indices).dtype):
+        raise TypeError("unravel_index: indices must be integers.")
+    total = int(np.prod(shape))
+    flat = clip(indices, -total, total - 1) % builtins.max(total, 1)
+    coordinates = []
+    for size in reversed(shape):
+        coordinates.append(flat % size)
+        flat = flat // size
+    return tuple(reversed(coordinates))
+
+
+def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0):
+    """From the first of ``choicelist`` whose condition in ``condlist`` holds, elementwise;
+    ``default`` where none does."""
+    if len(condlist) != len(choicelist):
+        raise ValueError(f"select: condlist and choicelist must have the same length, got "
+                         f"{len(condlist)} and {len(choicelist)}.")
+    if not condlist:
+        raise ValueError("select: condlist must not be empty.")
+    result = default
+    for condition, choice in reversed(list(zip(condlist, choicelist))):
+        condition = as_value(condition)
+        if get_aval(condition).dtype != np.bool_:
+            raise TypeError(f"select: condlist entries must be booleans, got "
+                            f"{get_aval(condition).dtype}.")
+        result = where(condition, choice, result)
+    return result
+
+
+def nonzero(a, *, size: int | None = None, fill_value: Any = None):
+    """The indices of the nonzero elements, a tuple of one array per dim. Their number depends
+    on the values, so under a transformation ``size`` must say it: the first ``size`` are
+    kept, and missing ones are ``fill_value`` (by default 0)."""
+    a = as_value(a)
+    if size is None:
+        if isinstance(a, Tracer):
+            raise TypeError("nonzero: under a transformation, the number of nonzero elements "
+                            "depends on the values; pass size= (a Python int).")
+        size = int(np.count_nonzero(np.asarray(a._value)))
+    mask = ravel(not_equal(a, 0))
+    order = argsort(logical_not(mask))  # stable: the nonzero positions first, in order
+    positions = order[:size] if size <= get_aval(mask).shape[0] else \
+        concatenate([order, lax.full((size - get_aval(mask).shape[0],), 0, get_aval(order).dtype)])
+    found = arange(size) < count_nonzero(mask)
+    coordinates = unravel_index(positions, get_aval(a).shape) if get_aval(a).ndim else \
+        (positions,)
+    fill = 0 if fill_value is None else fill_value
+    fills = fill if isinstance(fill, (tuple, list)) else [fill] * len(coordinates)
+    return tuple(where(found, c, f) for c, f in zip(coordinates, fills))
