@@ -159,9 +159,10 @@ def tour_stage2() -> None:
     compiled = min(timed(lambda: f_jit(x).block_until_ready(), repeat=3) for _ in range(3))
     print(f"\n5000x5000 float32: eager {eager * 1e3:.1f} ms, jit {compiled * 1e3:.1f} ms "
           f"({eager / compiled:.1f}x faster)")
-    print(f"  first call {first * 1e3:.0f} ms: it ran on the interpreter while the kernel "
-          f"compiled in the background,\n  ready {ready:.2f} s after it (stage2_jit/tiers.py: "
-          f"both tiers give the same bits)")
+    print(f"  first call {first * 1e3:.0f} ms, on the interpreter (NumPy, into fresh memory) "
+          f"while the kernel compiled\n  in the background; the kernel was ready "
+          f"{ready:.2f} s after the call began\n  (stage2_jit/tiers.py: both tiers give the "
+          f"same bits)")
     print("  (each result's 100 MB come from the runtime's pool, the memory of results that "
           "have died:\n  no page faults; the course page 'Buffers and the runtime' and "
           "benchmarks/bench_buffers.py)")
