@@ -329,6 +329,22 @@ CALLS: dict[str, list[Call]] = {
                       call("jnp.unravel_index(jnp.abs(a) % 24, (2, 3, 4))", a="i@3")],
     "select": [call("jnp.select([a > 0.5, a < -0.5], [a, -a], 0.0)", a="f"),
                call("jnp.select([b], [a], default=b)", a="i", b="b")],
+    "pad": [call("jnp.pad(a, 2)", a="f@3"), call("jnp.pad(a, ((1, 0), (2, 3)))", a="i@2,2"),
+            call("jnp.pad(a, (1, 2), constant_values=7.5)", a="f@2,3"),
+            call("jnp.pad(a, ((1, 2), (0, 1)), constant_values=((1, 2), (3, 4)))", a="f@2,3"),
+            call("jnp.pad(a, (3, 4), mode='edge')", a="f@2,3"),
+            call("jnp.pad(a, (5, 6), mode='wrap')", a="f@3"),
+            call("jnp.pad(a, ((2, 5), (1, 0)), mode='reflect')", a="f@3,2"),
+            call("jnp.pad(a, 4, mode='symmetric')", a="f@2,3")],
+    "interp": [call("jnp.interp(a, jnp.array([-1.0, 0.0, 0.5, 2.0]), b)", a="f", b="f@4"),
+               call("jnp.interp(a, jnp.array([-1.0, 0.0, 1.0]), b, left=-5.0, right=5.0)",
+                    a="f", b="f@3"),
+               call("jnp.interp(a, jnp.array([0.0, 0.5, 1.5]), b, period=2.0)", a="f",
+                    b="f@3")],
+    "histogram": [call("jnp.histogram(a, 4)", a="f@20"),
+                  call("jnp.histogram(a, jnp.array([-1.0, 0.0, 1.0]), weights=b)", a="f@9",
+                       b="fpos@9"),
+                  call("jnp.histogram(a, 3, range=(-1.0, 1.0), density=True)", a="f@12")],
     "nonzero": [call("jnp.nonzero(a > 0, size=4)", a="f@6"),
                 call("jnp.nonzero(a, size=5, fill_value=-1)", a="i@2,3"),
                 call("jnp.nonzero(jnp.array([[0, 1], [2, 0]]))")],
@@ -374,6 +390,8 @@ ERROR_CALLS: list[Call] = [
     call("jnp.quantile(a, 0.5, method='median')", a="f@3"),
     call("jnp.searchsorted(a, b)", a="f@2,2", b="f@2"),
     call("jnp.select([a > 0], [a, a])", a="f@3"), call("jnp.bincount(a)", a="f@3"),
+    call("jnp.pad(a, -1)", a="f@3"), call("jnp.pad(a, ((1, 2), (3, 4)))", a="f@3"),
+    call("jnp.interp(a, b, b)", a="f@2", b="f@2,2"),
 ]
 
 
@@ -460,7 +478,13 @@ DIFFERENTIATED = first_float_calls()
 
 
 def is_float_result(outcome: Outcome) -> bool:
-    return outcome.error is None and np.asarray(outcome.value).dtype.kind == "f"
+    """A float array, or a sequence of float arrays of one shape (``jnp.asarray`` of it is
+    what the gradient's scalar is made of; ``histogram``'s counts and edges are not that)."""
+    value = outcome.value
+    if outcome.error is not None or (isinstance(value, (tuple, list))
+                                     and len({np.shape(v) for v in value}) > 1):
+        return False
+    return np.asarray(value).dtype.kind == "f"
 
 
 def mismatches(name: str, number: int, case: Call) -> list[str]:

@@ -31,6 +31,10 @@ FUNCTIONS = {
     * jnp.average(m, axis=0, weights=jnp.arange(1.0, 5.0)),
     "quantiles": lambda m: jnp.median(m, axis=1) + jnp.quantile(m, jnp.array([0.2, 0.7]),
                                                                  axis=0).sum(axis=0),
+    "padding": lambda m: jnp.pad(m, ((1, 2), (0, 1)), mode="reflect")[:4, :4]
+    + jnp.pad(m, 1, mode="wrap")[1:5, :4] + jnp.pad(m, (2, 0), constant_values=0.5)[:4, :4],
+    "interpolation": lambda m: jnp.interp(m, jnp.array([-1.0, 0.0, 2.0]), m[0, :3])
+    + jnp.histogram(m, jnp.array([-3.0, 0.0, 3.0]))[0].sum(),
     "searching": lambda m: m[0] * jnp.searchsorted(jnp.sort(m[1]), m[2]).astype(jnp.float32)
     + jnp.nonzero(m[3] > 0, size=4, fill_value=9)[0] + jnp.bincount(
         jnp.argsort(m[0]), length=4) * m[1],

@@ -18,7 +18,7 @@ import numpy as np
 from .. import dtypes
 from .. import primitives as lax
 from ..core import Array, Tracer, get_aval
-from .creation import arange
+from .creation import arange, linspace
 from .indexing import take
 from .mathematical import isclose
 from .promotion import (
@@ -392,3 +392,57 @@ def nonzero(a, *, size: int | None = None, fill_value: Any = None):
     fill = 0 if fill_value is None else fill_value
     fills = fill if isinstance(fill, (tuple, list)) else [fill] * len(coordinates)
     return tuple(where(found, c, f) for c, f in zip(coordinates, fills))
+
+
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """Piecewise-linear interpolation of the points (``xp``, ``fp``), ``xp`` increasing, at
+    ``x``; ``left``/``right`` below and above (by default the end values); with ``period``,
+    ``xp`` is periodic."""
+    x, xp, fp = promote_inexact(x, xp, fp)
+    x, xp, fp = as_value(x), as_value(xp), as_value(fp)
+    if get_aval(xp).ndim != 1 or get_aval(fp).shape != get_aval(xp).shape:
+        raise ValueError(f"interp: xp and fp must be 1-D and of the same length, got "
+                         f"shapes {get_aval(xp).shape} and {get_aval(fp).shape}.")
+    if period is not None:
+        if left is not None or right is not None:
+            raise ValueError("interp: left and right mean nothing with a period.")
+        x, xp = x % period, xp % period
+        order = argsort(xp)
+        xp, fp = take(xp, order), take(fp, order)
+        xp = concatenate([xp[-1:] - period, xp, xp[:1] + period])
+        fp = concatenate([fp[-1:], fp, fp[:1]])
+    n = get_aval(xp).shape[0]
+    i = clip(searchsorted(xp, x, side="right"), 1, n - 1)
+    x0, x1, f0, f1 = take(xp, i - 1), take(xp, i), take(fp, i - 1), take(fp, i)
+    step = x1 - x0
+    flat = step == 0
+    result = where(flat, f1, f0 + (x - x0) / where(flat, 1.0, step) * (f1 - f0))
+    if period is None:
+        result = where(less(x, xp[0]), fp[0] if left is None else left, result)
+        result = where(x > xp[-1], fp[-1] if right is None else right, result)
+    return result
+
+
+def histogram(a, bins: Any = 10, range: tuple[float, float] | None = None,  # noqa: A002
+              weights=None, density: bool | None = None):
+    """Counts (or summed ``weights``) of ``a``'s elements in ``bins`` (a number of equal bins
+    over ``range``, by default the data's, or the bin edges), and the bin edges. The last bin
+    includes its right edge."""
+    (a,) = promote_inexact(a)
+    a = ravel(as_value(a))
+    if np.ndim(bins) == 0 and not isinstance(bins, Tracer):
+        low, high = (min(a), max(a)) if range is None else range
+        edges = linspace(low, high, int(bins) + 1)
+    else:
+        edges = as_value(bins)
+    edges = astype(edges, get_aval(a).dtype)
+    count = get_aval(edges).shape[0]
+    index = searchsorted(edges, a, side="right")
+    index = where(a == edges[-1], count - 1, index)
+    weights = lax.full(get_aval(a).shape, 1, get_aval(a).dtype) if weights is None \
+        else astype(ravel(as_value(weights)), get_aval(a).dtype)
+    counts = lax.full((count + 1,), 0, get_aval(weights).dtype).at[index].add(weights)[1:-1]
+    if density:
+        widths = edges[1:] - edges[:-1]
+        counts = counts / widths / sum(counts)
+    return counts, edges
