@@ -211,6 +211,13 @@ CALLS: dict[str, list[Call]] = {
     "ndarray": [call("isinstance(jnp.asarray(a), jnp.ndarray)", a="f")],
     "pi": [call("jnp.pi")], "e": [call("jnp.e")], "inf": [call("jnp.inf")],
     "nan": [call("jnp.isnan(jnp.nan)")], "newaxis": [call("jnp.newaxis")],
+    # the primitives of more_math.py
+    "sinh": unary("sinh", "f", "i"), "cosh": unary("cosh", "f", "pyf"),
+    "arcsin": unary("arcsin", "funit", "pyf"), "arccos": unary("arccos", "funit"),
+    "arctan": unary("arctan", "f", "i"), "arcsinh": unary("arcsinh", "f"),
+    "arccosh": [call("jnp.arccosh(1.5 + jnp.abs(a))", a="f")],
+    "arctanh": unary("arctanh", "funit"), "cbrt": unary("cbrt", "f", "i"),
+    "exp2": unary("exp2", "f", "i", "pyi"),
     # compositions: elementwise (mathematical.py)
     "log2": unary("log2", "fpos", "ipos"), "log10": unary("log10", "fpos", "pyf"),
     "deg2rad": unary("deg2rad", "f", "i"), "rad2deg": unary("rad2deg", "f", "pyf"),

@@ -301,6 +301,8 @@ LAW_CASES: dict[str, tuple[tuple[np.dtype, ...], Case]] = {
     "sin": (FLOAT, unary(lax.sin)),
     "cos": (FLOAT, unary(lax.cos)),
     "tan": (FLOAT, unary(lax.tan)),
+    **{name: (FLOAT, unary(getattr(lax, name))) for name in
+       ["sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "cbrt", "exp2"]},
     "tanh": (FLOAT, unary(lax.tanh)),
     "logistic": (FLOAT, unary(lax.logistic)),
     "sqrt": (FLOAT, unary(lax.sqrt)),

@@ -108,7 +108,10 @@ CASES: dict[p.Primitive, Case] = {}
 for _prim, _domain in [(p.exp_p, None), (p.log_p, POSITIVE), (p.log1p_p, POSITIVE),
                        (p.expm1_p, None), (p.sin_p, None), (p.cos_p, None), (p.tan_p, UNIT),
                        (p.tanh_p, None), (p.logistic_p, None), (p.sqrt_p, POSITIVE),
-                       (p.floor_p, None), (p.ceil_p, None), (p.erf_inv_p, UNIT)]:
+                       (p.floor_p, None), (p.ceil_p, None), (p.erf_inv_p, UNIT),
+                       (p.sinh_p, None), (p.cosh_p, None), (p.asin_p, UNIT), (p.acos_p, UNIT),
+                       (p.atan_p, None), (p.asinh_p, None), (p.acosh_p, (1.1, 3.0)),
+                       (p.atanh_p, UNIT), (p.cbrt_p, None), (p.exp2_p, None)]:
     CASES[_prim] = unary(_prim, domain=_domain)
 for _prim in (p.neg_p, p.abs_p, p.sign_p):
     CASES[_prim] = unary(_prim, (f32, i32))

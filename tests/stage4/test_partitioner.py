@@ -102,7 +102,10 @@ CASES: dict[str, tuple[Callable, tuple]] = {
         -x, jnp.exp(x), jnp.log(jnp.abs(x) + 1), jnp.sin(x), jnp.cos(x), jnp.tan(x * 0.1),
         jnp.tanh(x), jax.nn.sigmoid(x), jnp.sqrt(jnp.abs(x)), jnp.abs(x), jnp.sign(x),
         jnp.floor(x), jnp.ceil(x), x ** 3, lax.erf_inv(jnp.tanh(x) * 0.5),
-        jnp.log1p(jnp.abs(x)), jnp.expm1(x), lax.stop_gradient(x)), (F,)),
+        jnp.log1p(jnp.abs(x)), jnp.expm1(x), lax.stop_gradient(x), jnp.sinh(x), jnp.cosh(x),
+        jnp.arcsin(jnp.tanh(x) * 0.5), jnp.arccos(jnp.tanh(x) * 0.5), jnp.arctan(x),
+        jnp.arcsinh(x), jnp.arccosh(jnp.abs(x) + 1.5), jnp.arctanh(jnp.tanh(x) * 0.5),
+        jnp.cbrt(x), jnp.exp2(x)), (F,)),
     "binary": (lambda x, y: (
         x + y, x - y, x * y, x / (jnp.abs(y) + 1), lax.rem(x, jnp.abs(y) + 1),
         jnp.power(jnp.abs(x) + 0.5, y), jnp.maximum(x, y), jnp.minimum(x, y),

@@ -930,14 +930,15 @@ jvp_rules[dot_general_p] = dot_general_jvp
 # here too, in their place, so that ``primitives`` stays the one table of stage 1's primitives.
 # ------------------------------------------------------------------------------------------
 from .slicing import *  # noqa: E402, F403 (the names in slicing.__all__)
+# The hyperbolic and inverse trigonometric functions, cbrt and exp2 live in more_math.py.
+from .more_math import *  # noqa: E402, F403 (the names in more_math.__all__)
 
 # ------------------------------------------------------------------------------------------
 # The PRNG's hash
 # ------------------------------------------------------------------------------------------
 
 # --8<-- [start:threefry]
-threefry2x32_p = Primitive("threefry2x32", multiple_results=True,
-                           kind=ELEMENTWISE)
+threefry2x32_p = Primitive("threefry2x32", multiple_results=True, kind=ELEMENTWISE)
 def threefry2x32(key1, key2, x1, x2) -> list[Any]:
     """The Threefry-2x32 block cipher (20 rounds) of Salmon et al., "Parallel random numbers:
     as easy as 1, 2, 3" (SC 2011): hashes the counter pair (x1, x2) under the key pair."""

@@ -126,7 +126,8 @@ def _comparison(prim: Primitive, kinds: str) -> AbstractEvalRule:
 _UNARY_KINDS = {
     **dict.fromkeys([p.neg_p, p.abs_p, p.sign_p, p.integer_pow_p], _NUMERIC),
     **dict.fromkeys([p.exp_p, p.log_p, p.log1p_p, p.expm1_p, p.sin_p, p.cos_p, p.tan_p,
-                     p.tanh_p, p.logistic_p, p.sqrt_p, p.floor_p, p.ceil_p, p.erf_inv_p], _FLOAT),
+                     p.tanh_p, p.logistic_p, p.sqrt_p, p.floor_p, p.ceil_p, p.erf_inv_p],
+                    _FLOAT),
     p.not_p: _INT_OR_BOOL}
 _BINARY_KINDS = {
     **dict.fromkeys([p.add_p, p.mul_p, p.max_p, p.min_p], _ANY),
@@ -460,6 +461,10 @@ abstract_eval_rules[p.sort_p] = sort_abstract_eval
 def tile_abstract_eval(x: ShapedArray, *, reps: tuple[int, ...]) -> ShapedArray:
     return ShapedArray(tuple(r * n for r, n in zip(reps, x.shape)), x.dtype, x.weak_type)
 abstract_eval_rules[p.tile_p] = tile_abstract_eval
+# more_math.py's functions, made after slicing.py's primitives
+for prim in [p.sinh_p, p.cosh_p, p.asin_p, p.acos_p, p.atan_p, p.asinh_p, p.acosh_p, p.atanh_p,
+             p.cbrt_p, p.exp2_p]:
+    abstract_eval_rules[prim] = _unary(prim, _FLOAT)
 
 
 def threefry2x32_abstract_eval(key1: ShapedArray, key2: ShapedArray, x1: ShapedArray,

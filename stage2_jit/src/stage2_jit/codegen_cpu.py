@@ -127,6 +127,10 @@ ELEMENTWISE: dict[Primitive, Rule] = {
     p.cos_p: function("np.cos"),
     p.tan_p: function("np.tan"),
     p.tanh_p: _transcendental("tanh_f32", "np.tanh"),
+    **{prim: function(f"np.{name}") for prim, name in [
+        (p.sinh_p, "sinh"), (p.cosh_p, "cosh"), (p.asin_p, "arcsin"), (p.acos_p, "arccos"),
+        (p.atan_p, "arctan"), (p.asinh_p, "arcsinh"), (p.acosh_p, "arccosh"),
+        (p.atanh_p, "arctanh"), (p.cbrt_p, "cbrt"), (p.exp2_p, "exp2")]},
     p.logistic_p: _logistic,
     p.sqrt_p: function("np.sqrt"),
     p.abs_p: function("np.abs"),

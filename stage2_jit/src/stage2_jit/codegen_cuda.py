@@ -243,6 +243,11 @@ CUDA_ELEMENTWISE: dict[Primitive, Rule] = {
     p.cos_p: _math("cos"),
     p.tan_p: _math("tan"),
     p.tanh_p: _math("tanh"),
+    **{prim: _math(name) for prim, name in [
+        (p.sinh_p, "sinh"), (p.cosh_p, "cosh"), (p.asin_p, "asin"), (p.acos_p, "acos"),
+        (p.atan_p, "atan"), (p.asinh_p, "asinh"), (p.acosh_p, "acosh"), (p.atanh_p, "atanh")]},
+    p.exp2_p: lambda args, eqn: _math("pow")(
+        [typed_constant(2, eqn.outvars[0].aval.dtype), *args], eqn),
     p.sqrt_p: _math("sqrt"),
     p.pow_p: _math("pow", "power"),
     p.atan2_p: _math("atan2", "arctan2"),
@@ -271,6 +276,8 @@ CUDA_MISSING: dict[Primitive, str] = {
     p.sort_p: "a sort of each line needs a parallel sorting network (bitonic or radix), not "
               "yet written; the CPU backend calls NumPy's argsort",
     debug_print_p: "an effect (printing on every call), which a kernel cannot do",
+    p.cbrt_p: "numba-cuda has no cube root in its math module (libdevice's cbrtf is not "
+              "exposed the same way under the simulator), and pow(x, 1/3) is not exact",
 }
 
 # --8<-- [start:cuda_statements]

@@ -75,6 +75,46 @@ def sqrt(x):
     """Square root."""
     return _float_unary(lax.sqrt, x)
 
+def cbrt(x):
+    """Cube root."""
+    return _float_unary(lax.cbrt, x)
+
+def exp2(x):
+    """2 to the power x."""
+    return _float_unary(lax.exp2, x)
+
+def sinh(x):
+    """Hyperbolic sine."""
+    return _float_unary(lax.sinh, x)
+
+def cosh(x):
+    """Hyperbolic cosine."""
+    return _float_unary(lax.cosh, x)
+
+def arcsin(x):
+    """Inverse sine."""
+    return _float_unary(lax.asin, x)
+
+def arccos(x):
+    """Inverse cosine."""
+    return _float_unary(lax.acos, x)
+
+def arctan(x):
+    """Inverse tangent."""
+    return _float_unary(lax.atan, x)
+
+def arcsinh(x):
+    """Inverse hyperbolic sine."""
+    return _float_unary(lax.asinh, x)
+
+def arccosh(x):
+    """Inverse hyperbolic cosine."""
+    return _float_unary(lax.acosh, x)
+
+def arctanh(x):
+    """Inverse hyperbolic tangent."""
+    return _float_unary(lax.atanh, x)
+
 def abs(x):
     """Absolute value."""
     return lax.abs(as_value(x))  # noqa: A001
