@@ -41,8 +41,8 @@ def assert_same_bits(f, *args):
     """The kernel's results and the interpreter's (with twins) are identical, bit for bit."""
     executable = _executable(f, *args)
     assert isinstance(executable, tiers.Tiered), "not admitted to tiered execution"
-    kernel = executable.kernel(*args)
-    optimized = executable.kernel.optimized
+    kernel = executable.compiled(*args)
+    optimized = executable.compiled.optimized
     interpreted = tiers.interpret(optimized.jaxpr, optimized.consts,
                                   [Array(np.asarray(a)) for a in args])
     for k, (a, b) in enumerate(zip(kernel, interpreted)):
@@ -150,8 +150,8 @@ def test_a_tiered_executable_switches_to_its_kernel_once_compiled():
     executable = _executable(lambda x: x * x + x * 2.0, np.ones(8, np.float32))
     assert isinstance(executable, tiers.Tiered) and not executable.ready
     calls = []
-    kernel_run = executable.kernel.run_donating
-    executable.kernel.run_donating = lambda *a: calls.append(1) or kernel_run(*a)
+    kernel_run = executable.compiled.run_donating
+    executable.compiled.run_donating = lambda *a: calls.append(1) or kernel_run(*a)
     x = np.arange(8, dtype=np.float32)
     first = executable(x)  # the interpreter; the compilation starts
     assert calls == []
@@ -160,7 +160,8 @@ def test_a_tiered_executable_switches_to_its_kernel_once_compiled():
     second = executable(x)
     assert calls == [1]
     np.testing.assert_array_equal(np.asarray(first[0]), np.asarray(second[0]))
-    assert executable.source == executable.kernel.source  # the rest is the kernel's
+    assert executable.source == executable.compiled.source  # the rest is the kernel's
+    assert executable.kernel is executable.compiled.kernel  # the Numba function
 
 
 def test_tiered_execution_can_be_turned_off():

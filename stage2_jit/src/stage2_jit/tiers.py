@@ -149,45 +149,45 @@ _in_flight: set[threading.Thread] = set()
 
 class Tiered:
     """A CPU executable whose first calls run on the interpreter while its kernel compiles.
-    Everything else (``source``, ``plan``, ``optimized``...) is the kernel executable's."""
+    Everything else (``source``, ``plan``, ``kernel``...) is the compiled executable's."""
 
-    def __init__(self, kernel: Any) -> None:
-        self.kernel = kernel
+    def __init__(self, compiled: Any) -> None:
+        self.compiled = compiled  # the CpuExecutable (its ``kernel`` is the Numba function)
         self.ready = False  # set by the compiling thread when it is done
         self.thread: threading.Thread | None = None
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.kernel, name)
+        return getattr(self.compiled, name)
 
     def __call__(self, *args: np.ndarray) -> list[Array]:
         return self.run_donating(list(args), {})
 
     def run_donating(self, args: list[np.ndarray], donated: dict[int, int]) -> list[Array]:
         if self.ready:
-            return self.kernel.run_donating(args, donated)
+            return self.compiled.run_donating(args, donated)
         if self.thread is None:
             self.thread = threading.Thread(target=self._compile, args=(args,), daemon=True,
                                            name="jax_from_numpy kernel compile")
             _in_flight.add(self.thread)
             self.thread.start()
-        optimized = self.kernel.optimized
+        optimized = self.compiled.optimized
         arrays = [Array(np.asarray(x), aval.weak_type)
-                  for x, aval in zip(args, self.kernel.in_avals)]
+                  for x, aval in zip(args, self.compiled.in_avals)]
         outs = interpret(optimized.jaxpr, optimized.consts, arrays)
         return [Array(o._value if isinstance(o, Array) else np.asarray(o, aval.dtype),
-                      aval.weak_type) for o, aval in zip(outs, self.kernel.out_avals)]
+                      aval.weak_type) for o, aval in zip(outs, self.compiled.out_avals)]
 
     def compile_now(self) -> Any:
         """Compiles the kernel in this thread, for arguments of the program's types, and
         returns its executable (``jit(f).lower(x).compile()``)."""
-        self.kernel.compile_for([np.empty((1,) * len(a.shape), a.dtype)
-                                 for a in self.kernel.in_avals])
+        self.compiled.compile_for([np.empty((1,) * len(a.shape), a.dtype)
+                                 for a in self.compiled.in_avals])
         self.ready = True
-        return self.kernel
+        return self.compiled
 
     def _compile(self, args: list[np.ndarray]) -> None:
         try:
-            self.kernel.compile_for(args)
+            self.compiled.compile_for(args)
         except Exception:  # noqa: BLE001 -- the next call compiles in the caller and raises
             pass
         finally:
