@@ -90,15 +90,15 @@ def select(pred, on_true, on_false):
 
 
 __all__ = [
-    "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers",
-    "abs", "acos", "acosh", "add", "argmax", "asin", "asinh", "atan", "atanh", "argmin", "atan2", "bitcast_convert_type", "bitwise_and",
-    "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast_in_dim", "cbrt", "ceil",
-    "concatenate", "convert_element_type", "cos", "cosh", "div", "dot_general", "eq", "erf_inv", "exp", "exp2", "expand_dims",
-    "expm1", "floor", "full", "full_like", "gather", "ge", "gt", "integer_pow", "iota", "le",
-    "log", "log1p", "logistic", "lt", "max", "min", "mul", "ne", "neg", "pad", "pow",
-    "reduce_and", "reduce_max", "reduce_min", "reduce_or", "reduce_prod", "reduce_sum", "rem",
-    "reshape", "rev", "scatter", "scatter_add", "scatter_max", "scatter_min", "scatter_mul",
-    "select", "select_n", "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign",
-    "sin", "sinh", "slice", "sort", "sqrt", "squeeze", "stop_gradient", "sub", "tan", "tanh",
-    "tile", "transpose", "zeros_like",
+    "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers", "abs", "acos",
+    "acosh", "add", "argmax", "argmin", "asin", "asinh", "atan", "atan2", "atanh",
+    "bitcast_convert_type", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+    "broadcast_in_dim", "cbrt", "ceil", "concatenate", "convert_element_type", "cos", "cosh",
+    "div", "dot_general", "eq", "erf_inv", "exp", "exp2", "expand_dims", "expm1", "floor", "full",
+    "full_like", "gather", "ge", "gt", "integer_pow", "iota", "le", "log", "log1p", "logistic",
+    "lt", "max", "min", "mul", "ne", "neg", "pad", "pow", "reduce_and", "reduce_max", "reduce_min",
+    "reduce_or", "reduce_prod", "reduce_sum", "rem", "reshape", "rev", "scatter", "scatter_add",
+    "scatter_max", "scatter_min", "scatter_mul", "select", "select_n", "shift_left",
+    "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice", "sort",
+    "sqrt", "squeeze", "stop_gradient", "sub", "tan", "tanh", "tile", "transpose", "zeros_like",
 ]

@@ -31,8 +31,9 @@ from .primitives import (
     sub,
 )
 
-__all__ = ["acos", "acos_p", "acosh", "acosh_p", "asin", "asin_p", "asinh", "asinh_p", "atan",
-           "atan_p", "atanh", "atanh_p", "cbrt", "cbrt_p", "cosh", "cosh_p", "exp2", "exp2_p", "sinh", "sinh_p"]
+__all__ = ["MORE_MATH", "acos", "acos_p", "acosh", "acosh_p", "asin", "asin_p", "asinh",
+           "asinh_p", "atan", "atan_p", "atanh", "atanh_p", "cbrt", "cbrt_p", "cosh", "cosh_p",
+           "exp2", "exp2_p", "sinh", "sinh_p"]
 
 
 def _unary(name: str, numpy_function, slope) -> tuple[Primitive, object]:
@@ -68,3 +69,6 @@ atanh_p, atanh = _unary("atanh", np.arctanh,
 cbrt_p, cbrt = _unary("cbrt", np.cbrt,
                       lambda x, out: div(_one(x), mul(full_like(x, 3), integer_pow(out, 2))))
 exp2_p, exp2 = _unary("exp2", np.exp2, lambda x, out: mul(out, full_like(x, math.log(2))))
+
+# This module's primitives, in the order they are made: each takes and gives a float.
+MORE_MATH = (sinh_p, cosh_p, asin_p, acos_p, atan_p, asinh_p, acosh_p, atanh_p, cbrt_p, exp2_p)

@@ -461,9 +461,7 @@ abstract_eval_rules[p.sort_p] = sort_abstract_eval
 def tile_abstract_eval(x: ShapedArray, *, reps: tuple[int, ...]) -> ShapedArray:
     return ShapedArray(tuple(r * n for r, n in zip(reps, x.shape)), x.dtype, x.weak_type)
 abstract_eval_rules[p.tile_p] = tile_abstract_eval
-# more_math.py's functions, made after slicing.py's primitives
-for prim in [p.sinh_p, p.cosh_p, p.asin_p, p.acos_p, p.atan_p, p.asinh_p, p.acosh_p, p.atanh_p,
-             p.cbrt_p, p.exp2_p]:
+for prim in p.MORE_MATH:  # made after slicing.py's primitives
     abstract_eval_rules[prim] = _unary(prim, _FLOAT)
 
 

@@ -273,18 +273,9 @@ def call_kernel(module: ModuleType, function: Callable, *args: Any) -> Any:
 
 def compile_kernel(module: ModuleType, function: Any, args: list[Any]) -> None:
     """Compiles ``function``, a kernel of ``module``, for the types of ``args`` (or loads it
-    from the disk cache) without calling it; as ``call_kernel``, a failure discards the
-    kernel's files and compiles once more, and new code is sealed."""
+    from the disk cache) without calling it, with ``call_kernel``'s repair and sealing."""
     from numba import typeof
-    signature = tuple(typeof(a) for a in args)
-    before = _signatures(module, function)
-    try:
-        function.compile(signature)
-    except Exception:  # noqa: BLE001 -- as in call_kernel
-        forget_compiled_code(*_entry(module))
-        function.compile(signature)
-    if _signatures(module, function) != before:
-        seal(*_entry(module))
+    call_kernel(module, function.compile, tuple(typeof(a) for a in args))
 
 
 def _entry(module: ModuleType) -> tuple[Path, str]:

@@ -62,7 +62,8 @@ EXACT = {p.neg_p, p.add_p, p.sub_p, p.mul_p, p.div_p, p.rem_p, p.eq_p, p.ne_p, p
 
 
 def reproducible(jaxpr: Jaxpr) -> bool:
-    """Whether the interpreter (with the :func:`twin` functions) gives the kernel's bits for ``jaxpr``."""
+    """Whether the interpreter, with the :func:`twin` functions, gives the kernel's bits for
+    every equation of ``jaxpr``."""
     return all(_reproducible(eqn) for eqn in jaxpr.eqns)
 
 
