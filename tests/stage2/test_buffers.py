@@ -141,31 +141,3 @@ def test_threads_calling_one_program_get_their_own_buffers():
 def test_a_bad_shape_is_numpys_error(bad):
     with pytest.raises((ValueError, TypeError)):
         Pool().empty(bad, np.float32)
-
-
-def test_the_device_pool_lends_a_memory_pointer_that_gives_its_block_back_when_it_dies():
-    """The real GPU path of ``DevicePool._lend``, without a GPU: a fake block in place of
-    device memory (no driver call is made to build a device array over given memory)."""
-    driver = pytest.importorskip("numba.cuda.cudadrv.driver")
-    from numba import config
-    if config.ENABLE_CUDASIM:
-        pytest.skip("the simulator's device arrays are host arrays")
-    from stage2_jit.buffers import DevicePool
-
-    class Block:  # what ``cuda.device_array(size, np.uint8)`` gives, as far as it is used
-        def __init__(self, size):
-            self.gpu_data = driver.MemoryPointer(None, driver.binding.CUdeviceptr(1 << 20), size)
-            self.size = size
-
-    pool, device = DevicePool(), Device("gpu", 0, "a fake GPU")
-    pool._new_block = lambda size: (Block(size), 0)
-    array = pool.empty((3, 5), np.float32, device)
-    assert array.shape == (3, 5) and array.strides == (20, 4) and array.dtype == np.float32
-    view = array.gpu_data.view(20)  # what a slice of the array holds: the lease's pointer
-    assert view.owner is array.gpu_data
-    del array
-    gc.collect()
-    assert pool.idle == 0  # the view keeps the block lent
-    del view
-    gc.collect()
-    assert pool.idle == size_class(60) and _stats(device)["bytes_in_use"] == 0
