@@ -38,7 +38,7 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
     vjp,
 )
 
-from . import debug, errors, lax, nn, numpy, random, tree, tree_util  # noqa: E402
+from . import debug, errors, lax, nn, numpy, random, scipy, tree, tree_util  # noqa: E402
 from .devices import default_backend, device_put, devices  # noqa: E402
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var  # noqa: E402
 from .jit import disable_jit, jit, make_jaxpr  # noqa: E402

@@ -51,6 +51,7 @@ from . import (  # noqa: F401
     nn,
     numpy,
     random,
+    scipy,
     tree,
     tree_util,
 )

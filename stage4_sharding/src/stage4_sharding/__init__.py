@@ -50,6 +50,7 @@ from . import (  # noqa: F401
     nn,
     numpy,
     random,
+    scipy,
     sharded_types,  # puts shardings into traced types
     sharding,
     tree,

@@ -10,7 +10,7 @@ Example:
 import numpy as _np
 
 from ..core import Array
-from . import indexing
+from . import fft, indexing, linalg
 from .arrangement import (
     append,
     atleast_3d,

@@ -1,0 +1,10 @@
+"""``jax.scipy``: stage 1's modules, unchanged (primitives carry every later stage's rules),
+registered as this stage's submodules so that ``import <stage>.scipy.linalg`` works."""
+
+import sys
+
+from stage1_autodiff.scipy import linalg, special, stats
+
+for _name, _module in {"linalg": linalg, "special": special, "stats": stats,
+                       "stats.norm": stats.norm}.items():
+    sys.modules[f"{__name__}.{_name}"] = _module
