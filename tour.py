@@ -384,10 +384,10 @@ def tour_stage4() -> None:
     print(f"\nthe inputs, {jax.typeof(split_inputs)}: {inputs.shape[0]} rows in 8 blocks, "
           f"one per device\n({device} holds rows 0 to {block.shape[0] - 1}, "
           f"a block of shape {block.shape}):")
-    jax.visualize_array_sharding(split_inputs)
+    jax.debug.visualize_array_sharding(split_inputs)
     print(f"\na gradient, {jax.typeof(grads[0][0])} (dW of the first layer): whole, the same "
           f"on every device:")
-    jax.visualize_array_sharding(grads[0][0])
+    jax.debug.visualize_array_sharding(grads[0][0])
 
     print("\nwhat each device runs, grad_fn.lower(params, (inputs, targets)).as_text() "
           "(shortened):\nthe same program on its block of 32 rows, and an all-reduce (psum) "

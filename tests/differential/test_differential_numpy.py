@@ -208,6 +208,14 @@ CALLS: dict[str, list[Call]] = {
     "bool": [call("jnp.bool(0)"), call("jnp.bool(a)", a="f")],
     "float64": [call("jnp.float64(1.5)")], "int64": [call("jnp.int64(2)")],
     "uint64": [call("jnp.uint64(2)")],
+    "int8": [call("jnp.int8(-3)"), call("jnp.int8(a)", a="i")],
+    "int16": [call("jnp.int16(300)"), call("jnp.int16(a)", a="f")],
+    "uint8": [call("jnp.uint8(200)"), call("jnp.uint8(a)", a="ipos")],
+    "uint16": [call("jnp.uint16(3)"), call("jnp.uint16(a)", a="ipos")],
+    "float16": [call("jnp.float16(1.5)"), call("jnp.float16(a) * 2", a="f")],
+    "bfloat16": [call("jnp.bfloat16(1.5)"), call("jnp.bfloat16(a) + 1", a="f")],
+    "complex64": [call("jnp.complex64(1.5)"), call("jnp.complex64(a) * 1j", a="f")],
+    "complex128": [call("jnp.complex128(2)")],
     "ndarray": [call("isinstance(jnp.asarray(a), jnp.ndarray)", a="f")],
     "pi": [call("jnp.pi")], "e": [call("jnp.e")], "inf": [call("jnp.inf")],
     "nan": [call("jnp.isnan(jnp.nan)")], "newaxis": [call("jnp.newaxis")],
@@ -218,6 +226,17 @@ CALLS: dict[str, list[Call]] = {
     "arccosh": [call("jnp.arccosh(1.5 + jnp.abs(a))", a="f")],
     "arctanh": unary("arctanh", "funit"), "cbrt": unary("cbrt", "f", "i"),
     "exp2": unary("exp2", "f", "i", "pyi"),
+    # compositions: elementwise (more_ufuncs.py)
+    "ldexp": [call("jnp.ldexp(a, b)", a="f", b="i"), call("jnp.ldexp(a, b)", a="i", b="i"),
+              call("jnp.ldexp(a, b)", a="pyf", b="i")],
+    "frexp": [call("jnp.frexp(a)", a="f"), call("jnp.frexp(a)", a="i")],
+    "gcd": binary("gcd", "i i", "i pyi", "ipos inz"),
+    "lcm": binary("lcm", "i i", "i pyi", "ipos inz"),
+    "nextafter": binary("nextafter", "f f", "f pyf", "i f"),
+    "float_power": binary("float_power", "fpos f", "i ipos", "fpos pyi"),
+    "logaddexp2": binary("logaddexp2", "f f", "f pyf", "i f"),
+    "isposinf": [call("jnp.isposinf(a / b)", a="f", b="f"), *unary("isposinf", "i")],
+    "isneginf": [call("jnp.isneginf(a / b)", a="f", b="f"), *unary("isneginf", "i", "pyf")],
     # compositions: elementwise (mathematical.py)
     "log2": unary("log2", "fpos", "ipos"), "log10": unary("log10", "fpos", "pyf"),
     "deg2rad": unary("deg2rad", "f", "i"), "rad2deg": unary("rad2deg", "f", "pyf"),
@@ -317,6 +336,9 @@ CALLS: dict[str, list[Call]] = {
     "integer": [call("jnp.issubdtype(a.dtype, jnp.integer)", a="i")],
     "inexact": [call("jnp.issubdtype(a.dtype, jnp.inexact)", a="f")],
     "number": [call("jnp.issubdtype(a.dtype, jnp.number)", a="b")],
+    "complexfloating": [call("jnp.issubdtype(a.dtype, jnp.complexfloating)", a="f")],
+    "angle": [call("jnp.angle(a)", a="f"), call("jnp.angle(a)", a="i"),
+              call("jnp.angle(a * 1j + b)", a="f", b="f"), call("jnp.angle(a, deg=True)", a="f")],
     "quantile": [call("jnp.quantile(a, 0.3)", a="f@7"),
                  call("jnp.quantile(a, b, axis=1)", a="f@3,5", b="funit@2"),
                  call("jnp.quantile(a, 0.5, axis=0, keepdims=True)", a="f@4,3"),
@@ -355,6 +377,18 @@ CALLS: dict[str, list[Call]] = {
     "nonzero": [call("jnp.nonzero(a > 0, size=4)", a="f@6"),
                 call("jnp.nonzero(a, size=5, fill_value=-1)", a="i@2,3"),
                 call("jnp.nonzero(jnp.array([[0, 1], [2, 0]]))")],
+    # cumulative.py
+    "cumsum": [call("jnp.cumsum(a)", a="f@2,3"), call("jnp.cumsum(a, axis=1)", a="i@2,3"),
+               call("jnp.cumsum(a, axis=0, dtype=jnp.float32)", a="b@4")],
+    "cumprod": [call("jnp.cumprod(a, axis=-1)", a="funit@2,3"), call("jnp.cumprod(a)", a="i@4")],
+    "nancumsum": [call("jnp.nancumsum(jnp.where(a > 1, jnp.nan, a), axis=0)", a="f@3,2")],
+    "nancumprod": [call("jnp.nancumprod(jnp.where(a > 0.9, jnp.nan, a))", a="funit@5")],
+    "round": [call("jnp.round(a * 4.0)", a="f"), call("jnp.round(a, 2)", a="f"),
+              call("jnp.round(a)", a="i")],
+    "around": [call("jnp.around(a * 10.0, -1)", a="f")],
+    "unique": [call("jnp.unique(a // 2, size=4)", a="i@7"),
+               call("jnp.unique(jnp.round(a), return_counts=True, size=5, fill_value=0.0)",
+                    a="f@6")],
 }
 
 # jax.nn: each function stage 1 defines there, called as jax.nn.NAME.
@@ -372,6 +406,20 @@ NN_CALLS: dict[str, list[Call]] = {
                   call("jax.nn.logsumexp(a, axis=1, keepdims=True)", a="f@2,3")],
     "one_hot": [call("jax.nn.one_hot(a, 5)", a="ipos@3"),
                 call("jax.nn.one_hot(a, 3, axis=0)", a="i@2,2")],
+    # more activations (nn.py; kinks and edges in test_nn_against_jax.py)
+    **{name: [call(f"jax.nn.{name}(a)", a="f"), call(f"jax.nn.{name}(a)", a="pyf"),
+              *([] if name in ("silu", "swish") else [call(f"jax.nn.{name}(a)", a="i")])]
+       for name in ["silu", "swish", "log_sigmoid", "soft_sign", "selu", "relu6",
+                    "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh"]},
+    "elu": [call("jax.nn.elu(a)", a="f"), call("jax.nn.elu(a, 0.5)", a="pyf")],
+    "celu": [call("jax.nn.celu(a, 0.7)", a="f"), call("jax.nn.celu(a)", a="i")],
+    "leaky_relu": [call("jax.nn.leaky_relu(a)", a="f"),
+                   call("jax.nn.leaky_relu(a, negative_slope=0.2)", a="pyf")],
+    "glu": [call("jax.nn.glu(a)", a="f@3,4"), call("jax.nn.glu(a, axis=0)", a="f@2,3")],
+    "standardize": [call("jax.nn.standardize(a)", a="f@3,4"),
+                    call("jax.nn.standardize(a, axis=0, epsilon=0.1)", a="f@3,2"),
+                    call("jax.nn.standardize(a, where=b > 0, algorithm='stable')",
+                         a="f@2,4", b="f@2,4")],
 }
 
 
@@ -399,6 +447,8 @@ ERROR_CALLS: list[Call] = [
     call("jnp.select([a > 0], [a, a])", a="f@3"), call("jnp.bincount(a)", a="f@3"),
     call("jnp.pad(a, -1)", a="f@3"), call("jnp.pad(a, ((1, 2), (3, 4)))", a="f@3"),
     call("jnp.interp(a, b, b)", a="f@2", b="f@2,2"),
+    call("jax.nn.silu(a)", a="i@3"), call("jnp.gcd(a, b)", a="f@2", b="i@2"),
+    call("jnp.ldexp(a, b)", a="f@2", b="f@2"),
 ]
 
 

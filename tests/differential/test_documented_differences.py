@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -35,8 +36,9 @@ def raises(cls: type, fn, *args, match: str | None = None, **kwargs) -> None:
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8, np.float16, np.complex64])
-def test_only_32_bit_and_64_bit_dtypes(dtype) -> None:
+@pytest.mark.parametrize("dtype", [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
+                                   ml_dtypes.int4, ml_dtypes.uint4])
+def test_no_float8_or_4_bit_dtypes(dtype) -> None:
     x = np.ones(2, dtype)
     assert jnp.asarray(x).dtype == dtype
     raises(TypeError, sjnp.asarray, x, match=f"dtype {np.dtype(dtype).name} is not supported")
@@ -45,6 +47,28 @@ def test_only_32_bit_and_64_bit_dtypes(dtype) -> None:
 def test_jnp_also_exports_the_array_class() -> None:
     assert not hasattr(jnp, "Array") and jnp.ndarray is jax.Array
     assert sjnp.Array is sj.Array and sjnp.ndarray is sj.Array
+
+
+def test_weak_types_follow_one_rule_for_every_primitive() -> None:
+    """Weak iff every operand of the result's dtype is weak (core._result_weak_type): int32
+    starts or indices make a weak int32 slice strong; a weak float operand and update keep
+    ``dynamic_update_slice`` weak; ``lax.reduce`` with a computation of its own is strong."""
+    found = []
+    for lib, L in ((jax, lax), (sj, slax)):
+        ints = L.broadcast_in_dim(1, (5,), ())
+        floats = L.broadcast_in_dim(1.0, (5,), ())
+        start = np.int32(1)
+        found.append((ints.weak_type and floats.weak_type,
+                      L.dynamic_slice(floats, (start,), (2,)).weak_type,
+                      L.dynamic_slice(ints, (start,), (2,)).weak_type,
+                      ints[np.array([1, 2], np.int32)].weak_type,
+                      L.dynamic_update_slice(floats, L.broadcast_in_dim(2.0, (2,), ()),
+                                             (start,)).weak_type,
+                      L.reduce(floats, 0.0, lambda a, b: a * b + a + b, (0,)).weak_type,
+                      L.reduce(floats, 0.0, L.add, (0,)).weak_type))
+    theirs, ours = found
+    assert theirs == (True, True, True, True, False, True, True)
+    assert ours == (True, True, False, False, True, False, True)
 
 
 # ------------------------------------------------------------------------------------------
@@ -61,6 +85,11 @@ def test_subnormal_floats_are_kept() -> None:
     assert float(sjnp.float32(tiny) * 1e10) == pytest.approx(1e-30, rel=1e-4)
     assert bool(sjnp.float32(tiny) + 0)
     assert float(sj.jit(lambda x: x * 1e10)(tiny)) == pytest.approx(1e-30, rel=1e-4)
+    # frexp of a subnormal: JAX's reads a flushed value, ours is NumPy's, exact
+    theirs = [np.asarray(v).item() for v in jnp.frexp(tiny)]
+    ours = [np.asarray(v).item() for v in sjnp.frexp(tiny)]
+    assert theirs == [0.5, -149]
+    assert ours == [v.item() for v in np.frexp(tiny)] == [np.float32(0.54444885).item(), -132]
 
 
 def test_the_x64_warning_continues_in_our_words() -> None:
@@ -147,10 +176,13 @@ def test_gather_and_scatter_print_without_jaxs_extra_params() -> None:
     extras = ("update_jaxpr", "update_consts", "indices_are_sorted", "unique_indices")
     assert "scatter-add[" in theirs and all(name in theirs for name in extras)
     assert "scatter_add[" in ours and not any(name in ours for name in extras)
+    assert all(f"{name}=" in ours for name in ("dimension_numbers", "mode"))
     theirs = str(jax.make_jaxpr(lambda x: x[i])(x))
     ours = str(sj.make_jaxpr(lambda x: x[i])(x))
-    assert "gather[" in ours and "indices_are_sorted" in theirs and "unique_indices" in theirs
-    assert "indices_are_sorted" not in ours and "unique_indices" not in ours
+    hints = ("indices_are_sorted=False", "unique_indices=False")
+    assert "gather[" in ours and all(hint in theirs and hint in ours for hint in hints)
+    ours = str(sj.make_jaxpr(lambda x: x.at[i].get(unique_indices=True))(x))
+    assert all(hint in ours for hint in hints)
 
 
 # ------------------------------------------------------------------------------------------
@@ -159,12 +191,21 @@ def test_gather_and_scatter_print_without_jaxs_extra_params() -> None:
 
 
 def test_roll_needs_a_concrete_shift() -> None:
+    """A traced ``shift`` (and traced ``repeats``, even with ``total_repeat_length``) is
+    refused; concrete ones agree with JAX."""
     x = np.arange(5.0, dtype=np.float32)
     theirs = jax.jit(lambda x, s: jnp.roll(x, s))(x, 2)
     assert np.asarray(theirs).tolist() == [3.0, 4.0, 0.0, 1.0, 2.0]
     with pytest.raises(TypeError, match="shift must be a concrete integer"):
         sj.jit(lambda x, s: sjnp.roll(x, s))(x, 2)
     ours = sj.jit(lambda x: sjnp.roll(x, 2))(x)  # a concrete shift
+    assert np.asarray(ours).tolist() == np.asarray(theirs).tolist()
+    counts = np.array([1, 0, 2, 1, 1], np.int32)
+    theirs = jax.jit(lambda x, r: jnp.repeat(x, r, total_repeat_length=5))(x, counts)
+    assert np.asarray(theirs).tolist() == [0.0, 2.0, 2.0, 3.0, 4.0]
+    with pytest.raises(TypeError, match="repeats must be concrete"):
+        sj.jit(lambda x, r: sjnp.repeat(x, r, total_repeat_length=5))(x, counts)
+    ours = sj.jit(lambda x: sjnp.repeat(x, counts, total_repeat_length=5))(x)
     assert np.asarray(ours).tolist() == np.asarray(theirs).tolist()
 
 
@@ -212,11 +253,172 @@ def test_lax_reshape_has_no_dimensions_argument() -> None:
     raises(TypeError, slax.reshape, sjnp.asarray(x), (3, 2), dimensions=(1, 0))
 
 
-def test_gelu_is_only_the_tanh_approximation() -> None:
-    assert float(jax.nn.gelu(1.0, approximate=False)) == pytest.approx(0.8413447, abs=1e-6)
-    np.testing.assert_allclose(np.asarray(sj.nn.gelu(1.0)), np.asarray(jax.nn.gelu(1.0)),
-                               rtol=1e-6)
-    raises(NotImplementedError, sj.nn.gelu, 1.0, approximate=False, match="erf")
+def test_lax_reduce_with_a_computation_of_its_own_is_a_pairwise_composition() -> None:
+    """JAX binds one ``reduce`` equation that holds the computation's jaxpr; ours halves the
+    operand pairwise, with the computation's primitives in the jaxpr. An associative
+    computation gives the same value; a non-associative one, whose order neither promises,
+    does not."""
+    x = np.arange(1.0, 6.0, dtype=np.float32)
+    assoc = lambda a, b: a * b + a + b  # noqa: E731  (1 + a)(1 + b) - 1
+    theirs = str(jax.make_jaxpr(lambda x: lax.reduce(x, 0.0, assoc, (0,)))(x))
+    ours = str(sj.make_jaxpr(lambda x: slax.reduce(x, 0.0, assoc, (0,)))(x))
+    assert " reduce[" in theirs and "reduce" not in ours and "mul" in ours
+    assert float(slax.reduce(x, 0.0, assoc, (0,))) == float(lax.reduce(x, 0.0, assoc, (0,)))
+    lopsided = lambda a, b: a + 2.0 * b  # noqa: E731
+    x = np.arange(4.0, dtype=np.float32)
+    assert float(lax.reduce(x, 0.0, lopsided, (0,))) == 12.0  # left to right
+    assert float(slax.reduce(x, 0.0, lopsided, (0,))) == 36.0  # pairs, then the init
+    for op, init, name in (("add", 0.0, "reduce_sum"), ("max", -np.inf, "reduce_max")):
+        # a lax operation with its identity as the init is its reduce_* primitive, as in JAX
+        ours = str(sj.make_jaxpr(lambda x: slax.reduce(x, np.float32(init), getattr(slax, op),
+                                                       (0,)))(x))
+        assert f"{name}[" in ours
+
+
+def test_gcd_and_lcm_unroll_euclids_algorithm() -> None:
+    """JAX's ``gcd`` is a ``while_loop``; ours is a fixed number of Euclid's steps, so its
+    jaxpr is long and has no loop; the values are the same."""
+    a, b = np.array([12, 0, -35, 2**31 - 1], np.int32), np.array([18, 7, 14, 1], np.int32)
+    theirs = str(jax.make_jaxpr(jnp.gcd)(a, b))
+    ours = sj.make_jaxpr(sjnp.gcd)(a, b)
+    assert "while[" in theirs and "while" not in str(ours) and len(ours.jaxpr.eqns) > 100
+    for name in ("gcd", "lcm"):
+        want = getattr(jnp, name)(a, b)
+        assert np.asarray(getattr(sjnp, name)(a, b)).tolist() == np.asarray(want).tolist()
+
+
+# ------------------------------------------------------------------------------------------
+# Special functions
+# ------------------------------------------------------------------------------------------
+
+
+def test_float32_special_functions_are_rounded_from_float64() -> None:
+    """``erf``, ``erfc`` and ``lgamma`` in float32 are the float64 values rounded, where XLA's
+    float32 approximations are a few ulps off; ``ndtri`` (``norm.ppf``) is another algorithm
+    than JAX's, within 1e-6; ``norm.isf`` is ``-ndtri(q)``, accurate where JAX's
+    ``ppf(1 - q)`` is not."""
+    import math
+    from statistics import NormalDist
+
+    x = np.linspace(-5.0, 5.0, 20001, dtype=np.float32)
+    for name, exact, grid in (("erf", math.erf, x), ("erfc", math.erfc, x),
+                              ("lgamma", math.lgamma, np.abs(x) + np.float32(0.01))):
+        want = np.array([exact(float(v)) for v in grid]).astype(np.float32)
+        ours, theirs = np.asarray(getattr(slax, name)(grid)), np.asarray(getattr(lax, name)(grid))
+        assert np.array_equal(ours, want) and not np.array_equal(theirs, want), name
+    assert float(slax.lgamma(np.float32(1.0))) == 0.0 != float(lax.lgamma(np.float32(1.0)))
+    p = np.linspace(1e-6, 1 - 1e-6, 20001, dtype=np.float32)
+    ours, theirs = np.asarray(sj.scipy.special.ndtri(p)), np.asarray(jax.scipy.special.ndtri(p))
+    assert not np.array_equal(ours, theirs)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-7)
+    q, true = np.float32(1e-6), NormalDist().inv_cdf(1 - 1e-6)
+    assert abs(float(sj.scipy.stats.norm.isf(q)) - true) < 1e-6 * true
+    assert abs(float(jax.scipy.stats.norm.isf(q)) - true) > 1e-4 * true
+
+
+def test_polygamma_at_infinity_and_its_derivative_in_m() -> None:
+    """``polygamma(m, inf)`` is 0 for m >= 1 here (the limit), NaN in JAX; the JVP in ``m``
+    treats m's tangent as zero where JAX refuses; ``grad`` in ``m`` refuses in both."""
+    inf, m, x = np.float32(np.inf), np.float32(1.0), np.float32(2.0)
+    assert np.isnan(np.asarray(jax.scipy.special.polygamma(np.array([1, 2]), inf))).all()
+    assert np.asarray(sj.scipy.special.polygamma(np.array([1, 2]), inf)).tolist() == [0.0, 0.0]
+    raises(ValueError, jax.jvp, lambda m: lax.polygamma(m, x), (m,), (m,),
+           match="with respect to m")
+    _, tangent = sj.jvp(lambda m: slax.polygamma(m, x), (m,), (m,))
+    assert float(tangent) == 0.0
+    for lib, L in ((jax, lax), (sj, slax)):
+        raises(ValueError, lib.grad(lambda m: L.polygamma(m, x)), m, match="with respect to m")
+
+
+def test_xlogy_and_xlog1py_have_no_rule_of_their_own() -> None:
+    """At x = 0 where log(y) is -inf, JAX's rule gives the gradient in x as log(y) = -inf;
+    ours differentiates the composition ``where(x == 0, 0, x * log(y))``, giving 0."""
+    zero = np.float32(0.0)
+    for name, y in (("xlogy", zero), ("xlog1py", np.float32(-1.0))):
+        theirs = jax.grad(getattr(jax.scipy.special, name))(zero, y)
+        ours = sj.grad(getattr(sj.scipy.special, name))(zero, y)
+        assert float(theirs) == -np.inf and float(ours) == 0.0, name
+    one, two = np.float32(1.0), np.float32(2.0)  # away from 0 the two agree
+    assert float(sj.grad(sj.scipy.special.xlogy)(one, two)) == pytest.approx(np.log(2.0))
+
+
+# ------------------------------------------------------------------------------------------
+# Linear algebra
+# ------------------------------------------------------------------------------------------
+
+
+TALL = np.random.RandomState(0).randn(4, 3).astype(np.float32)
+
+
+def test_linear_algebra_is_on_real_floats_only() -> None:
+    """Complex matrices and integer ones given to ``lax.linalg`` raise a TypeError that says
+    to convert; JAX computes both. ``jnp.linalg`` converts integers to float, as JAX's."""
+    c = (np.eye(2) * (2 + 1j)).astype(np.complex64)
+    assert jnp.linalg.inv(c).dtype == np.complex64
+    raises(TypeError, sjnp.linalg.inv, c, match="requires floating-point arguments")
+    ints = np.eye(3, dtype=np.int32)
+    assert lax.linalg.cholesky(ints).dtype == np.float32
+    raises(TypeError, slax.linalg.cholesky, ints, match="Convert it first")
+    assert sjnp.linalg.cholesky(ints).dtype == jnp.linalg.cholesky(ints).dtype == np.float32
+
+
+def test_qr_eigh_and_svd_take_fewer_params() -> None:
+    sym = TALL.T @ TALL
+    for fn, x, extras, ours_text in (
+            (lambda L: L.linalg.qr, TALL, ("pivoting=False", "use_magma=None"),
+             "qr[full_matrices=True]"),
+            (lambda L: L.linalg.eigh, sym, ("algorithm=None", "subset_by_index=None"),
+             "eigh[lower=True sort_eigenvalues=True]"),
+            (lambda L: L.linalg.svd, TALL, ("algorithm=None", "subset_by_index=None"),
+             "svd[compute_uv=True full_matrices=True]")):
+        theirs = str(jax.make_jaxpr(fn(lax))(x))
+        ours = str(sj.make_jaxpr(fn(slax))(x))
+        assert all(extra in theirs for extra in extras) and ours_text in ours
+    assert lax.linalg.qr(TALL, pivoting=True)[2].tolist() == [0, 2, 1]
+    raises(NotImplementedError, slax.linalg.qr, TALL, pivoting=True, match="pivoting")
+    assert jnp.linalg.qr(TALL, mode="raw")[1].shape == (3,)
+    raises(ValueError, sjnp.linalg.qr, TALL, mode="raw", match="'raw' is not implemented")
+    assert float(jnp.linalg.slogdet(sym, method="qr")[0]) == 1.0
+    raises(ValueError, sjnp.linalg.slogdet, sym, method="qr", match="only 'lu'")
+    for L in (lax, slax):  # a part of the spectrum: refused by both on CPU
+        raises(NotImplementedError, L.linalg.eigh, sym, subset_by_index=(0, 2))
+
+
+def test_the_qr_derivative_needs_reduced_mode_for_a_tall_matrix() -> None:
+    loss = lambda L: lambda a: L.linalg.qr(a, full_matrices=True)[0].sum()  # noqa: E731
+    assert np.isfinite(np.asarray(jax.grad(loss(lax))(TALL))).all()
+    raises(NotImplementedError, sj.grad(loss(slax)), TALL, match="full_matrices=False")
+    reduced = lambda np_: lambda a: np_.linalg.qr(a)[0].sum()  # noqa: E731
+    np.testing.assert_allclose(np.asarray(sj.grad(reduced(sjnp))(TALL)),
+                               np.asarray(jax.grad(reduced(jnp))(TALL)), rtol=1e-4, atol=1e-5)
+
+
+def test_det_and_pinv_are_differentiated_through_their_decompositions() -> None:
+    """At a singular matrix of size 4 or more, JAX's rules give finite gradients (zeros for
+    ``det`` of a rank-1 matrix); ours go through ``lu`` and ``svd`` and give NaN. A 2x2 or
+    3x3 ``det`` is the explicit formula in both."""
+    ones = np.ones((4, 4), np.float32)
+    for name, loss in (("det", lambda np_: np_.linalg.det),
+                       ("pinv", lambda np_: lambda a: np_.linalg.pinv(a).sum())):
+        theirs = np.asarray(jax.grad(loss(jnp))(ones))
+        ours = np.asarray(sj.grad(loss(sjnp))(ones))
+        assert np.isfinite(theirs).all() and not np.isfinite(ours).any(), name
+    assert not np.asarray(jax.grad(jnp.linalg.det)(ones)).any()
+    ones = np.ones((3, 3), np.float32)
+    assert np.asarray(sj.grad(sjnp.linalg.det)(ones)).tolist() == \
+        np.asarray(jax.grad(jnp.linalg.det)(ones)).tolist()
+
+
+def test_hermitian_is_accepted_and_ignored() -> None:
+    """``hermitian=True`` reads one triangle in JAX (eigh); here the general SVD runs, which
+    agrees on a symmetric matrix and differs on one that is not."""
+    sym, lopsided = TALL.T @ TALL, np.array([[2.0, 1.0], [0.0, 3.0]], np.float32)
+    for a, agree in ((sym, True), (lopsided, False)):
+        theirs = np.asarray(jnp.linalg.svd(a, hermitian=True, compute_uv=False))
+        ours = np.asarray(sjnp.linalg.svd(a, hermitian=True, compute_uv=False))
+        general = np.asarray(sjnp.linalg.svd(a, compute_uv=False))
+        assert np.array_equal(ours, general)
+        assert np.allclose(ours, theirs, rtol=1e-5) == agree
 
 
 # ------------------------------------------------------------------------------------------
@@ -232,11 +434,51 @@ def test_a_key_is_a_pytree_over_its_uint32_data() -> None:
     assert np.asarray(leaf).tolist() == np.asarray(jax.random.key_data(jax.random.key(0))).tolist()
 
 
-def test_permutation_is_only_of_whole_rows() -> None:
+MISSING_SAMPLERS = {"binomial": (5.0, 0.5), "wald": (1.0,), "triangular": (0.0, 0.5, 1.0),
+                    "generalized_normal": (2.0,), "ball": (3,),
+                    "multinomial": (5.0, np.full(3, 1 / 3, np.float32))}
+
+
+def test_some_samplers_and_options_are_missing() -> None:
+    """Six samplers are absent (AttributeError), ``mode=`` is an unexpected keyword
+    (TypeError) and ``permutation(independent=True)`` raises NotImplementedError."""
+    key, skey = jax.random.key(0), sj.random.key(0)
+    for name, args in MISSING_SAMPLERS.items():
+        getattr(jax.random, name)(key, *args)
+        assert not hasattr(sj.random, name), name
+    for name, args in (("bernoulli", (0.5, (3,))), ("gumbel", ((3,),)), ("choice", (5, (2,))),
+                       ("categorical", (np.zeros(3, np.float32),))):
+        getattr(jax.random, name)(key, *args, mode="high")
+        raises(TypeError, getattr(sj.random, name), skey, *args, mode="high", match="mode")
     x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
-    assert jax.random.permutation(jax.random.key(0), x, independent=True).shape == (2, 3)
-    raises(NotImplementedError, sj.random.permutation, sj.random.key(0), sjnp.asarray(x),
+    assert jax.random.permutation(key, x, independent=True).shape == (2, 3)
+    raises(NotImplementedError, sj.random.permutation, skey, sjnp.asarray(x),
            independent=True, match="independent")
+
+
+FLOAT_SAMPLERS = {"normal": {}, "exponential": {}, "gamma": {"a": 2.0},
+                  "beta": {"a": 2.0, "b": 3.0}, "cauchy": {}, "laplace": {}, "logistic": {},
+                  "gumbel": {}, "t": {"df": 3.0},
+                  "lognormal": {}, "pareto": {"b": 2.0}, "loggamma": {"a": 2.0},
+                  "truncated_normal": {"lower": -1.0, "upper": 1.0}}
+INTEGER_SAMPLERS = {"poisson": {"lam": 3.0}, "bernoulli": {"p": 0.3}, "rademacher": {},
+                    "geometric": {"p": 0.3}, "randint": {"minval": 0, "maxval": 10}}
+
+
+def test_float_samplers_are_within_a_few_ulps_and_integer_samplers_are_exact() -> None:
+    """The bits are JAX's; the float arithmetic after them (log, exp, pow) is NumPy's, which
+    rounds the last bit of some values otherwise than XLA's: within 8 ulps of max(|x|, 1).
+    The samplers of integers and booleans give JAX's draws exactly."""
+    eps = np.finfo(np.float32).eps
+    for name, params in FLOAT_SAMPLERS.items():
+        theirs = np.asarray(getattr(jax.random, name)(jax.random.key(1), shape=(4096,), **params))
+        ours = np.asarray(getattr(sj.random, name)(sj.random.key(1), shape=(4096,), **params))
+        assert not np.array_equal(ours, theirs), name
+        assert (np.abs(ours - theirs) <= 8 * eps * np.maximum(np.abs(theirs), 1)).all(), name
+    for name, params in INTEGER_SAMPLERS.items():
+        theirs = np.asarray(getattr(jax.random, name)(jax.random.key(1), shape=(4096,), **params))
+        ours = np.asarray(getattr(sj.random, name)(sj.random.key(1), shape=(4096,), **params))
+        assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs), name
 
 
 def test_uniform_with_bounds_is_within_an_ulp_of_jax() -> None:
@@ -251,6 +493,25 @@ def test_uniform_with_bounds_is_within_an_ulp_of_jax() -> None:
         assert np.abs(got - want).max() <= ulp, (minval, maxval)
         if (minval, maxval) == (0.0, 1.0):
             assert np.array_equal(got, want)
+
+
+def test_gamma_draws_with_a_split_shape_parameter() -> None:
+    """Our ``random_gamma`` takes a key per element, so it is elementwise and runs split like
+    ``a``; JAX's vmaps over ``a`` and refuses it split. The values are JAX's unsplit draws."""
+    a = np.linspace(0.5, 4.0, 16, dtype=np.float32)
+    draw = lambda lib: lambda k, a: lib.random.gamma(k, a, (16,))  # noqa: E731
+    want = np.asarray(jax.jit(draw(jax))(jax.random.key(0), a))
+    for lib in (jax, sj):
+        mesh = lib.make_mesh((8,), ("d",))
+        with lib.set_mesh(mesh):
+            split = _split(lib, mesh, a, "d")
+            if lib is jax:
+                raises(ValueError, lib.jit(draw(lib)), lib.random.key(0), split,
+                       match="sharded the same")
+            else:
+                got = lib.jit(draw(lib))(lib.random.key(0), split)
+                assert tuple(got.sharding.spec) == ("d",)
+                np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
 
 
 # ------------------------------------------------------------------------------------------
@@ -284,6 +545,83 @@ def test_scatter_mul_is_differentiated_without_unique_indices() -> None:
     g = sj.grad(lambda y: sjnp.sum(sjnp.asarray(x).at[sjnp.array([0, 0, 0])].mul(y)))(y)
     want = jax.grad(lambda y: x[0] * y[0] * y[1] * y[2])(y)
     np.testing.assert_array_equal(np.asarray(g), np.asarray(want))
+
+
+def _custom_sin(lib, np_, rule):
+    @lib.custom_jvp
+    def f(x):
+        return np_.sin(x)
+
+    f.defjvp(rule)
+    return f
+
+
+def test_a_nonlinear_custom_jvp_rule_is_refused_under_grad() -> None:
+    """A rule whose tangent is not linear in the input tangents: ``jvp`` computes it in both;
+    ``grad`` is JAX's internal AssertionError and our TypeError naming the primitive."""
+    def rule_of(np_):
+        def rule(primals, tangents):
+            (x,), (t,) = primals, tangents
+            return np_.sin(x), np_.cos(x) * t * t
+        return rule
+
+    x = np.float32(2.0)
+    f, g = _custom_sin(jax, jnp, rule_of(jnp)), _custom_sin(sj, sjnp, rule_of(sjnp))
+    np.testing.assert_allclose(sj.jvp(g, (x,), (x,))[1], jax.jvp(f, (x,), (x,))[1], rtol=1e-6)
+    raises(AssertionError, jax.grad(f), x)
+    raises(TypeError, sj.grad(g), x, match="not linear in the tangents: it applies mul")
+
+
+def test_custom_jvp_has_no_symbolic_zeros() -> None:
+    rule = lambda primals, tangents: (primals[0], tangents[0])  # noqa: E731
+    jax.custom_jvp(jnp.sin).defjvp(rule, symbolic_zeros=True)  # accepted
+    raises(NotImplementedError, sj.custom_jvp(sjnp.sin).defjvp, rule, symbolic_zeros=True,
+           match="symbolic_zeros")
+
+
+def test_a_custom_jvp_closing_over_a_differentiated_value() -> None:
+    """The function and its rule close over ``y``, which is differentiated. Eagerly JAX leaks a
+    tracer (UnexpectedTracerError) and ours differentiates ``y`` through the rule's use of it;
+    under ``jit`` both refuse with a TypeError, ours saying to pass ``y`` as an argument."""
+    def outer_of(lib, np_):
+        def outer(y):
+            @lib.custom_jvp
+            def g(x):
+                return np_.sin(x) * y
+
+            @g.defjvp
+            def g_jvp(primals, tangents):
+                return np_.sin(primals[0]) * y, np_.cos(primals[0]) * y * tangents[0]
+            return g(np.float32(2.0))
+        return outer
+
+    y = np.float32(3.0)
+    raises(jax.errors.UnexpectedTracerError, jax.grad(outer_of(jax, jnp)), y)
+    assert float(sj.grad(outer_of(sj, sjnp))(y)) == pytest.approx(np.sin(2.0), rel=1e-6)
+    raises(TypeError, jax.grad(jax.jit(outer_of(jax, jnp))), y)
+    raises(TypeError, sj.grad(sj.jit(outer_of(sj, sjnp))), y, match="closes over")
+
+
+def test_linearize_returns_a_plain_function() -> None:
+    """JAX's linear function is a ``Partial``, a pytree that ``jit`` takes as an argument;
+    ours is a plain function: the same values, but not an argument of ``jit``."""
+    x = np.float32(2.0)
+    (_, theirs), (_, ours) = jax.linearize(jnp.sin, x), sj.linearize(sjnp.sin, x)
+    assert isinstance(theirs, jax.tree_util.Partial)
+    assert not isinstance(ours, jax.tree_util.Partial)
+    assert float(ours(x)) == pytest.approx(float(theirs(x)), rel=1e-6)
+    apply = lambda f, t: f(t)  # noqa: E731
+    assert float(jax.jit(apply)(theirs, x)) == float(theirs(x))
+    raises(TypeError, sj.jit(apply), ours, x)
+
+
+def test_remat_is_checkpoint_and_policies_by_name_are_missing() -> None:
+    assert jax.remat is not jax.checkpoint and sj.remat is sj.checkpoint
+    theirs = {n for n in dir(jax.checkpoint_policies) if not n.startswith("_")}
+    ours = {n for n in dir(sj.checkpoint_policies) if not n.startswith("_")}
+    assert ours < theirs and all("names" in n or "offload" in n or "both" in n
+                                 for n in theirs - ours)
+    assert "save_only_these_names" in theirs - ours
 
 
 # ------------------------------------------------------------------------------------------
@@ -374,6 +712,30 @@ def test_error_messages_are_in_our_own_words() -> None:
         assert "docs.jax.dev" in str(theirs.value) and "docs.jax.dev" not in str(ours.value)
 
 
+def _error_of(fn, *args, **kwargs) -> BaseException:
+    with pytest.raises(Exception) as caught:
+        fn(*args, **kwargs)
+    return caught.value
+
+
+def test_a_few_errors_are_of_another_class() -> None:
+    odd = np.ones(3, np.float32)
+    assert type(_error_of(jax.nn.glu, odd)) is AssertionError
+    assert type(_error_of(sj.nn.glu, odd)) is ValueError
+    assert type(_error_of(jnp.linalg.solve, odd, odd)) is ValueError
+    assert type(_error_of(sjnp.linalg.solve, odd, odd)) is TypeError
+    bounds = np.zeros(2, np.float32)
+    assert type(_error_of(jax.random.uniform, jax.random.key(0), (3,), minval=bounds)) \
+        is TypeError
+    assert type(_error_of(sj.random.uniform, sj.random.key(0), (3,), minval=bounds)) \
+        is ValueError
+    for lib, np_ in ((jax, jnp), (sj, sjnp)):
+        for fn in (lambda x: np_.unique(x), lambda n: lib.random.choice(lib.random.key(0), n)):
+            error = _error_of(lib.jit(fn), np.int32(3))
+            assert isinstance(error, TypeError)
+            assert isinstance(error, lib.errors.ConcretizationTypeError) == (lib is jax)
+
+
 # ------------------------------------------------------------------------------------------
 # Devices and sharding
 # ------------------------------------------------------------------------------------------
@@ -395,6 +757,14 @@ def _sharding_error(fn, *args) -> BaseException:
     with pytest.raises(Exception) as caught:
         fn(*args)
     return caught.value
+
+
+def test_visualize_array_sharding_is_also_at_the_top_level_and_returns_its_text(capsys) -> None:
+    assert not hasattr(jax, "visualize_array_sharding")
+    assert sj.visualize_array_sharding is sj.debug.visualize_array_sharding
+    mesh = sj.make_mesh((8,), ("d",))
+    text = sj.visualize_array_sharding(_split(sj, mesh, np.ones(8, np.float32), "d"))
+    assert "CPU 7" in text and capsys.readouterr().out.strip() == text.strip()
 
 
 def test_a_donated_sharded_array_is_kept() -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import stage1_autodiff as jax
-from stage1_autodiff import autodiff, core
+from stage1_autodiff import autodiff, core, custom_derivatives, random_distributions
 from stage1_autodiff import numpy as jnp
 from stage1_autodiff import primitives as lax
 
@@ -96,6 +96,8 @@ def a(values, dtype=np.float32) -> Array:
 X = a([0.25, 0.5, 0.75])          # float32, in the domain of every unary op
 Y = a([1.5, 2.0, 2.5])
 M = a([[1.0, 2.0], [3.0, 4.0]])
+Z = a([0.25 + 1j, 0.5, -0.75j], np.complex64)
+c64 = np.dtype(np.complex64)
 ROWS = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
                                   start_index_map=(0,))
 POINTS = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
@@ -108,6 +110,7 @@ V = a([1, 2, 31], np.uint32)
 B = a([True, False, True], np.bool_)
 C = a([False, False, True], np.bool_)
 IDX = a([[1], [0]], np.int32)     # picks rows 1 and 0 of M
+SPD = a([[2.0, 1.0], [1.0, 2.0]])
 
 
 @jax.custom_vjp
@@ -148,6 +151,12 @@ DTYPE_CASES: dict[str, list[DtypeCase]] = {
                     (lambda: lax.integer_pow(X, -2), (f32,)),
                     (lambda: lax.integer_pow(N, 2), (i32,))],
     "erf_inv": _unary_float(lax.erf_inv),
+    **{name: _unary_float(getattr(lax, name)) for name in  # special.py
+       ["rsqrt", "erf", "erfc", "lgamma", "digamma"]},
+    "polygamma": [(lambda: lax.polygamma(a([0.0, 1.0, 2.0]), Y), (f32,))],
+    "clamp": [(lambda: lax.clamp(a([0.3, 0.3, 0.3]), X, a([0.6, 0.6, 0.6])), (f32,)),
+              (lambda: lax.clamp(a([0, 0, 0], np.int32), N, a([4, 4, 4], np.int32)), (i32,))],
+    "nextafter": [(lambda: lax.nextafter(X, Y), (f32,))],
     "not": [(lambda: lax.bitwise_not(B), (b1,)), (lambda: lax.bitwise_not(U), (u32,))],
     "add": [(lambda: lax.add(X, Y), (f32,)), (lambda: lax.add(N, J), (i32,)),
             (lambda: lax.add(U, V), (u32,))],
@@ -233,9 +242,60 @@ DTYPE_CASES: dict[str, list[DtypeCase]] = {
     "sort": [(lambda: lax.sort([X]), (f32,)),
              (lambda: lax.sort([N, X], 0, num_keys=1), (i32, f32))],
     "threefry2x32": [(lambda: lax.threefry2x32(U, V, V, U), (u32, u32))],
+    # windowed.py and convolution.py
+    "reduce_window_sum": [(lambda: lax.reduce_window_sum(M, (2, 1), (1, 1), ((0, 0), (1, 0))),
+                           (f32,)),
+                          (lambda: lax.reduce_window_sum(N, (2,), (1,), ((0, 0),)), (i32,))],
+    "reduce_window_max": [(lambda: lax.reduce_window_max(M, (1, 2), (1, 1), ((0, 0), (0, 1))),
+                           (f32,)),
+                          (lambda: lax.reduce_window_max(N, (2,), (1,), ((1, 0),)), (i32,))],
+    "reduce_window_min": [(lambda: lax.reduce_window_min(X, (2,), (1,), ((0, 0),)), (f32,))],
+    "conv_general_dilated": [
+        (lambda: lax.conv_general_dilated(a(np.ones((1, 1, 3))), a(np.ones((1, 1, 2))), (1,),
+                                          "SAME"), (f32,)),
+        (lambda: lax.conv_general_dilated(a(np.ones((1, 1, 3)), np.int32),
+                                          a(np.ones((1, 1, 2)), np.int32), (1,), "VALID"),
+         (i32,))],
+    # stage1_autodiff/cumulative.py and dynamic_slicing.py
+    "cumsum": [(lambda: lax.cumsum(M, 1), (f32,)), (lambda: lax.cumsum(N, reverse=True), (i32,)),
+               (lambda: lax.cumsum(U), (u32,))],
+    "cumprod": [(lambda: lax.cumprod(M, 0), (f32,)), (lambda: lax.cumprod(N), (i32,))],
+    "cummax": [(lambda: lax.cummax(X), (f32,)), (lambda: lax.cummax(U, reverse=True), (u32,))],
+    "cummin": [(lambda: lax.cummin(M, 1), (f32,)), (lambda: lax.cummin(N), (i32,))],
+    "top_k": [(lambda: lax.top_k(M, 1), (f32, i32)), (lambda: lax.top_k(U, 2), (u32, i32))],
+    "dynamic_slice": [(lambda: lax.dynamic_slice(M, (1, 0), (1, 2)), (f32,)),
+                      (lambda: lax.dynamic_slice(N, (a(2, np.int32),), (2,)), (i32,))],
+    "dynamic_update_slice": [(lambda: lax.dynamic_update_slice(M, a([[7.0]]), (1, 1)), (f32,)),
+                             (lambda: lax.dynamic_update_slice(U, V[:1], (2,)), (u32,))],
+    # stage1_autodiff/random_distributions.py: one key (two words) per element
+    "random_gamma": [(lambda: random_distributions.random_gamma_p.bind(
+        U, V, a([0.5, 1.0, 3.0]), log_space=False), (f32,))],
+    "random_gamma_grad": [(lambda: random_distributions.random_gamma_grad(
+        a([0.5, 1.0, 3.0]), a([0.2, 1.0, 4.0])), (f32,))],
+    "random_poisson": [(lambda: random_distributions.random_poisson_p.bind(
+        a([0, 7], np.uint32), a([0.5, 3.0, 30.0]), dtype=i32), (i32,))],
+    # stage1_autodiff/linalg.py (lax.linalg), on SPD, a symmetric positive-definite matrix
+    "cholesky": [(lambda: jax.lax.linalg.cholesky(SPD), (f32,))],
+    "triangular_solve": [(lambda: jax.lax.linalg.triangular_solve(SPD, M, lower=True), (f32,))],
+    "lu": [(lambda: jax.lax.linalg.lu(M), (f32, i32, i32))],
+    "qr": [(lambda: jax.lax.linalg.qr(M), (f32, f32))],
+    "eigh": [(lambda: jax.lax.linalg.eigh(SPD), (f32, f32))],
+    "svd": [(lambda: jax.lax.linalg.svd(M), (f32, f32, f32)),
+            (lambda: jax.lax.linalg.svd(M, compute_uv=False), (f32,))],
     # At the eval level a custom_vjp function just runs; bind the primitive itself.
+    # complex_numbers.py and fft.py
+    "real": [(lambda: jax.lax.real(Z), (f32,))],
+    "imag": [(lambda: jax.lax.imag(Z), (f32,))],
+    "conj": [(lambda: jax.lax.conj(Z), (c64,))],
+    "complex": [(lambda: jax.lax.complex(X, Y), (c64,))],
+    "fft": [(lambda: jax.lax.fft(Z, "fft", (3,)), (c64,)),
+            (lambda: jax.lax.fft(Z, "ifft", (3,)), (c64,)),
+            (lambda: jax.lax.fft(X, "rfft", (3,)), (c64,)),
+            (lambda: jax.lax.fft(Z, "irfft", (4,)), (f32,))],
     "custom_vjp_call": [(lambda: custom_vjp_call_p.bind(X, fun=lambda x: [jnp.multiply(x, 2.0)]),
                          (f32,))],
+    "custom_jvp_call": [(lambda: custom_derivatives.custom_jvp_call_p.bind(
+        X, fun=lambda x: [jnp.multiply(x, 2.0)], jvp=None), (f32,))],
 }
 
 
@@ -245,8 +305,10 @@ def _outputs(result) -> list:
 
 def _stage1_primitives():
     """The primitives stage 1 defines (later stages, when imported, add their own)."""
-    from stage1_autodiff import autodiff, primitives
-    return [v for module in (primitives, autodiff) for v in vars(module).values()
+    from stage1_autodiff import autodiff, complex_numbers, fft, linalg, primitives
+    return [v for module in (primitives, autodiff, linalg, random_distributions,
+                             complex_numbers, fft, custom_derivatives)
+            for v in vars(module).values()
             if isinstance(v, core.Primitive)]
 
 
@@ -526,7 +588,7 @@ def test_stage1_depends_on_numpy_only():
     pyproject = tomllib.loads((REPO / "stage1_autodiff" / "pyproject.toml").read_text())
     project = pyproject["project"]
     names = [_requirement_name(r) for r in project.get("dependencies", [])]
-    assert names == ["numpy"]
+    assert names == ["numpy", "ml_dtypes"]  # ml_dtypes: bfloat16, as JAX has it
     # No optional extras that would pull in more at install time either.
     assert not project.get("optional-dependencies")
 

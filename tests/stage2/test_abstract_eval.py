@@ -284,6 +284,61 @@ def sort_case(data, dtype):
     return fn, [values(data, shape, d) for d in dtypes]
 
 
+def cumulative_case(fn):
+    def case(data, dtype):
+        shape = data.draw(shapes(min_dims=1))
+        axis = data.draw(st.integers(0, len(shape) - 1))
+        reverse = data.draw(st.booleans())
+        return (lambda x: fn(x, axis, reverse)), [values(data, shape, dtype)]
+    return case
+
+
+def top_k_case(data, dtype):
+    shape = data.draw(shapes(min_dims=1))
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    k = data.draw(st.integers(0, shape[axis]))
+    return (lambda x: lax.top_k(x, k, axis=axis)), [values(data, shape, dtype)]
+
+
+def dynamic_slice_case(data, dtype):
+    shape = data.draw(shapes(min_dims=1))
+    sizes = [data.draw(st.integers(0, n)) for n in shape]
+    starts = [np.int32(data.draw(st.integers(-3, 3))) for _ in shape]
+    fn = lambda x, *i: lax.dynamic_slice(x, i, sizes)
+    return fn, [values(data, shape, dtype), *starts]
+
+
+def dynamic_update_slice_case(data, dtype):
+    shape = data.draw(shapes(min_dims=1))
+    sizes = tuple(data.draw(st.integers(0, n)) for n in shape)
+    starts = [np.int32(data.draw(st.integers(-3, 3))) for _ in shape]
+    fn = lambda x, u, *i: lax.dynamic_update_slice(x, u, i)
+    return fn, [values(data, shape, dtype), values(data, sizes, dtype), *starts]
+
+
+def reduce_window_case(fn) -> Case:
+    def build(data, dtype):
+        shape = data.draw(shapes(min_dims=1))
+        window = tuple(data.draw(st.integers(1, n)) for n in shape)
+        ones = (1,) * len(shape)
+        strides = tuple(data.draw(st.integers(1, 2)) for _ in shape)
+        pads = tuple((data.draw(st.integers(0, 1)), data.draw(st.integers(0, 1)))
+                     for _ in shape)
+        base = tuple(data.draw(st.sampled_from([ones, tuple(2 for _ in shape)])))
+        return (lambda x: fn(x, window, strides, pads, base, ones)), [values(data, shape, dtype)]
+    return build
+
+
+def conv_case(data, dtype):
+    groups = data.draw(st.integers(1, 2))
+    n, c, o = data.draw(st.integers(1, 2)), groups * data.draw(st.integers(1, 2)), groups * 2
+    lhs, rhs = (n, c, data.draw(st.integers(2, 4))), (o, c // groups, 2)
+    stride = data.draw(st.integers(1, 2))
+    fn = lambda x, w: lax.conv_general_dilated(x, w, (stride,), "SAME",
+                                               feature_group_count=groups)
+    return fn, [values(data, lhs, dtype), values(data, rhs, dtype)]
+
+
 def threefry2x32_case(data, dtype):
     shape = data.draw(shapes())
     return lax.threefry2x32, [values(data, shape, u32, high=2**32) for _ in range(4)]
@@ -312,6 +367,11 @@ LAW_CASES: dict[str, tuple[tuple[np.dtype, ...], Case]] = {
     "ceil": (FLOAT, unary(lax.ceil)),
     "integer_pow": (NUMBERS, integer_pow_case),
     "erf_inv": (FLOAT, unary(lax.erf_inv)),
+    **{name: (FLOAT, unary(getattr(lax, name))) for name in  # special.py
+       ["rsqrt", "erf", "erfc", "lgamma", "digamma"]},
+    "polygamma": (FLOAT, binary(lambda m, x: lax.polygamma(lax.floor(m * 3), x))),
+    "nextafter": (FLOAT, binary(lax.nextafter)),
+    "clamp": (NUMBERS, binary(lambda x, y: lax.clamp(lax.min(x, y), x, lax.max(x, y)))),
     "not": ((i32, b1), unary(lax.bitwise_not)),
     "add": (NUMBERS, binary(lax.add)),
     "sub": (NUMBERS, binary(lax.sub)),
@@ -365,6 +425,16 @@ LAW_CASES: dict[str, tuple[tuple[np.dtype, ...], Case]] = {
     "sort": (NUMBERS, sort_case),
     "tile": (NUMBERS, tile_case),
     "threefry2x32": ((u32,), threefry2x32_case),
+    **{name: (NUMBERS, reduce_window_case(getattr(lax, name)))  # windowed.py
+       for name in ["reduce_window_sum", "reduce_window_max", "reduce_window_min"]},
+    "conv_general_dilated": (NUMBERS, conv_case),  # convolution.py
+    "cumsum": (NUMBERS, cumulative_case(lax.cumsum)),
+    "cumprod": (NUMBERS, cumulative_case(lax.cumprod)),
+    "cummax": (NUMBERS, cumulative_case(lax.cummax)),
+    "cummin": (NUMBERS, cumulative_case(lax.cummin)),
+    "top_k": (NUMBERS, top_k_case),
+    "dynamic_slice": (NUMBERS, dynamic_slice_case),
+    "dynamic_update_slice": (NUMBERS, dynamic_update_slice_case),
 }
 
 
@@ -462,7 +532,7 @@ ERROR_CASES = [
                                      "f32[3] and i32[3]"),
     (lax.lt_p, "i32[2,3] i32[3,2]", {}, "lt requires arguments of equal shapes and dtypes, got "
                                         "i32[2,3] and i32[3,2]"),
-    (lax.exp_p, "i32[3]", {}, "exp requires floating-point arguments, got i32[3]"),
+    (lax.exp_p, "i32[3]", {}, "exp requires floating-point or complex arguments, got i32[3]"),
     (lax.shift_left_p, "f32[3] f32[3]", {}, "shift_left requires integer arguments"),
     (lax.dot_general_p, "f32[2,3] f32[4,5]", MATMUL,
      "dot_general requires contracting dims of equal sizes, got (3,) (dims (1,) of f32[2,3]) "

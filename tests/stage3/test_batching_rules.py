@@ -22,12 +22,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from stage1_autodiff.core import all_primitives
+from stage1_autodiff.fft import FftType, fft, fft_p
 from stage1_autodiff.slicing import gather_shape
 from stage2_jit.debug import debug_print_p
 from stage2_jit.tracing import typecheck_jaxpr
 from stage3_vmap.batching import batching_rules
 
 import stage3_vmap as jax
+from stage1_autodiff import complex_numbers as cn
+from stage1_autodiff import linalg
 from stage1_autodiff import primitives as p
 from stage3_vmap import numpy as jnp
 
@@ -115,6 +118,14 @@ for _prim, _domain in [(p.exp_p, None), (p.log_p, POSITIVE), (p.log1p_p, POSITIV
     CASES[_prim] = unary(_prim, domain=_domain)
 for _prim in (p.neg_p, p.abs_p, p.sign_p):
     CASES[_prim] = unary(_prim, (f32, i32))
+for _prim, _domain in [(p.rsqrt_p, POSITIVE), (p.erf_p, None), (p.erfc_p, None),
+                       (p.lgamma_p, POSITIVE), (p.digamma_p, POSITIVE)]:  # special.py
+    CASES[_prim] = unary(_prim, domain=_domain)
+CASES[p.polygamma_p] = elementwise(p.polygamma_p, number(f32, (0, 3), integral=True),
+                                   number(f32, POSITIVE))
+CASES[p.nextafter_p] = binary(p.nextafter_p, (f32,))
+CASES[p.clamp_p] = one_of(*[elementwise(p.clamp_p, number(d, (-3, 0)), number(d),
+                                        number(d, (0, 3))) for d in (f32, i32)])
 CASES[p.integer_pow_p] = one_of(
     unary(p.integer_pow_p, (f32,), POSITIVE, y=st.integers(-2, 3)),
     unary(p.integer_pow_p, (i32,), y=st.integers(0, 3)))
@@ -386,7 +397,151 @@ def sort_case(draw):
 
 
 CASES[p.sort_p] = sort_case
+
+
+# --- linear algebra (stage 1's linalg.py): batches of square matrices (cholesky and eigh
+# read the lower triangle: NaNs where it is not positive definite, alike in vmap and loop)
+
+
+def linalg_case(fn, operands: int = 1):
+    def case(draw):
+        batch, n = draw(shapes(max_dims=1)), draw(st.integers(1, 3))
+        return fn, [Operand(batch + (n, n), f32) for _ in range(operands)]
+    return case
+
+
+CASES[linalg.cholesky_p] = linalg_case(lambda x: linalg.cholesky(x, symmetrize_input=False))
+CASES[linalg.triangular_solve_p] = linalg_case(
+    lambda a, b: linalg.triangular_solve(a, b, left_side=True, lower=True), operands=2)
+# Results of one rank each (the law picks one out axis): lu's permutation as a matrix,
+# eigh's eigenvalues scaling their eigenvectors.
+CASES[linalg.lu_p] = linalg_case(
+    lambda x: p.add(linalg.lu_p.bind(x)[0], linalg._one_hot(linalg.lu_p.bind(x)[2], x)))
+CASES[linalg.qr_p] = linalg_case(lambda x: linalg.qr_p.bind(x, full_matrices=True))
+CASES[linalg.eigh_p] = linalg_case(
+    lambda x: p.mul(*_eigenpairs(linalg.eigh_p.bind(x, lower=True, sort_eigenvalues=True))))
+
+
+def _eigenpairs(outs):
+    v, w = outs
+    return v, linalg._rows(w)
+CASES[linalg.svd_p] = linalg_case(
+    lambda x: linalg.svd_p.bind(x, full_matrices=False, compute_uv=False))
+
+
+def cumulative_case(prim):
+    def case(draw):
+        shape = draw(shapes(min_dims=1))
+        axis, reverse = draw(st.integers(0, len(shape) - 1)), draw(st.booleans())
+        fn = lambda x: prim.bind(x, axis=axis, reverse=reverse)
+        return fn, [Operand(shape, draw(st.sampled_from([f32, i32])), -2, 3)]
+    return case
+
+
+for _prim in p.CUMULATIVE:
+    CASES[_prim] = cumulative_case(_prim)
+
+
+def top_k_case(draw):
+    shape = draw(shapes(min_dims=1))
+    axis = draw(st.integers(0, len(shape) - 1))
+    k = draw(st.integers(0, shape[axis]))
+    fn = lambda x: p.top_k_p.bind(x, k=k, axis=axis)
+    return fn, [Operand(shape, draw(st.sampled_from([f32, i32])), -2, 3, integral=True)]
+
+
+CASES[p.top_k_p] = top_k_case
+
+
+def dynamic_slice_case(draw):
+    """Starts out of range too (clamped), batched or not as the law draws."""
+    shape = draw(shapes(min_dims=1))
+    sizes = tuple(draw(st.integers(0, n)) for n in shape)
+    fn = lambda x, *starts: p.dynamic_slice_p.bind(x, *starts, slice_sizes=sizes)
+    return fn, [Operand(shape, f32), *[Operand((), i32, -2, 5) for _ in shape]]
+
+
+def dynamic_update_slice_case(draw):
+    shape = draw(shapes(min_dims=1))
+    sizes = tuple(draw(st.integers(0, n)) for n in shape)
+    return p.dynamic_update_slice_p.bind, [Operand(shape, f32), Operand(sizes, f32),
+                                           *[Operand((), i32, -2, 5) for _ in shape]]
+
+
+CASES[p.dynamic_slice_p] = dynamic_slice_case
+CASES[p.dynamic_update_slice_p] = dynamic_update_slice_case
 CASES[p.threefry2x32_p] = elementwise(p.threefry2x32_p, *[number(u32)] * 4)
+
+
+def reduce_window_case(prim: p.Primitive) -> Case:
+    def build(draw):
+        shape = draw(shapes(min_dims=1))
+        params = dict(window_dimensions=tuple(draw(st.integers(1, n)) for n in shape),
+                      window_strides=tuple(draw(st.integers(1, 2)) for _ in shape),
+                      padding=tuple((draw(st.integers(0, 1)), 0) for _ in shape),
+                      base_dilation=(1,) * len(shape), window_dilation=(1,) * len(shape))
+        dtype = draw(st.sampled_from([f32, i32]))
+        return (lambda x: prim.bind(x, **params)), [number(dtype)(shape)]
+    return build
+
+
+for _prim in p.REDUCE_WINDOWS:
+    CASES[_prim] = reduce_window_case(_prim)
+
+
+def conv_case(draw):
+    """Feature or batch groups (or neither), so every branch of the rule runs."""
+    fg, bg = draw(st.sampled_from([(1, 1), (2, 1), (1, 2)]))
+    n, c = bg * draw(st.integers(1, 2)), fg * draw(st.integers(1, 2))
+    lhs, rhs = (n, c, draw(st.integers(2, 4))), (2 * fg * bg, c // fg, 2)
+    layout = draw(st.sampled_from([None, ("NWC", "WIO", "NWC"), ("CNW", "IWO", "WCN")]))
+    fn = lambda x, w: p.conv_general_dilated(
+        x, w, (1,), "SAME", dimension_numbers=layout, feature_group_count=fg,
+        batch_group_count=bg)
+    shapes_ = [lhs, rhs] if layout is None else [
+        tuple(dict(zip(canon, size))[d] for d in spec)
+        for canon, size, spec in (("NCW", lhs, layout[0]), ("OIW", rhs, layout[1]))]
+    return fn, [number(f32)(shape) for shape in shapes_]
+
+
+CASES[p.conv_general_dilated_p] = conv_case
+
+# --- complex numbers and the FFT (stage 1's complex_numbers.py and fft.py): complex values
+# are made of two float operands, and compared as their real and imaginary parts
+
+
+def _parts(z) -> tuple:
+    return cn.real(z), cn.imag(z)
+
+
+def _complex_case(fn) -> Case:
+    def build(draw):
+        shape = draw(shapes())
+        return fn, [Operand(shape, f32), Operand(shape, f32)]
+    return build
+
+
+CASES[cn.complex_p] = _complex_case(lambda x, y: _parts(cn.complex(x, y)))
+CASES[cn.real_p] = _complex_case(lambda x, y: cn.real(cn.complex(x, y)))
+CASES[cn.imag_p] = _complex_case(lambda x, y: cn.imag(cn.complex(x, y)))
+CASES[cn.conj_p] = _complex_case(lambda x, y: _parts(cn.conj(cn.complex(x, y))))
+
+
+def fft_case(draw):
+    shape = draw(shapes(min_dims=1))
+    rank = draw(st.integers(1, len(shape)))
+    fft_type = draw(st.sampled_from(list(FftType)))
+    lengths = shape[len(shape) - rank:]
+    if fft_type == FftType.IRFFT:  # an odd length n has n // 2 + 1 = shape[-1] frequencies
+        lengths = lengths[:-1] + (2 * shape[-1] - 1,)
+    fn = lambda x, y: as_list(fft(cn.complex(x, y) if fft_type != FftType.RFFT else x,
+                                  fft_type, lengths))
+    return (lambda x, y: [q for out in fn(x, y) for q in
+                          (_parts(out) if out.dtype.kind == "c" else (out,))]), [
+        Operand(shape, f32), Operand(shape, f32)]
+
+
+CASES[fft_p] = fft_case
 
 # ------------------------------------------------------------------------------------------
 # The law
@@ -470,17 +625,20 @@ def test_vmap_equals_loop(prim, data):
 # ------------------------------------------------------------------------------------------
 
 # Primitives whose rules and laws are tested elsewhere (test_vmap_api.py, test_collectives.py,
-# test_control_flow_batching.py, and stage 4's tests for its own primitives).
+# test_control_flow_batching.py, stage 4's tests for its own primitives, and
+# tests/differential/test_pure_callback_against_jax.py for pure_callback's vmap methods).
 ELSEWHERE = {"jit", "custom_vjp_call", "psum", "pmax", "pmin", "all_gather", "axis_index",
              "psum_scatter", "ppermute", "all_to_all", "cond", "while", "scan",
-             "shard_slice", "reshard", "shard_map"}
+             "shard_slice", "reshard", "shard_map", "custom_jvp_call", "remat2",
+             "pure_callback"}
 
 
 def test_every_primitive_has_a_batching_rule():
     # custom_vjp_call has no rule in the table: binding it hands the interpreter the function
     # and its forward and backward passes (BatchTrace.process_custom_vjp_call batches all three).
     missing = [prim.name for prim in all_primitives
-               if prim not in batching_rules and prim.name != "custom_vjp_call"]
+               if prim not in batching_rules
+               and prim.name not in ("custom_vjp_call", "custom_jvp_call")]
     assert not missing, f"no batching rule for {missing}"
 
 

@@ -95,8 +95,19 @@ def clipped_square(v):
 clipped_square.defvjp(lambda v: (v * v, v), lambda v, ct: (jnp.clip(2 * v * ct, -1.0, 1.0),))
 
 
+@jax.custom_jvp
+def safe_square(v):
+    return v * v
+
+
+safe_square.defjvp(lambda p, t: (safe_square(p[0]), 2.0 * p[0] * t[0]))
+
+
 # Each case: the function and its inputs. Together they bind every primitive with a
 # sharding rule (checked below).
+_M = np.random.default_rng(5).standard_normal((8, 3, 3)).astype(np.float32)
+SPD8 = _M @ _M.transpose(0, 2, 1) + 3 * np.eye(3, dtype=np.float32)  # 8 matrices, 3x3
+
 CASES: dict[str, tuple[Callable, tuple]] = {
     "unary": (lambda x: (
         -x, jnp.exp(x), jnp.log(jnp.abs(x) + 1), jnp.sin(x), jnp.cos(x), jnp.tan(x * 0.1),
@@ -105,7 +116,10 @@ CASES: dict[str, tuple[Callable, tuple]] = {
         jnp.log1p(jnp.abs(x)), jnp.expm1(x), lax.stop_gradient(x), jnp.sinh(x), jnp.cosh(x),
         jnp.arcsin(jnp.tanh(x) * 0.5), jnp.arccos(jnp.tanh(x) * 0.5), jnp.arctan(x),
         jnp.arcsinh(x), jnp.arccosh(jnp.abs(x) + 1.5), jnp.arctanh(jnp.tanh(x) * 0.5),
-        jnp.cbrt(x), jnp.exp2(x)), (F,)),
+        jnp.cbrt(x), jnp.exp2(x), lax.rsqrt(jnp.abs(x) + 1), lax.erf(x), lax.erfc(x),
+        lax.lgamma(jnp.abs(x) + 0.5), lax.digamma(jnp.abs(x) + 0.5),
+        lax.polygamma(jnp.ones_like(x), jnp.abs(x) + 0.5), lax.clamp(-0.5, x, 0.5),
+        lax.nextafter(x, jnp.zeros_like(x))), (F,)),
     "binary": (lambda x, y: (
         x + y, x - y, x * y, x / (jnp.abs(y) + 1), lax.rem(x, jnp.abs(y) + 1),
         jnp.power(jnp.abs(x) + 0.5, y), jnp.maximum(x, y), jnp.minimum(x, y),
@@ -144,11 +158,33 @@ CASES: dict[str, tuple[Callable, tuple]] = {
         x[:, np.array([0, 15, 16])], jnp.take(x, np.array([2, 99]), axis=1)), (F, G)),
     "programs": (lambda x: (jax.jit(lambda v: jnp.sin(v).sum(1))(x), clipped_square(x),
                             jax.grad(lambda v: clipped_square(v).sum())(x)), (F,)),
+    "custom_jvp and remat": (lambda x: (
+        safe_square(x), jax.grad(lambda v: safe_square(v).sum())(x),
+        jax.checkpoint(jnp.sin)(x), jax.grad(lambda v: jax.checkpoint(jnp.sin)(v).sum())(x)),
+        (F,)),
     "control flow": (lambda x: (
         lax.cond(x.sum() > 0, lambda u: u * 2.0, jnp.sin, x),
         lax.fori_loop(0, 3, lambda i, c: jnp.tanh(c) + i, x),
         lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 0.5), (0, x))[1],
         lax.scan(lambda c, r: (c + r, c * r), x.T[0] * 0.0, x.T)), (F,)),
+    "scans and windows": (lambda x, y: (  # dim 1 scanned, sorted or sliced: dim 0 may be split
+        lax.cumsum(x, 1), lax.cumprod(x * 0.1 + 1.0, 1, reverse=True), lax.cummax(x, 1),
+        lax.cummin(x, 1), *lax.top_k(x, 3), lax.dynamic_slice(x, (0, 5), (8, 4)),
+        lax.dynamic_update_slice(x, y[:, :4] * 2.0, (0, 9))), (F, G)),
+    "pooling and convolution": (lambda x, y: (  # windows along dim 1: dim 0 may be split
+        lax.reduce_window(x, -jnp.inf, lax.max, (1, 3), (1, 2), "SAME"),
+        lax.reduce_window(x, 0.0, lax.add, (1, 2), (1, 1), "VALID"),
+        lax.reduce_window(x, jnp.inf, lax.min, (1, 2), (1, 2), "VALID"),
+        lax.conv_general_dilated(x.reshape(8, 4, 4), y[:2, :12].reshape(2, 4, 3), (1,),
+                                 "SAME")), (F, G)),
+    "complex and fft": (lambda x, y: (  # dim 1 transformed: dim 0 may stay split
+        jnp.real(lax.complex(x, y)), jnp.imag(lax.complex(x, y)), jnp.abs(lax.complex(x, y)),
+        jnp.conj(lax.complex(x, y)), jnp.fft.fft(x), jnp.fft.ifft(lax.complex(x, y)),
+        jnp.fft.irfft(jnp.fft.rfft(x), 16)), (F, G)),
+    "linear algebra": (lambda x: (  # batches of 3x3 matrices: only dim 0 can be split
+        lax.linalg.cholesky(x), lax.linalg.triangular_solve(x, x, left_side=True, lower=True),
+        *lax.linalg.lu(x), *lax.linalg.qr(x), lax.linalg.eigh(x)[1],
+        lax.linalg.svd(x, compute_uv=False)), (SPD8,)),
     "random": (lambda u, v: (*primitives.threefry2x32(u, v, v, u),
                              jax.random.normal(jax.random.key(0), (8, 16))), (U, U[::-1])),
 }
@@ -226,7 +262,8 @@ def test_the_cases_bind_every_primitive_with_a_sharding_rule():
     for fun, inputs in CASES.values():
         closed = jax.make_jaxpr(fun)(*inputs)
         bound |= {eqn.primitive for eqn in closed.jaxpr.eqns}
-    programs = {"debug_print", "reshard", "shard_map"}  # tested in test_shard_map.py etc.
+    # tested in test_shard_map.py etc., pure_callback in test_pure_callback_against_jax.py
+    programs = {"debug_print", "reshard", "shard_map", "pure_callback"}
     missing = {p.name for p in sharding_rules if p not in bound} - programs
     assert not missing
 

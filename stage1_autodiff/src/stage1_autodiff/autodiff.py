@@ -249,7 +249,7 @@ def _vjp(fun: Callable, primals: tuple[Any, ...], has_aux: bool):
         for t, ct in zip(out_tracers, cts_flat):
             # An integer or boolean output carries no derivative (JAX's cotangent for it is a
             # float0): nothing flows back from it, so no rule sees an integer cotangent.
-            if t.node is not None and dtypes.is_float(get_aval(t.primal).dtype):
+            if t.node is not None and dtypes.is_inexact(get_aval(t.primal).dtype):
                 # an output may appear twice: add its cotangents
                 cts_out[t.node] = ct if t.node not in cts_out else lax.add(cts_out[t.node], ct)
         cts = backward_pass(tape, cts_out)
@@ -282,7 +282,7 @@ def _like_primal(ct: Any, x: Any) -> Any:
     """An input's cotangent with the input's type, its sharding included (stage 4): the
     gradient of a loop's carry must have the carry's layout, and ``grad`` returns each
     gradient laid out as its argument, as JAX's does."""
-    if ct is None or not dtypes.is_float(get_aval(x).dtype):
+    if ct is None or not dtypes.is_inexact(get_aval(x).dtype):
         return ct
     return lax.with_sharding_of(ct, x)
 
@@ -290,7 +290,7 @@ def _like_primal(ct: Any, x: Any) -> Any:
 def _zero_cotangent(x: Any) -> Any:
     """A zero cotangent; for an integer input, a NumPy array of dtype float0, as in JAX."""
     aval = get_aval(x)
-    if dtypes.is_float(aval.dtype):
+    if dtypes.is_inexact(aval.dtype):
         return lax.zeros_like(x)
     return np.zeros(aval.shape, dtypes.float0)
 
@@ -310,7 +310,7 @@ def _check_cotangents(ct: Any, out_tree: Any, primals_out: list[Any]) -> list[An
                 f"Shape of cotangent input to vjp pullback function {get_aval(c).shape} must "
                 f"be the same as the shape of the corresponding primal output {p_aval.shape} "
                 f"(output leaf {i}).")
-        if dtypes.is_float(p_aval.dtype) and get_aval(c).dtype != p_aval.dtype:
+        if dtypes.is_inexact(p_aval.dtype) and get_aval(c).dtype != p_aval.dtype:
             c = lax.convert_element_type(c, p_aval.dtype, p_aval.weak_type)
         checked.append(c)
     return checked
@@ -333,15 +333,17 @@ def _leaf_dtype(leaf: Any) -> np.dtype:
 def _check_input_dtypes(args: tuple[Any, ...], argnums: tuple[int, ...], allow_int: bool,
                         name: str) -> None:
     for argnum in argnums:
-        if allow_int or all(_leaf_dtype(x).kind == "f" for x in tree_flatten(args[argnum])[0]):
+        leaves = tree_flatten(args[argnum])[0]
+        if allow_int or all(dtypes.is_inexact(_leaf_dtype(x)) for x in leaves):
             continue
         for path, leaf in tree_flatten_with_path(args[argnum])[0]:
             dtype = _leaf_dtype(leaf)
-            if dtypes.is_float(dtype):
+            if dtypes.is_inexact(dtype):
                 continue
             raise TypeError(
                 f"{name} requires real-valued inputs (input dtype that is a sub-dtype of "
-                f"np.floating), but got {dtype.name} for argument {argnum}{keystr(path)}. "
+                f"np.inexact: float or complex), but got {dtype.name} for argument "
+                f"{argnum}{keystr(path)}. "
                 f"If you want to differentiate with respect to integer or boolean inputs, "
                 f"use allow_int=True (the gradient has dtype float0), or use vjp.")
 
@@ -357,8 +359,10 @@ def _check_scalar_output(out: Any, name: str) -> None:
             f"{aval.shape}. Reduce the output to a scalar (for example with .sum() or "
             f".mean()), or use jacrev/jacfwd (stage 3) or vjp for a vector-valued function.")
     if not dtypes.is_float(aval.dtype):
+        hint = (" For a complex output take a real part first (jnp.real, jnp.abs), or use "
+                "jax.vjp directly." if dtypes.is_complex(aval.dtype) else "")
         raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
-                        f"of np.floating), but got {aval.dtype.name}.")
+                        f"of np.floating), but got {aval.dtype.name}.{hint}")
 
 
 # --8<-- [start:value_and_grad]
@@ -448,7 +452,7 @@ class JVPTrace(Trace):
         primal_out, tangent_out = jvp_rules[prim](primals, tangents, **params)
         if not prim.multiple_results:
             primal_out, tangent_out = [primal_out], [tangent_out]
-        return [JVPTracer(self, p, t if dtypes.is_float(get_aval(p).dtype) else None)
+        return [JVPTracer(self, p, t if dtypes.is_inexact(get_aval(p).dtype) else None)
                 for p, t in zip(primal_out, tangent_out)]
 # --8<-- [end:jvp_trace]
 
@@ -512,14 +516,14 @@ def _check_jvp_args(primals, tangents):
             raise ValueError(
                 f"jvp called with different primal and tangent shapes at primals{path}: "
                 f"primal shape {p_aval.shape}, tangent shape {t_shape}.")
-        expected = p_aval.dtype if dtypes.is_float(p_aval.dtype) else dtypes.float0
+        expected = p_aval.dtype if dtypes.is_inexact(p_aval.dtype) else dtypes.float0
         if t_dtype != expected:
             raise TypeError(
                 f"primal and tangent arguments to jvp do not match at primals{path}: dtypes "
                 f"must be equal, or for an integer or boolean primal the tangent must have "
                 f"dtype float0. Got primal dtype {p_aval.dtype}, so expected tangent dtype "
                 f"{expected}, but got {t_dtype}.")
-        checked.append(_as_value(t) if dtypes.is_float(p_aval.dtype) else None)
+        checked.append(_as_value(t) if dtypes.is_inexact(p_aval.dtype) else None)
     tangents_flat = checked
     return primals_flat, tangents_flat, in_tree
 
@@ -700,5 +704,5 @@ def stop_gradient(x: Any) -> Any:
     """
     def stop(leaf):
         leaf = _as_value(leaf)
-        return lax.stop_gradient(leaf) if dtypes.is_float(get_aval(leaf).dtype) else leaf
+        return lax.stop_gradient(leaf) if dtypes.is_inexact(get_aval(leaf).dtype) else leaf
     return tree_map(stop, x)

@@ -38,6 +38,8 @@ from .extension import device_memory, executor_for
 _SHORT_DTYPE_NAMES = {
     "bool": "bool", "int32": "i32", "uint32": "u32", "float32": "f32",
     "int64": "i64", "uint64": "u64", "float64": "f64",
+    "int8": "i8", "int16": "i16", "uint8": "u8", "uint16": "u16", "float16": "f16",
+    "bfloat16": "bf16", "complex64": "c64", "complex128": "c128",
 }
 
 
@@ -297,6 +299,12 @@ class Trace:
         del prim, fwd, bwd, out_trees
         return fun(*tracers)
 
+    def process_custom_jvp_call(self, prim: Primitive, fun: Callable, jvp: Callable,
+                                tracers: list[Any]) -> list[Any]:
+        """How a ``custom_jvp`` function is applied: by default as a primitive whose params
+        are the function and its rule (``custom_jvp.py`` has the rules)."""
+        return self.process_primitive(prim, tracers, dict(fun=fun, jvp=jvp))
+
 
 # --8<-- [start:eval_trace]
 class EvalTrace(Trace):
@@ -322,6 +330,10 @@ class EvalTrace(Trace):
         # The impl runs ``fun``. Unlike other impls it is given the Arrays, not their NumPy
         # values: ``fun`` binds primitives, which need the weak types.
         return impl_rules[prim](*tracers, fun=fun)
+
+    def process_custom_jvp_call(self, prim: Primitive, fun: Callable, jvp: Callable,
+                                tracers: list[Array]) -> list[Array]:
+        return impl_rules[prim](*tracers, fun=fun, jvp=jvp)  # Arrays in, as above
 
 
 def run_on_host(prim: Primitive, arrays: Sequence[Array], params: dict[str, Any]
@@ -713,8 +725,8 @@ def asarray(x: Any, dtype: Any = None) -> Array:
     if isinstance(x, Tracer):
         raise TypeError(f"asarray got a tracer {x!r}; expected a concrete value.")
     # Exact types: NumPy scalars such as np.float64 subclass float but are strongly typed.
-    python_scalar = type(x) in (bool, int, float)
-    weak = type(x) in (int, float) and dtype is None  # Python bools are not weakly typed
+    python_scalar = type(x) in (bool, int, float, complex)
+    weak = type(x) in (int, float, complex) and dtype is None  # Python bools are not weak
     if python_scalar:
         np_dtype = dtypes.python_scalar_dtype(x) if dtype is None else dtype
         value = _python_scalar_to_numpy(x, dtypes.canonicalize_dtype(np_dtype))
@@ -743,7 +755,7 @@ def _check_python_ints_fit(value: np.ndarray, dtype: np.dtype) -> None:
                                 f"jax_enable_x64 for 64-bit integers.")
 
 
-def _python_scalar_to_numpy(x: bool | int | float, dtype: np.dtype) -> np.ndarray:
+def _python_scalar_to_numpy(x: bool | int | float | complex, dtype: np.dtype) -> np.ndarray:
     if isinstance(x, int) and not isinstance(x, bool) and dtypes.is_int(dtype):
         info = np.iinfo(dtype)
         if not info.min <= x <= info.max:

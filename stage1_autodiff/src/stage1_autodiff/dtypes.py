@@ -2,7 +2,9 @@
 
 A Python scalar has no dtype of its own: it is *weakly typed* and takes the dtype of the array
 it meets (``float32_array * 2.0`` stays float32). Promotion is the least upper bound on a small
-lattice, as in JAX; 64-bit types exist only with ``jax_enable_x64``.
+lattice, as in JAX; 64-bit types exist only with ``jax_enable_x64``. Beside the 32-bit types
+there are the narrow ones (int8, int16, uint8, uint16, float16 and ml_dtypes' bfloat16, as in
+JAX) and complex64 (complex128 with x64).
 """
 
 from __future__ import annotations
@@ -12,25 +14,35 @@ import warnings
 from functools import cache, lru_cache
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from .config import config
 
 bool_ = np.dtype(np.bool_)
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
 int32 = np.dtype(np.int32)
+uint8 = np.dtype(np.uint8)
+uint16 = np.dtype(np.uint16)
 uint32 = np.dtype(np.uint32)
+float16 = np.dtype(np.float16)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)  # NB: JAX's bfloat16 is this one too (ml_dtypes)
 float32 = np.dtype(np.float32)
+complex64 = np.dtype(np.complex64)
 int64 = np.dtype(np.int64)
 uint64 = np.dtype(np.uint64)
 float64 = np.dtype(np.float64)
+complex128 = np.dtype(np.complex128)
 
 # The dtype of gradients with respect to integer inputs (``grad(..., allow_int=True)``):
 # a dtype with no values, so such a "gradient" cannot be mistaken for a number.
 float0 = np.dtype([("float0", np.void, 0)])
 
-_X64_ONLY = {int64, uint64, float64}
-_SUPPORTED = (bool_, int32, uint32, float32, int64, uint64, float64)
-_TO_32 = {int64: int32, uint64: uint32, float64: float32}
+_X64_ONLY = {int64, uint64, float64, complex128}
+_SUPPORTED = (bool_, int8, int16, int32, uint8, uint16, uint32, float16, bfloat16, float32,
+              complex64, int64, uint64, float64, complex128)
+_TO_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
 
 def default_float_dtype() -> np.dtype:
@@ -39,6 +51,10 @@ def default_float_dtype() -> np.dtype:
 
 def default_int_dtype() -> np.dtype:
     return int64 if config.jax_enable_x64 else int32
+
+
+def default_complex_dtype() -> np.dtype:
+    return complex128 if config.jax_enable_x64 else complex64
 
 
 def canonicalize_dtype(dtype: Any) -> np.dtype:
@@ -50,11 +66,11 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
     """
     dtype = np.dtype(dtype)
     if dtype not in _SUPPORTED:
-        names = ", ".join(str(d) for d in _SUPPORTED[:4])
+        names = ", ".join(str(d) for d in _SUPPORTED[:11])
         raise TypeError(
-            f"dtype {dtype} is not supported. Supported dtypes are {names}, and int64, uint64 "
-            f"and float64 after jax.config.update('jax_enable_x64', True). Convert the input "
-            f"first, for example with .astype(np.float32).")
+            f"dtype {dtype} is not supported. Supported dtypes are {names}, and int64, uint64, "
+            f"float64 and complex128 after jax.config.update('jax_enable_x64', True). Convert "
+            f"the input first, for example with .astype(np.float32).")
     if dtype in _X64_ONLY and not config.jax_enable_x64:
         return _TO_32[dtype]
     return dtype
@@ -62,7 +78,7 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
 
 # Python's own types name "the default" rather than a width: ``dtype=float`` is float32, or
 # float64 with jax_enable_x64, and asking for it is never a request for 64 bits.
-_PYTHON_TYPES = (bool, int, float)
+_PYTHON_TYPES = (bool, int, float, complex)
 
 
 def check_and_canonicalize_user_dtype(dtype: Any, fun_name: str) -> np.dtype:
@@ -114,13 +130,15 @@ def convert_values(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
     Floats to integers round toward zero and saturate: NaN becomes 0, and a value past the
     integer range (inf too) becomes the nearest end of it. NumPy leaves those to the C cast,
     which is undefined (x86 gives the most negative integer for all of them) and warns.
-    Every other conversion is NumPy's: integers wrap, a float too large for a narrower float
-    becomes inf, without a warning.
+    Complex to real keeps the real part. Every other conversion is NumPy's: integers wrap, a
+    float too large for a narrower float becomes inf, without a warning.
 
     Example:
         >>> convert_values(np.array([np.nan, np.inf, -1e10, -2.7], np.float32), int32)
         array([          0,  2147483647, -2147483648,          -2], dtype=int32)
     """
+    if is_complex(value.dtype) and not is_complex(dtype):
+        value = value.real  # complex to real drops the imaginary part, as XLA's convert
     if is_float(value.dtype) and is_int(dtype):
         return _saturating_float_to_int(value, dtype)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -141,51 +159,84 @@ def _saturating_float_to_int(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 def lowest(dtype: np.dtype) -> Any:
     """The smallest value of ``dtype`` (-inf for floats): a max reduction starts from it."""
-    if dtype.kind == "f":
+    if is_float(dtype):
         return -np.inf
     return False if dtype.kind == "b" else np.iinfo(dtype).min
 
 
 def highest(dtype: np.dtype) -> Any:
     """The largest value of ``dtype`` (inf for floats): a min reduction starts from it."""
-    if dtype.kind == "f":
+    if is_float(dtype):
         return np.inf
     return True if dtype.kind == "b" else np.iinfo(dtype).max
 
 
 def is_float(dtype: np.dtype) -> bool:
-    return dtype.kind == "f"
+    """Whether ``dtype`` is a real floating-point type. NumPy calls bfloat16 (from ml_dtypes)
+    kind ``V``, so ``dtype.kind == "f"`` misses it: ask this instead."""
+    return dtype.kind == "f" or dtype == bfloat16
+
+
+def is_complex(dtype: np.dtype) -> bool:
+    return dtype.kind == "c"
+
+
+def is_inexact(dtype: np.dtype) -> bool:
+    """Float or complex: the types that can be differentiated."""
+    return is_float(dtype) or dtype.kind == "c"
 
 
 def is_int(dtype: np.dtype) -> bool:
     return dtype.kind in "iu"
 
 
+def kind(dtype: np.dtype) -> str:
+    """``dtype.kind``, but ``f`` for bfloat16 (see :func:`is_float`)."""
+    return "f" if dtype == bfloat16 else dtype.kind
+
+
+def real_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype of the real (and the imaginary) part: float32 for complex64."""
+    return {complex64: float32, complex128: float64}.get(dtype, dtype)
+
+
+def complex_dtype(dtype: np.dtype) -> np.dtype:
+    """The complex dtype whose parts are ``dtype`` (float64 -> complex128; narrower floats
+    -> complex64, the narrowest complex type)."""
+    return complex128 if dtype in (float64, complex128) else complex64
+
+
 # --8<-- [start:lattice]
-# Each node lists the nodes directly above it. 'i*' and 'f*' are the weakly typed Python int
-# and float; the least upper bound of two nodes is the dtype of their sum.
+# Each node lists the nodes directly above it. 'i*', 'f*' and 'c*' are the weakly typed
+# Python int, float and complex; the least upper bound of two nodes is the dtype of their sum.
+# NB: JAX's lattice is _type_promotion_lattice in jax/_src/dtypes.py (with float8 and int4
+# types we leave out). Signed and unsigned ints meet one size up (int8 + uint8 is int16), and
+# the two 16-bit floats meet in float32.
 _LATTICE = {
     "b1": ["i*"],
-    "i*": ["u32", "i32"],
-    "u32": ["i64", "u64"],
-    "i32": ["i64"],
-    "u64": ["f*"],
-    "i64": ["f*"],
-    "f*": ["f32"],
-    "f32": ["f64"],
-    "f64": [],
+    "i*": ["u8", "i8"],
+    "u8": ["i16", "u16"], "u16": ["i32", "u32"], "u32": ["i64", "u64"], "u64": ["f*"],
+    "i8": ["i16"], "i16": ["i32"], "i32": ["i64"], "i64": ["f*"],
+    "f*": ["bf16", "f16", "c*"],
+    "bf16": ["f32"], "f16": ["f32"], "f32": ["f64", "c64"], "f64": ["c128"],
+    "c*": ["c64"], "c64": ["c128"], "c128": [],
 }
-_NODE_OF_DTYPE = {bool_: "b1", int32: "i32", uint32: "u32", int64: "i64", uint64: "u64",
-                  float32: "f32", float64: "f64"}
+# Without x64 no promotion may make a 64-bit type from narrower ones: uint32 and int32 meet
+# in int32 (JAX's one change to its lattice for that mode).
+_LATTICE_X32 = {**_LATTICE, "u32": ["i32", "u64"]}
+_NODE_OF_DTYPE = {bool_: "b1", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
+                  uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
+                  bfloat16: "bf16", float16: "f16", float32: "f32", float64: "f64",
+                  complex64: "c64", complex128: "c128"}
 _DTYPE_OF_NODE = {node: dtype for dtype, node in _NODE_OF_DTYPE.items()}
 
 
 @cache
-def _upper_set(node: str) -> frozenset[str]:
+def _upper_set(node: str, x64: bool) -> frozenset[str]:
     """The node and everything above it."""
     above = {node}
-    for parent in _LATTICE[node]:
-        above |= _upper_set(parent)
+    for parent in (_LATTICE if x64 else _LATTICE_X32)[node]:
+        above |= _upper_set(parent, x64)
     return frozenset(above)
 
 
@@ -196,15 +247,15 @@ def _lattice_node(dtype: np.dtype, weak_type: bool) -> str:
     if dtype not in _NODE_OF_DTYPE:
         canonicalize_dtype(dtype)  # raises the unsupported-dtype error
     if weak_type and dtype != bool_:
-        return "f*" if is_float(dtype) else "i*"
+        return "c*" if is_complex(dtype) else "f*" if is_float(dtype) else "i*"
     return _NODE_OF_DTYPE[dtype]
 
 
 @lru_cache(maxsize=1024)
-def _join(nodes: tuple[str, ...]) -> str:
-    common = frozenset.intersection(*(_upper_set(n) for n in nodes))
+def _join(nodes: tuple[str, ...], x64: bool) -> str:
+    common = frozenset.intersection(*(_upper_set(n, x64) for n in nodes))
     # The least upper bound is the common node that every other common node lies above.
-    return next(n for n in common if _upper_set(n) >= common)
+    return next(n for n in common if _upper_set(n, x64) >= common)
 
 
 def promote_types(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
@@ -219,16 +270,42 @@ def promote_types(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
 
 @lru_cache(maxsize=4096)
 def _promote_types(typed: tuple[tuple[np.dtype, bool], ...], x64: bool) -> tuple[np.dtype, bool]:
-    node = _join(tuple(_lattice_node(d, w) for d, w in typed))
+    node = _join(tuple(_lattice_node(d, w) for d, w in typed), x64)
     if node == "i*":
         return default_int_dtype(), True
     if node == "f*":
         return default_float_dtype(), True
+    if node == "c*":
+        return default_complex_dtype(), True
     return canonicalize_dtype(_DTYPE_OF_NODE[node]), False
 # --8<-- [end:lattice]
 
 
-def python_scalar_dtype(x: bool | int | float) -> np.dtype:
+_WEAK_NODE_OF_TYPE = {int: "i*", float: "f*", complex: "c*"}
+
+
+def promote_dtypes(a: Any, b: Any) -> np.dtype:
+    """``jnp.promote_types``: the lattice's join of two dtypes, not canonicalized (int64 and
+    int8 give int64 even without x64, as in JAX). The Python types ``int``, ``float`` and
+    ``complex`` stand for weakly typed scalars (``promote_types(int, int8)`` is int8); two of
+    them give NumPy's dtype for the wider one.
+
+    Example:
+        >>> promote_dtypes(np.int8, np.uint8)
+        dtype('int16')
+    """
+    node = _join((_dtype_node(a), _dtype_node(b)), config.jax_enable_x64)
+    weak_types = {"i*": int, "f*": float, "c*": complex}
+    return np.dtype(weak_types[node]) if node in weak_types else _DTYPE_OF_NODE[node]
+
+
+def _dtype_node(x: Any) -> str:
+    if x is int or x is float or x is complex:
+        return _WEAK_NODE_OF_TYPE[x]
+    return _lattice_node(np.dtype(x), False)
+
+
+def python_scalar_dtype(x: bool | int | float | complex) -> np.dtype:
     """The dtype a weakly typed Python scalar takes on its own."""
     if isinstance(x, bool):
         return bool_
@@ -236,4 +313,6 @@ def python_scalar_dtype(x: bool | int | float) -> np.dtype:
         return default_int_dtype()
     if isinstance(x, float):
         return default_float_dtype()
-    raise TypeError(f"Expected a Python bool, int or float, got {type(x).__name__}.")
+    if isinstance(x, complex):
+        return default_complex_dtype()
+    raise TypeError(f"Expected a Python bool, int, float or complex, got {type(x).__name__}.")

@@ -81,7 +81,20 @@ from .primitives import (
     zeros_like,
 )
 from .more_math import acos, acosh, asin, asinh, atan, atanh, cbrt, cosh, exp2, sinh
+from . import linalg  # lax.linalg, as jax.lax.linalg
+from .special import (clamp, digamma, erf, erfc, lgamma, nextafter, polygamma,
+                      rsqrt)
 from .slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, tile
+from .cumulative import associative_scan, cummax, cummin, cumprod, cumsum, reduce, top_k
+from .dynamic_slicing import (dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim,
+                              dynamic_update_index_in_dim, dynamic_update_slice,
+                              dynamic_update_slice_in_dim)
+from .windowed import (padtype_to_pads, reduce_window, reduce_window_max, reduce_window_min,
+                       reduce_window_sum)
+from .convolution import (ConvDimensionNumbers, conv, conv_dimension_numbers,
+                          conv_general_dilated, conv_transpose, conv_with_general_padding)
+from .complex_numbers import complex, conj, imag, real
+from .fft import FftType, fft
 
 
 def select(pred, on_true, on_false):
@@ -102,3 +115,17 @@ __all__ = [
     "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice", "sort",
     "sqrt", "squeeze", "stop_gradient", "sub", "tan", "tanh", "tile", "transpose", "zeros_like",
 ]
+__all__ += ["clamp", "digamma", "erf", "erfc", "lgamma", "nextafter", "polygamma",
+            "rsqrt"]  # special.py
+__all__ += ["associative_scan", "cummax", "cummin", "cumprod", "cumsum", "reduce",
+            "top_k"]  # cumulative.py
+__all__ += ["dynamic_index_in_dim", "dynamic_slice", "dynamic_slice_in_dim",
+            "dynamic_update_index_in_dim", "dynamic_update_slice",
+            "dynamic_update_slice_in_dim"]  # dynamic_slicing.py
+__all__ += ["linalg"]  # linalg.py: cholesky, triangular_solve, lu, qr, eigh, svd
+__all__ += ["complex", "conj", "imag", "real"]  # complex_numbers.py
+__all__ += ["FftType", "fft"]  # fft.py
+__all__ += ["padtype_to_pads", "reduce_window", "reduce_window_max", "reduce_window_min",
+            "reduce_window_sum"]  # windowed.py
+__all__ += ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
+            "conv_transpose", "conv_with_general_padding"]  # convolution.py

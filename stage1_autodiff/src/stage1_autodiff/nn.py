@@ -25,7 +25,7 @@ def relu(x: Any) -> Any:
         Array([0., 2.], dtype=float32)
     """
     x = as_value(x)
-    return jnp.where(x > 0, x, jnp.zeros_like(x))
+    return jnp.where((x > 0) | (x != x), x, jnp.zeros_like(x))  # NaN stays NaN, as in JAX
 
 
 def sigmoid(x: Any) -> Any:
@@ -53,7 +53,9 @@ def softplus(x: Any) -> Any:
 
 
 def gelu(x: Any, approximate: bool = True) -> Any:
-    """The Gaussian error linear unit; ``approximate=True`` is the tanh form JAX uses.
+    """The Gaussian error linear unit, x * P(Z <= x) for a standard normal Z;
+    ``approximate=True`` (the default, as in JAX) is the tanh form, ``False`` the exact one
+    with erf.
 
     Example:
         >>> import stage1_autodiff as jax
@@ -61,27 +63,46 @@ def gelu(x: Any, approximate: bool = True) -> Any:
         Array([0.      , 0.841192], dtype=float32)
     """
     (x,) = promote_inexact(x)
-    if not approximate:
-        raise NotImplementedError("gelu(approximate=False) needs erf, which stage 1 lacks.")
+    if not approximate:  # x * P(Z <= x) for a standard normal Z
+        return (x * (lax.erf(x * (1 / math.sqrt(2))) + 1) / 2).astype(x.dtype)
     inner = math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))
     # A strong type even for a Python float, as JAX's (which casts to x's dtype at the end).
     return (0.5 * x * (1 + jnp.tanh(inner))).astype(x.dtype)
 
 
-def logsumexp(a: Any, axis: Axis = None, keepdims: bool = False) -> Any:
-    """log(sum(exp(a))) over ``axis``, shifted by the max so exp never overflows.
+def logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False,
+              return_sign: bool = False, where: Any = None) -> Any:
+    """log(sum(b * exp(a))) over ``axis``, shifted by the max so that exp never overflows.
+
+    A term whose weight ``b`` is 0, or that ``where`` leaves out, counts as exp(-inf) = 0. A
+    negative sum has no real log: NaN, unless ``return_sign``, which returns log|sum| and
+    the sum's sign. An all -inf slice gives -inf (the shift is then 0, not -inf).
 
     Example:
-        >>> import stage1_autodiff as jax
-        >>> print(jax.nn.logsumexp(jax.numpy.array([1000.0, 1000.0])))
-        1000.6932
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> out, sign = jax.scipy.special.logsumexp(jnp.array([0.0, 0.0]),
+        ...                                         b=jnp.array([1.0, -2.0]), return_sign=True)
+        >>> print(out, sign)
+        0.0 -1.0
     """
-    (a,) = promote_inexact(a)
+    if b is None:
+        (a,) = promote_inexact(a)
+    else:
+        a, b = promote_inexact(a, b)
+        a = jnp.where(b != 0, a, -np.inf)
+    if where is not None:
+        a = jnp.where(where, a, -np.inf)
     top = stop_gradient(jnp.max(a, axis, keepdims=True))
-    top = jnp.where(jnp.isfinite(top), top, jnp.zeros_like(top))  # all -inf: shift by 0
-    total = jnp.sum(jnp.exp(a - top), axis, keepdims=True)
-    out = jnp.log(total) + top
-    return out if keepdims else jnp.squeeze(out, axis)
+    top = jnp.where(jnp.isfinite(top), top, jnp.zeros_like(top))  # all -inf, inf or NaN
+    terms = jnp.exp(a - top)
+    total = jnp.sum(terms if b is None else terms * b, axis, keepdims=True)
+    sign = jnp.sign(total)
+    out = jnp.log(jnp.abs(total)) + top
+    if not keepdims:
+        out, sign = jnp.squeeze(out, axis), jnp.squeeze(sign, axis)
+    if return_sign:
+        return out, sign
+    return out if b is None else jnp.where(sign < 0, np.nan, out)
 
 
 def softmax(x: Any, axis: Axis = -1) -> Any:
@@ -118,3 +139,144 @@ def one_hot(x: Any, num_classes: int, dtype: Any = np.float32, axis: int = -1) -
     out = jnp.expand_dims(x, -1) == classes
     out = jnp.moveaxis(out, -1, axis) if axis != -1 else out
     return out.astype(dtype)
+
+
+# ------------------------------------------------------------------------------------------
+# More activations, each a composition. NB: JAX's are in jax/_src/nn/functions.py, several
+# with a custom JVP (relu6) that the where-compositions here reproduce.
+# ------------------------------------------------------------------------------------------
+
+
+def silu(x: Any) -> Any:
+    """x * sigmoid(x), also called swish.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.nn.silu(jax.numpy.array([0.0, 1.0]))
+        Array([0.       , 0.7310586], dtype=float32)
+    """
+    x = as_value(x)
+    if not np.issubdtype(x.dtype, np.inexact):  # as JAX's, which applies lax.logistic
+        raise TypeError(f"logistic does not accept dtype {x.dtype}. Accepted dtypes are "
+                        f"subtypes of floating, complexfloating.")
+    return x * sigmoid(x)
+
+
+swish = silu
+
+
+def log_sigmoid(x: Any) -> Any:
+    """log(sigmoid(x)) = -softplus(-x), without overflow."""
+    (x,) = promote_inexact(x)
+    return -softplus(-x)
+
+
+def soft_sign(x: Any) -> Any:
+    """x / (|x| + 1)."""
+    (x,) = promote_inexact(x)
+    return x / (jnp.abs(x) + 1)
+
+
+def elu(x: Any, alpha: Any = 1.0) -> Any:
+    """x for x > 0, else alpha * (exp(x) - 1). The exp branch sees only x <= 0, so a large
+    x cannot put inf (and then NaN) into the gradient."""
+    x = as_value(x)  # an integer x gives a weak float, as JAX's
+    positive = x > 0
+    return jnp.where(positive, x, alpha * jnp.expm1(jnp.where(positive, 0.0, x)))
+
+
+def celu(x: Any, alpha: Any = 1.0) -> Any:
+    """max(x, 0) + alpha * (exp(min(x, 0) / alpha) - 1): elu made continuously
+    differentiable in x for every alpha."""
+    x = as_value(x)
+    return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
+
+
+def selu(x: Any) -> Any:
+    """The self-normalizing elu: scale * elu(x, alpha) with Klambauer et al.'s constants."""
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return scale * elu(x, alpha)
+
+
+def leaky_relu(x: Any, negative_slope: Any = 1e-2) -> Any:
+    """x for x >= 0, else negative_slope * x; the slope at 0 is 1, as in JAX.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.nn.leaky_relu(jax.numpy.array([-2.0, 3.0]))
+        Array([-0.02,  3.  ], dtype=float32)
+    """
+    (x,) = promote_inexact(x)
+    return jnp.where(x >= 0, x, negative_slope * x)
+
+
+def relu6(x: Any) -> Any:
+    """min(max(x, 0), 6). Its derivative is 0 at both kinks, as JAX's custom JVP says: the
+    slope passes only strictly inside (0, 6)."""
+    x = as_value(x)
+    clipped = jnp.minimum(jnp.maximum(x, 0), 6.0)  # a weak float for an integer x, as JAX's
+    return jnp.where((x > 0) & (x < 6), x, stop_gradient(clipped))
+
+
+def hard_sigmoid(x: Any) -> Any:
+    """relu6(x + 3) / 6, a piecewise-linear sigmoid."""
+    return relu6(as_value(x) + 3.0) / 6.0
+
+
+def hard_silu(x: Any) -> Any:
+    """x * hard_sigmoid(x), also called hard_swish."""
+    x = as_value(x)
+    return x * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+def hard_tanh(x: Any) -> Any:
+    """x clipped to [-1, 1]; the slope at +-1 is 1, as in JAX (x is chosen there)."""
+    x = as_value(x)
+    return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
+
+
+def glu(x: Any, axis: int = -1) -> Any:
+    """The gated linear unit: the first half of ``axis`` times the sigmoid of the second."""
+    x = as_value(x)
+    if x.shape[axis] % 2:
+        raise ValueError(f"glu: axis size must be divisible by 2, got {x.shape[axis]} for "
+                         f"an array of shape {x.shape} along axis {axis}.")
+    x1, x2 = jnp.split(x, 2, axis)
+    return x1 * sigmoid(x2)
+
+
+def standardize(x: Any, axis: Axis = -1, mean: Any = None, variance: Any = None,
+                epsilon: Any = 1e-5, where: Any = None, algorithm: str = "fast") -> Any:
+    """(x - mean) / sqrt(variance + epsilon) over ``axis``: zero mean and unit variance.
+    ``algorithm="fast"`` takes the variance as mean(x**2) - mean**2 (clipped at 0), as
+    JAX's default; ``"stable"`` as mean((x - mean)**2). ``where`` masks the elements the
+    statistics use.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.nn.standardize(jax.numpy.array([1.0, 3.0]))
+        Array([-0.999995,  0.999995], dtype=float32)
+    """
+    def masked_mean(x: Any, axis: Axis, where: Any) -> Any:
+        if where is None:
+            return jnp.mean(x, axis, keepdims=True)
+        where = jnp.broadcast_to(where, x.shape)
+        total = jnp.sum(jnp.where(where, x, 0), axis, keepdims=True)
+        return total / jnp.sum(where, axis, keepdims=True).astype(x.dtype)
+
+    if algorithm not in ("fast", "stable"):
+        raise ValueError(f"Unknown algorithm '{algorithm}'. Expected 'fast' or 'stable'.")
+    (x,) = promote_inexact(x)
+    if mean is None:
+        mean = masked_mean(x, axis, where)
+    if variance is None:
+        if algorithm == "stable":
+            variance = masked_mean(jnp.square(x - mean), axis, where)
+        else:
+            variance = jnp.clip(masked_mean(jnp.square(x), axis, where) - jnp.square(mean), 0)
+    return (x - mean) * lax.rsqrt(variance + epsilon)
+
+

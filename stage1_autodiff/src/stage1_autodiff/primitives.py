@@ -212,7 +212,7 @@ impl_rules[abs_p] = np.abs
 def abs_vjp(ct, x, *, out):  # at 0 the derivative is taken as +1, as in JAX
     return [select_n(ge(x, zeros_like(x)), neg(ct), ct)]
 vjp_rules[abs_p] = abs_vjp
-jvp_rules[abs_p] = _unary_elementwise_jvp(abs_p)
+jvp_rules[abs_p] = _unary_elementwise_jvp(abs_p)  # complex_numbers.py adds |z|'s rules
 
 sign_p = Primitive("sign", kind=ELEMENTWISE)
 def sign(x): return sign_p.bind(x)
@@ -377,10 +377,12 @@ def pow(x, y): return pow_p.bind(x, y)  # noqa: A001 -- lax's name
 impl_rules[pow_p] = np.power
 def _pow_dx(x, y):
     # y * x^(y-1), taken as 0 where y == 0 so that d(x^0) = 0 even at x = 0.
-    return select_n(eq(y, zeros_like(y)), mul(y, pow(x, sub(y, full_like(y, 1)))), zeros_like(x))
+    slope = mul(y, pow(x, sub(y, full_like(y, 1))))
+    return select_n(eq(y, zeros_like(y)), slope, zeros_like(slope))
 def _pow_dy(x, out):
     # log(x) * x^y, taken as 0 where x == 0 (the limit from the right).
-    return select_n(eq(x, zeros_like(x)), mul(log(x), out), zeros_like(x))
+    slope = mul(log(x), out)
+    return select_n(eq(x, zeros_like(x)), slope, zeros_like(slope))
 def pow_vjp(ct, x, y, *, out): return [mul(ct, _pow_dx(x, y)), mul(ct, _pow_dy(x, out))]
 vjp_rules[pow_p] = pow_vjp
 def pow_jvp(primals, tangents):
@@ -432,6 +434,32 @@ def atan2_jvp(primals, tangents):
     denom = add(mul(x, x), mul(y, y))
     return atan2(x, y), div(sub(mul(x_dot, y), mul(x, y_dot)), denom)
 jvp_rules[atan2_p] = atan2_jvp
+
+
+# --8<-- [start:unbroadcast]
+def _unbroadcast(operand, ct):
+    """The cotangent of one operand of a binary op. Every elementwise primitive takes a scalar
+    beside an array as it is (``mul a 2.0:f32[]``), so a scalar operand's cotangent is the
+    sum of the result's over every dim: a cotangent always has its primal's shape.
+
+    NB: JAX's transpose rules of add, sub and mul call ``_unbroadcast`` in jax/_src/lax/lax.py.
+    """
+    if ct is None or get_aval(operand).ndim or not get_aval(ct).ndim:
+        return ct
+    return reduce_sum(ct, tuple(range(get_aval(ct).ndim)))
+
+
+def _with_unbroadcast(rule):
+    """``rule`` (a binary op's VJP), with each cotangent brought to its operand's shape."""
+    def vjp(ct, x, y, *, out):
+        ct_x, ct_y = rule(ct, x, y, out=out)
+        return [_unbroadcast(x, ct_x), _unbroadcast(y, ct_y)]
+    return vjp
+
+
+for _prim in (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p):
+    vjp_rules[_prim] = _with_unbroadcast(vjp_rules[_prim])
+# --8<-- [end:unbroadcast]
 
 
 def _nondifferentiable_binary(name: str, impl) -> tuple[Primitive, Any]:
@@ -522,13 +550,14 @@ def convert_element_type_impl(x, *, new_dtype, weak_type):
 impl_rules[convert_element_type_p] = convert_element_type_impl
 def convert_element_type_vjp(ct, x, *, out, new_dtype, weak_type):
     x_aval = get_aval(x)
-    if not dtypes.is_float(x_aval.dtype) or not dtypes.is_float(new_dtype):
+    if not dtypes.is_inexact(x_aval.dtype) or not dtypes.is_inexact(new_dtype):
         return [None]
+    # NB: complex to real keeps the real part: the transpose of float -> complex, as in JAX.
     return [convert_element_type(ct, x_aval.dtype, x_aval.weak_type)]
 vjp_rules[convert_element_type_p] = convert_element_type_vjp
 def convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
     out = convert_element_type(primals[0], new_dtype, weak_type)
-    if not dtypes.is_float(new_dtype) or not dtypes.is_float(get_aval(primals[0]).dtype):
+    if not dtypes.is_inexact(new_dtype) or not dtypes.is_inexact(get_aval(primals[0]).dtype):
         return out, zeros_like(out)
     return out, convert_element_type(tangents[0], new_dtype, weak_type)
 jvp_rules[convert_element_type_p] = convert_element_type_jvp
@@ -932,6 +961,15 @@ jvp_rules[dot_general_p] = dot_general_jvp
 from .slicing import *  # noqa: E402, F403 (the names in slicing.__all__)
 # The hyperbolic and inverse trigonometric functions, cbrt and exp2 live in more_math.py.
 from .more_math import *  # noqa: E402, F403 (the names in more_math.__all__)
+# rsqrt, erf, erfc, lgamma, digamma, polygamma, clamp and nextafter live in special.py.
+from .special import *  # noqa: E402, F403 (the names in special.__all__)
+# cumsum, cumprod, cummax, cummin, associative_scan, reduce and top_k live in cumulative.py.
+from .cumulative import *  # noqa: E402, F403 (the names in cumulative.__all__)
+# dynamic_slice and dynamic_update_slice live in dynamic_slicing.py.
+from .dynamic_slicing import *  # noqa: E402, F403 (the names in dynamic_slicing.__all__)
+# reduce_window_sum, _max and _min live in windowed.py; conv_general_dilated in convolution.py.
+from .windowed import *  # noqa: E402, F403 (the names in windowed.__all__)
+from .convolution import *  # noqa: E402, F403 (the names in convolution.__all__)
 
 # ------------------------------------------------------------------------------------------
 # The PRNG's hash

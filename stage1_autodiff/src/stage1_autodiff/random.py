@@ -426,3 +426,6 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Shape | None = Non
     prefix = shape[:len(shape) - len(batch_shape)]
     noise = gumbel(key, prefix + logits_shape, get_aval(logits).dtype)
     return jnp.argmax(noise + logits, axis=axis)
+
+
+from .random_distributions import *  # noqa: E402, F403 -- the distributions, built on the above

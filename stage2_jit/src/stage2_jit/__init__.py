@@ -24,6 +24,7 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
     block_until_ready,
     check_grads,
     config,
+    custom_jvp,
     custom_vjp,
     dtypes,
     float0,
@@ -39,8 +40,23 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
 )
 
 from . import debug, errors, lax, nn, numpy, random, scipy, tree, tree_util  # noqa: E402
+from .callback import pure_callback  # noqa: E402
 from .devices import default_backend, device_put, devices  # noqa: E402
+from .everyday import (  # noqa: E402
+    ShapeDtypeStruct,
+    clear_caches,
+    device_count,
+    ensure_compile_time_eval,
+    eval_shape,
+    linearize,
+    local_device_count,
+    local_devices,
+    named_scope,
+    process_count,
+    process_index,
+)
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var  # noqa: E402
 from .jit import disable_jit, jit, make_jaxpr  # noqa: E402
+from .remat import checkpoint, checkpoint_policies, remat  # noqa: E402
 
 __version__ = "0.1.0"

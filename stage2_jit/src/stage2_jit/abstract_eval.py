@@ -29,17 +29,29 @@ from typing import Any
 import numpy as np
 from stage1_autodiff.autodiff import custom_vjp_call_p
 from stage1_autodiff.core import Primitive, ShapedArray, all_primitives
+from stage1_autodiff.custom_derivatives import custom_jvp_call_p
+from stage1_autodiff.fft import FftType, fft_p
 from stage1_autodiff.slicing import GatherDimensionNumbers, gather_shape, window_operand_dims
 
+from stage1_autodiff import (
+    complex_numbers,
+    convolution,
+    dtypes,
+    linalg,
+    random_distributions,
+    windowed,
+)
 from stage1_autodiff import primitives as p
 
 AbstractEvalRule = Callable[..., ShapedArray | list[ShapedArray]]
 abstract_eval_rules: dict[Primitive, AbstractEvalRule] = {}
 
 # The dtype kinds (``np.dtype.kind``) a primitive accepts, and how errors describe them.
-_BOOLEAN, _FLOAT, _INT, _INT_OR_BOOL, _NUMERIC, _ANY = "b", "f", "iu", "biu", "iuf", "biuf"
+_BOOLEAN, _FLOAT, _INT, _INT_OR_BOOL, _NUMERIC, _ANY = "b", "f", "iu", "biu", "iufc", "biufc"
+_INEXACT = "fc"
 _KIND_NAMES = {_BOOLEAN: "boolean", _FLOAT: "floating-point", _INT: "integer",
-               _INT_OR_BOOL: "integer or boolean", _NUMERIC: "integer or floating-point"}
+               _INT_OR_BOOL: "integer or boolean", _NUMERIC: "numeric", _ANY: "array",
+               _INEXACT: "floating-point or complex", "c": "complex"}
 _BOOL, _INT32, _UINT32 = np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.uint32)
 
 
@@ -50,7 +62,7 @@ def _types(avals: Sequence[ShapedArray]) -> str:
 
 
 def _check_kinds(prim: Primitive, kinds: str, *avals: ShapedArray) -> None:
-    if any(aval.dtype.kind not in kinds for aval in avals):
+    if any(dtypes.kind(aval.dtype) not in kinds for aval in avals):  # bfloat16 is "f"
         raise TypeError(f"{prim.name} requires {_KIND_NAMES[kinds]} arguments, got "
                         f"{_types(avals)}.")
 
@@ -126,8 +138,8 @@ def _comparison(prim: Primitive, kinds: str) -> AbstractEvalRule:
 _UNARY_KINDS = {
     **dict.fromkeys([p.neg_p, p.abs_p, p.sign_p, p.integer_pow_p], _NUMERIC),
     **dict.fromkeys([p.exp_p, p.log_p, p.log1p_p, p.expm1_p, p.sin_p, p.cos_p, p.tan_p,
-                     p.tanh_p, p.logistic_p, p.sqrt_p, p.floor_p, p.ceil_p, p.erf_inv_p],
-                    _FLOAT),
+                     p.tanh_p, p.logistic_p, p.sqrt_p], _INEXACT),
+    **dict.fromkeys([p.floor_p, p.ceil_p, p.erf_inv_p], _FLOAT),
     p.not_p: _INT_OR_BOOL}
 _BINARY_KINDS = {
     **dict.fromkeys([p.add_p, p.mul_p, p.max_p, p.min_p], _ANY),
@@ -142,6 +154,14 @@ for prim in all_primitives:  # registered in the order primitives.py makes them
     elif prim in _BINARY_KINDS or prim in _COMPARISONS:
         make = _binary if prim in _BINARY_KINDS else _comparison
         abstract_eval_rules[prim] = make(prim, _BINARY_KINDS.get(prim, _ANY))
+
+
+def abs_abstract_eval(x: ShapedArray) -> ShapedArray:
+    """|x| is real: the magnitude of a complex64 is a float32 (registered above, in
+    primitives.py's order, as a plain unary op first)."""
+    _check_kinds(p.abs_p, _NUMERIC, x)
+    return x._replace(dtype=dtypes.real_dtype(x.dtype))
+abstract_eval_rules[p.abs_p] = abs_abstract_eval
 
 
 def select_n_abstract_eval(which: ShapedArray, *cases: ShapedArray) -> ShapedArray:
@@ -465,6 +485,20 @@ for prim in p.MORE_MATH:  # made after slicing.py's primitives
     abstract_eval_rules[prim] = _unary(prim, _FLOAT)
 
 
+def clamp_abstract_eval(low: ShapedArray, x: ShapedArray, high: ShapedArray) -> ShapedArray:
+    _check_equal(p.clamp_p, low, x, high)  # lax.clamp broadcasts scalar bounds before binding
+    _check_kinds(p.clamp_p, _NUMERIC, x)
+    return ShapedArray(x.shape, x.dtype, _weak_type(x.dtype, low, x, high))
+
+
+# special.py's functions: unary and binary on floats; clamp on three operands of one type
+for prim in p.SPECIAL:
+    abstract_eval_rules[prim] = (
+        clamp_abstract_eval if prim is p.clamp_p else
+        _binary(prim, _FLOAT) if prim in (p.polygamma_p, p.nextafter_p) else
+        _unary(prim, _FLOAT))
+
+
 def threefry2x32_abstract_eval(key1: ShapedArray, key2: ShapedArray, x1: ShapedArray,
                                x2: ShapedArray) -> list[ShapedArray]:
     args = (key1, key2, x1, x2)
@@ -474,6 +508,112 @@ def threefry2x32_abstract_eval(key1: ShapedArray, key2: ShapedArray, x1: ShapedA
     out = ShapedArray(x1.shape, _UINT32, _weak_type(_UINT32, *args))
     return [out, out]
 abstract_eval_rules[p.threefry2x32_p] = threefry2x32_abstract_eval
+
+
+# ------------------------------------------------------------------------------------------
+# Cumulative reductions, top_k and dynamic slicing (stage 1's cumulative.py and
+# dynamic_slicing.py)
+# ------------------------------------------------------------------------------------------
+
+
+def _cumulative(prim: Primitive) -> AbstractEvalRule:
+    """A running reduction along ``axis``: the result has the operand's type."""
+    def rule(x: ShapedArray, *, axis: int, reverse: bool) -> ShapedArray:
+        _check_kinds(prim, _NUMERIC, x)
+        _check_dims(prim, "axis", (axis,), x)
+        return ShapedArray(x.shape, x.dtype, x.weak_type)  # stage 4's rule gives the layout
+    return rule
+
+
+for prim in p.CUMULATIVE:
+    abstract_eval_rules[prim] = _cumulative(prim)
+
+
+def top_k_abstract_eval(x: ShapedArray, *, k: int, axis: int) -> list[ShapedArray]:
+    _check_dims(p.top_k_p, "axis", (axis,), x)
+    if not 0 <= k <= x.shape[axis]:
+        raise TypeError(f"top_k requires 0 <= k <= {x.shape[axis]} (the size of dim {axis} "
+                        f"of {x.str_short()}), got k={k}.")
+    shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+    return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, _INT32)]
+abstract_eval_rules[p.top_k_p] = top_k_abstract_eval
+
+
+def _check_starts(prim: Primitive, x: ShapedArray, starts: Sequence[ShapedArray]) -> None:
+    if len(starts) != x.ndim or any(s.ndim != 0 for s in starts) or any(
+            s.dtype.kind not in _INT or s.dtype != starts[0].dtype for s in starts):
+        raise TypeError(f"{prim.name} requires one integer scalar start index per dim of "
+                        f"{x.str_short()}, all of one dtype, got {_types(starts or [x])}.")
+
+
+def dynamic_slice_abstract_eval(x: ShapedArray, *starts: ShapedArray,
+                                slice_sizes: tuple[int, ...]) -> ShapedArray:
+    _check_starts(p.dynamic_slice_p, x, starts)
+    if len(slice_sizes) != x.ndim or any(not 0 <= m <= n for m, n in zip(slice_sizes, x.shape)):
+        raise TypeError(f"dynamic_slice requires slice sizes between zero and the operand's "
+                        f"shape, got slice_sizes={slice_sizes} for {x.str_short()}.")
+    return ShapedArray(tuple(slice_sizes), x.dtype, _weak_type(x.dtype, x, *starts))
+abstract_eval_rules[p.dynamic_slice_p] = dynamic_slice_abstract_eval
+
+
+def dynamic_update_slice_abstract_eval(x: ShapedArray, update: ShapedArray,
+                                       *starts: ShapedArray) -> ShapedArray:
+    _check_starts(p.dynamic_update_slice_p, x, starts)
+    if update.dtype != x.dtype or update.ndim != x.ndim or any(
+            m > n for m, n in zip(update.shape, x.shape)):
+        raise TypeError(f"dynamic_update_slice requires an update of the operand's dtype and "
+                        f"rank that fits in it, got operand {x.str_short()} and update "
+                        f"{update.str_short()}.")
+    return ShapedArray(x.shape, x.dtype, _weak_type(x.dtype, x, update, *starts))
+abstract_eval_rules[p.dynamic_update_slice_p] = dynamic_update_slice_abstract_eval
+
+
+# ------------------------------------------------------------------------------------------
+# Windowed reductions and convolution (stage 1's windowed.py and convolution.py): their
+# shape functions live there, beside the impls that must agree with them
+# ------------------------------------------------------------------------------------------
+
+
+def _reduce_window(prim: Primitive, kinds: str) -> AbstractEvalRule:
+    def rule(x: ShapedArray, **params: Any) -> ShapedArray:
+        _check_kinds(prim, kinds, x)
+        windowed.check_window(x.shape, **params)
+        shape = windowed.window_out_shape(x.shape, **params)
+        return ShapedArray(shape, x.dtype, x.weak_type)
+    return rule
+
+
+for prim, kinds in zip(p.REDUCE_WINDOWS, (_NUMERIC, _ANY, _ANY)):
+    abstract_eval_rules[prim] = _reduce_window(prim, kinds)
+
+
+def conv_general_dilated_abstract_eval(lhs: ShapedArray, rhs: ShapedArray, *,
+                                       precision: Any, preferred_element_type: np.dtype | None,
+                                       out_sharding: Any, **params: Any) -> ShapedArray:
+    _check_kinds(p.conv_general_dilated_p, _NUMERIC, lhs, rhs)
+    if lhs.dtype != rhs.dtype:
+        raise TypeError(f"conv_general_dilated requires operands of one dtype, got "
+                        f"{_types([lhs, rhs])}.")
+    shape = convolution.conv_shape(lhs.shape, rhs.shape, **params)
+    dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
+    return ShapedArray(shape, dtype, _weak_type(dtype, lhs, rhs))
+abstract_eval_rules[p.conv_general_dilated_p] = conv_general_dilated_abstract_eval
+
+
+# ------------------------------------------------------------------------------------------
+# Linear algebra (stage 1's linalg.py): its declaration gives the result types
+# ------------------------------------------------------------------------------------------
+
+
+def _linalg(prim: Primitive) -> AbstractEvalRule:
+    def rule(*avals: ShapedArray, **params: Any) -> list[ShapedArray] | ShapedArray:
+        outs = linalg.output_avals(prim, *avals, **params)
+        return outs if prim.multiple_results else outs[0]
+    return rule
+
+
+for prim in linalg.LINALG:
+    abstract_eval_rules[prim] = _linalg(prim)
 
 
 # ------------------------------------------------------------------------------------------
@@ -493,3 +633,96 @@ def custom_vjp_call_abstract_eval(*avals: ShapedArray, call_jaxpr, num_consts: i
                         f"closed-over values first) takes {[a.str_short() for a in expected]}.")
     return list(call_jaxpr.out_avals)
 abstract_eval_rules[custom_vjp_call_p] = custom_vjp_call_abstract_eval
+
+
+def custom_jvp_call_abstract_eval(*avals: ShapedArray, name: str, call_jaxpr, jvp,
+                                  symbolic_zeros: bool, num_consts: int) -> list[ShapedArray]:
+    """As ``custom_vjp_call``'s: the program's output types (stage 1's custom_jvp.py)."""
+    return custom_vjp_call_abstract_eval(*avals, call_jaxpr=call_jaxpr, num_consts=num_consts,
+                                         name=name, fwd=jvp, bwd=None, out_trees=None)
+abstract_eval_rules[custom_jvp_call_p] = custom_jvp_call_abstract_eval
+
+
+# ------------------------------------------------------------------------------------------
+# Random sampling loops (stage 1's random_distributions.py)
+# ------------------------------------------------------------------------------------------
+
+
+def random_gamma_abstract_eval(k1: ShapedArray, k2: ShapedArray, a: ShapedArray, *,
+                               log_space: bool) -> ShapedArray:
+    """One sample per element of ``a``, each from its own key (two uint32 words)."""
+    if k1.dtype != _UINT32 or k2.dtype != _UINT32 or not k1.shape == k2.shape == a.shape:
+        raise TypeError(f"random_gamma requires two uint32 key words of the shape of `a`, got "
+                        f"{_types((k1, k2, a))}.")
+    _check_kinds(random_distributions.random_gamma_p, _FLOAT, a)
+    return ShapedArray(a.shape, a.dtype, False)
+abstract_eval_rules[random_distributions.random_gamma_p] = random_gamma_abstract_eval
+abstract_eval_rules[random_distributions.random_gamma_grad_p] = _binary(
+    random_distributions.random_gamma_grad_p, _FLOAT)
+
+
+def random_poisson_abstract_eval(key_data: ShapedArray, lam: ShapedArray, *,
+                                 dtype: np.dtype) -> ShapedArray:
+    """Counts of ``dtype`` shaped as ``lam``, which starts with the keys' batch shape."""
+    batch = key_data.shape[:-1]
+    if key_data.dtype != _UINT32 or key_data.shape[-1:] != (2,) or lam.shape[:len(batch)] != batch:
+        raise TypeError(f"random_poisson requires uint32 keys (shape K + (2,)) and rates of "
+                        f"shape K + S, got {_types((key_data, lam))}.")
+    _check_kinds(random_distributions.random_poisson_p, _FLOAT, lam)
+    return ShapedArray(lam.shape, np.dtype(dtype), False)
+abstract_eval_rules[random_distributions.random_poisson_p] = random_poisson_abstract_eval
+
+
+# ------------------------------------------------------------------------------------------
+# Complex numbers and the FFT (stage 1's complex_numbers.py and fft.py)
+# ------------------------------------------------------------------------------------------
+
+
+def _complex_part(prim: Primitive) -> AbstractEvalRule:
+    """``real`` and ``imag``: a complex operand, a real result of its precision."""
+    def rule(x: ShapedArray) -> ShapedArray:
+        _check_kinds(prim, "c", x)
+        return x._replace(dtype=dtypes.real_dtype(x.dtype))
+    return rule
+abstract_eval_rules[complex_numbers.real_p] = _complex_part(complex_numbers.real_p)
+abstract_eval_rules[complex_numbers.imag_p] = _complex_part(complex_numbers.imag_p)
+
+
+def conj_abstract_eval(x: ShapedArray) -> ShapedArray:
+    _check_kinds(complex_numbers.conj_p, "c", x)
+    return x
+abstract_eval_rules[complex_numbers.conj_p] = conj_abstract_eval
+
+
+def complex_abstract_eval(x: ShapedArray, y: ShapedArray) -> ShapedArray:
+    """Two floats of one type make the complex type of that precision."""
+    _check_equal(complex_numbers.complex_p, *_scalar_as(x, y))
+    _check_kinds(complex_numbers.complex_p, _FLOAT, x, y)
+    return ShapedArray(x.shape or y.shape, dtypes.complex_dtype(x.dtype),
+                       x.weak_type and y.weak_type)
+abstract_eval_rules[complex_numbers.complex_p] = complex_abstract_eval
+
+
+def fft_abstract_eval(x: ShapedArray, *, fft_type, fft_lengths) -> ShapedArray:
+    """The transformed dims are the last ``len(fft_lengths)``; RFFT halves the last one
+    (``n // 2 + 1`` frequencies) and IRFFT restores it to ``fft_lengths[-1]``."""
+    rank, kind = len(fft_lengths), fft_type.name
+    real_in = fft_type == FftType.RFFT
+    expected = list(fft_lengths)
+    if fft_type == FftType.IRFFT:
+        expected[-1] = fft_lengths[-1] // 2 + 1
+    if not 1 <= rank <= x.ndim or list(x.shape[x.ndim - rank:]) != expected:
+        raise TypeError(f"fft {kind} with fft_lengths={tuple(fft_lengths)} requires an operand "
+                        f"whose last dims are {tuple(expected)}, got {x.str_short()}.")
+    _check_kinds(fft_p, _FLOAT if real_in else "c", x)
+    out_shape = list(x.shape)
+    if fft_type == FftType.RFFT:
+        out_shape[-1] = fft_lengths[-1] // 2 + 1
+        dtype = dtypes.complex_dtype(x.dtype)
+    elif fft_type == FftType.IRFFT:
+        out_shape[-1] = fft_lengths[-1]
+        dtype = dtypes.real_dtype(x.dtype)
+    else:
+        dtype = x.dtype
+    return ShapedArray(tuple(out_shape), dtype, x.weak_type)
+abstract_eval_rules[fft_p] = fft_abstract_eval

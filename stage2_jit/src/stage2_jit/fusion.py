@@ -132,7 +132,7 @@ def _equal_axes(eqn: JaxprEqn):
     elif prim in (p.rev_p,) or is_reduction(prim) or prim in ARG_REDUCTIONS or (
             prim is p.squeeze_p or prim is p.reshape_p and _is_trivial_reshape(eqn)):
         yield from _kept_axes(eqn)
-    elif prim in (p.sort_p, p.threefry2x32_p):  # operands and results all of one shape
+    elif prim in (p.sort_p, p.threefry2x32_p, *p.CUMULATIVE):  # all of one shape
         for x in [*operands, *eqn.outvars[1:]]:
             yield from ((x, k, out, k) for k in range(out.aval.ndim))
     elif prim is p.gather_p or prim in SCATTERS:

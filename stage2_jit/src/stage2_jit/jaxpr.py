@@ -9,6 +9,7 @@ beside JAX's; ``typecheck_jaxpr`` checks every equation against the abstract-eva
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -112,13 +113,22 @@ def _name(n: int) -> str:
 
 
 class _Names:
+    """The name of each value, given at first sight. A jaxpr inside an equation's params
+    shares its outer jaxpr's names and goes on counting; a ``jit``'s program calls its
+    inputs and outputs by the names of the equation's operands and results, as JAX prints it."""
+
     def __init__(self) -> None:
         self.names: dict[Var, str] = {}
+        self.count = 0
 
     def __getitem__(self, var: Var) -> str:
         if var not in self.names:
-            self.names[var] = _name(len(self.names))
+            self.names[var] = _name(self.count)
+            self.count += 1
         return self.names[var]
+
+    def alias(self, var: Var, name: str) -> None:
+        self.names.setdefault(var, name)
 # --8<-- [end:names]
 
 
@@ -148,16 +158,17 @@ def _pp_binder(var: Var, names: _Names, used: set[Var]) -> str:
     return f"{name}:{var.aval.str_short()}"
 
 
-def _pp_param(value: Any, indent: int) -> str:
+def _pp_param(value: Any, indent: int, names: _Names, start: int = 0) -> str:
+    """A param's text; ``start`` is the column where it begins (after ``key=``)."""
     if isinstance(value, tuple) and value and all(
             isinstance(v, (ClosedJaxpr, Jaxpr)) for v in value):  # a cond's branches
         pad = " " * (indent + 2)
-        items = [_pp_param(v, indent + 2) for v in value]
+        items = [_pp_param(v, indent + 2, names) for v in value]
         return "(\n" + "".join(f"{pad}{item}\n" for item in items) + " " * indent + ")"
     if isinstance(value, ClosedJaxpr):
-        return pp_jaxpr(value.jaxpr, indent)
+        return pp_jaxpr(value.jaxpr, indent, names, start)
     if isinstance(value, Jaxpr):
-        return pp_jaxpr(value, indent)
+        return pp_jaxpr(value, indent, names, start)
     if isinstance(value, np.dtype):
         return value.name
     if isinstance(value, type) and issubclass(value, np.generic):
@@ -167,35 +178,98 @@ def _pp_param(value: Any, indent: int) -> str:
     return str(value)
 
 
-def _pp_params(eqn: JaxprEqn, indent: int) -> str:
+def _pp_params(eqn: JaxprEqn, indent: int, names: _Names, rest: int) -> str:
+    """The params in brackets: on the equation's line if the whole equation (``rest`` more
+    columns) fits in the width, else one a line."""
     params = {k: v for k, v in eqn.params.items() if not k.startswith("_")}
-    params = _display_params(eqn.primitive, params)
+    params = _display_params(eqn, params)
     if not params:
         return ""
-    items = [f"{k}={_pp_param(v, indent + 2)}" for k, v in sorted(params.items())]
+    if eqn.primitive.name == "jit":  # the program's values by the equation's names
+        inner = params["jaxpr"].jaxpr
+        for var, atom in [*zip(inner.invars, eqn.invars), *zip(inner.outvars, eqn.outvars)]:
+            if isinstance(atom, Var) and isinstance(var, Var) and atom in names.names:
+                names.alias(var, names.names[atom])
+    items = [f"{k}={_pp_param(params[k], indent + 2, names, indent + 3 + len(k))}"
+             for k in _param_order(eqn, params)]
     one_line = f"[{' '.join(items)}]"
-    if len(one_line) + indent <= _WIDTH and "\n" not in one_line:
+    if len(one_line) + indent + rest <= _WIDTH and "\n" not in one_line:
         return one_line
     pad = " " * (indent + 2)
     return "[\n" + "".join(f"{pad}{item}\n" for item in items) + " " * indent + "]"
 
 
-def _display_params(prim: Primitive, params: dict[str, Any]) -> dict[str, Any]:
-    """Params as JAX shows them where ours correspond (dimension numbers as lists), without
-    those that say nothing to a reader (custom_vjp_call's ``out_trees``, a thunk)."""
+def _display_params(eqn: JaxprEqn, params: dict[str, Any]) -> dict[str, Any]:
+    """Params as JAX 0.10 shows them where ours correspond: dimension numbers as lists; a
+    default it shows (``reduce_sum``'s ``out_sharding=None``), none that it hides (a shape the
+    result's type states, a sharding of ``None``, a scan's ``linear`` flags when all are
+    off, a jit's default backend); nothing that says nothing to a reader (custom_vjp_call's
+    ``out_trees``, a thunk)."""
+    prim = eqn.primitive
     if prim.name == "dot_general":
         (lc, rc), (lb, rb) = params["dimension_numbers"]
         shown = f"(({list(lc)}, {list(rc)}), ({list(lb)}, {list(rb)}))"
         params = dict(params, dimension_numbers=shown)  # already formatted
+        if params.get("preferred_element_type") is None:  # the result's dtype, as JAX says
+            params["preferred_element_type"] = eqn.outvars[0].aval.dtype
     if prim.name == "custom_vjp_call":
         params = {k: v for k, v in params.items() if k != "out_trees"}
-    return params
+    if prim.name == "custom_jvp_call" and not params["num_consts"]:  # JAX shows none
+        params = {k: v for k, v in params.items() if k != "num_consts"}
+    if prim.name == "pure_callback":
+        params = dict(params, callback=_without_address(repr(params["callback"])),
+                      result_avals=_avals_text(params["result_avals"]))
+    params = {**_SHOWN_DEFAULTS.get(prim.name, {}), **params}
+    if prim.name in ("reshape", "iota") and "out_sharding" in params:
+        params["sharding"] = params.pop("out_sharding")  # JAX's name for it there
+    hidden = _HIDDEN.get(prim.name, ())
+    shown = _SHOWN_DEFAULTS.get(prim.name, {})
+    return {k: v for k, v in params.items()
+            if not (k in hidden or k == "out_sharding" and v is None and k not in shown
+                    or k == "broadcast_dimensions" and v == () and prim.name == "broadcast_in_dim"
+                    or k == "linear" and not any(v)
+                    or k == "backend" and v == _default_backend())}
+
+
+def _without_address(text: str) -> str:
+    """A repr with its memory addresses masked, as JAX masks them (``<function f at
+    0xXXXXXXXXXXXX>``): the text is then the same on every run."""
+    return re.sub(r"0x[0-9a-fA-F]+", "0xXXXXXXXXXXXX", text)
+
+
+def _avals_text(avals: tuple[ShapedArray, ...]) -> str:
+    """A tuple of types in JAX's ``ShapedArray(float32[2,3])`` form."""
+    items = [f"ShapedArray({a.dtype.name}[{','.join(map(str, a.shape))}])" for a in avals]
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+
+# Params JAX 0.10 prints though ours leave them out at their default, and those it never
+# prints (the shape a result's type states).
+_SHOWN_DEFAULTS = {"reduce_sum": {"out_sharding": None}, "reshape": {"sharding": None},
+                   "iota": {"sharding": None},
+                   "conv_general_dilated": {"out_sharding": None},
+                   "gather": {"indices_are_sorted": False, "unique_indices": False}}
+_HIDDEN = {"broadcast_in_dim": ("shape", "sharding", "out_sharding")}
+
+
+def _default_backend() -> str:
+    from .devices import default_backend  # devices imports this module
+    return default_backend()
+
+
+def _param_order(eqn: JaxprEqn, params: dict[str, Any]) -> list[str]:
+    """Sorted by name, as JAX prints params; a jit's name first and its program last."""
+    order = sorted(params)
+    if eqn.primitive.name == "jit":
+        order = ["name"] + [k for k in order if k not in ("name", "jaxpr")] + ["jaxpr"]
+    return order
 
 
 def _pp_eqn(eqn: JaxprEqn, names: _Names, used: set[Var], indent: int) -> str:
     lhs = " ".join(_pp_binder(v, names, used) for v in eqn.outvars)
     rhs = " ".join(_pp_atom(a, names) for a in eqn.invars)
-    params = _pp_params(eqn, indent)
+    rest = len(lhs) + 3 + len(eqn.primitive.name) + len(rhs) + 1
+    params = _pp_params(eqn, indent, names, rest)
     call = f"{eqn.primitive.name}{params} {rhs}".rstrip()
     return f"{lhs} = {call}" if eqn.outvars else call  # an effect with no results
 
@@ -208,9 +282,12 @@ def _used_vars(jaxpr: Jaxpr) -> set[Var]:
 
 
 # --8<-- [start:pp_jaxpr]
-def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0) -> str:
-    """The jaxpr in JAX's text format: on one line if it fits, else one equation a line."""
-    names, used = _Names(), _used_vars(jaxpr)
+def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None,
+             start: int | None = None) -> str:
+    """The jaxpr in JAX's text format: on one line if it fits, else one equation a line.
+    ``names`` are the outer jaxpr's, and ``start`` the column it begins at, when this one is
+    an equation's param."""
+    names, used = names or _Names(), _used_vars(jaxpr)
     consts = " ".join(_pp_binder(v, names, used) for v in jaxpr.constvars)
     invars = " ".join(_pp_binder(v, names, used) for v in jaxpr.invars)
     head = f"{{ lambda {consts}; {invars}. let"
@@ -218,7 +295,7 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0) -> str:
     outs = ", ".join(_pp_atom(a, names) for a in jaxpr.outvars)
     tail = f"in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
     one_line = f"{head} {'; '.join(eqns)} {tail}"
-    if len(one_line) + indent <= _WIDTH and "\n" not in one_line:
+    if len(one_line) + (indent if start is None else start) <= _WIDTH and "\n" not in one_line:
         return one_line
     pad = " " * indent
     body = "".join(f"{pad}    {line}\n" for line in eqns)

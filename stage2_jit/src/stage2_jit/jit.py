@@ -61,6 +61,7 @@ from .runtime import (
     compile_jaxpr,
     values_for,
 )
+from .shape_dtype_struct import stand_ins
 from .tiers import Tiered
 from .tracing import closed_with_consts_as_args, trace_to_jaxpr
 
@@ -345,7 +346,9 @@ class Jitted:
         return len(self._cache)
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
-        """Traces for these arguments without running: JAX's ahead-of-time first step."""
+        """Traces for these arguments without running: JAX's ahead-of-time first step.
+        ShapeDtypeStructs may stand for arrays: only their types are used."""
+        args, kwargs = stand_ins((args, kwargs))
         entry, leaves = self._lookup(args, kwargs)
         return Lowered(entry, backend_for(self.backend, leaves))
 

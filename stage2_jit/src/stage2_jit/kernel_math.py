@@ -33,6 +33,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 from stage1_autodiff.primitives import ERFINV_CENTRAL, ERFINV_TAIL
+from stage1_autodiff.special import DIGAMMA_SERIES, DIGAMMA_SHIFT
 
 _REDUCTION_FLAGS = ("reassoc", "nsz")  # may reorder, may ignore the sign of zero
 
@@ -325,6 +326,28 @@ def erf_inv_f64(x):
         z = z - residual / (2 / math.sqrt(math.pi) * np.exp(-z * z))
     return select(np.abs(x) == 1.0, x * np.inf, z)
 # --8<-- [end:erf_inv]
+
+
+# --8<-- [start:digamma]
+@njit(cache=True, error_model="numpy")
+def digamma_f64(x):
+    """psi(x) in float64, as eager's impl (stage1_autodiff/special.py): reflect a negative x,
+    shift it past ``DIGAMMA_SHIFT`` by psi(x) = psi(x + 1) - 1/x, then the asymptotic series.
+    float32 kernels call it on the widened value and round the result once."""
+    if x <= 0.0 and x == np.floor(x):
+        return np.nan  # a pole: 0, a negative integer, or -inf
+    result = 0.0
+    if x < 0.0:
+        result = -np.pi / np.tan(np.pi * x)
+        x = 1.0 - x
+    while x < DIGAMMA_SHIFT:
+        result -= 1.0 / x
+        x += 1.0
+    inv_x2, series = 1.0 / (x * x), 0.0
+    for k in range(len(DIGAMMA_SERIES) - 1, -1, -1):
+        series = (series + DIGAMMA_SERIES[k]) * inv_x2
+    return result + np.log(x) - 0.5 / x - series
+# --8<-- [end:digamma]
 
 
 U32 = np.uint32

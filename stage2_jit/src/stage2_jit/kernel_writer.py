@@ -145,6 +145,14 @@ def _extremum_rule(extremum: Spelling, comparison: str) -> Rule:
     return lambda args, eqn: extremum(comparison, *args, eqn.outvars[0].aval.dtype)
 
 
+def _clamp_rule(extremum: Spelling) -> Rule:
+    """clamp(low, x, high) = min(max(x, low), high): NaN in x stays NaN, as in XLA."""
+    def rule(args: list[str], eqn: JaxprEqn) -> str:
+        (low, x, high), dtype = args, eqn.outvars[0].aval.dtype
+        return extremum("<", extremum(">", x, low, dtype), high, dtype)
+    return rule
+
+
 # --8<-- [start:common_rules]
 def common_rules(select: Spelling, extremum: Spelling) -> dict[Primitive, Rule]:
     """The elementwise rules both backends spell alike, given each one's ``select(c, a, b)``
@@ -168,6 +176,7 @@ def common_rules(select: Spelling, extremum: Spelling) -> dict[Primitive, Rule]:
                                     else f"(~{args[0]})"),
         p.max_p: _extremum_rule(extremum, ">"),
         p.min_p: _extremum_rule(extremum, "<"),
+        p.clamp_p: _clamp_rule(extremum),
         p.select_n_p: _select_n(select),
         p.convert_element_type_p: lambda args, eqn: cast(args[0], eqn.params["new_dtype"]),
         p.stop_gradient_p: lambda args, eqn: args[0],
@@ -236,6 +245,13 @@ class KernelWriter:
     LOOP_RULES: dict[Primitive, Callable] = {}
     ROW_GROUPS = False  # whether the plan groups row reductions (the GPU's kernel per row)
     FLAT_LOOPS: bool | None = None  # loops over flattened arrays: None, unless it reduces
+    # The dtypes the kernels compute in. Numba has no bfloat16 or (on the CPU) float16, and
+    # the elementwise rules (kernel_math's float intrinsics, NaN-aware comparisons) are
+    # written for real numbers: a program with a value of another dtype runs on the
+    # interpreter backend, each step one NumPy call, rather than risk a wrong kernel.
+    DTYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
+                                             np.uint8, np.uint16, np.uint32, np.uint64,
+                                             np.float32, np.float64))
 
     def __init__(self, jaxpr: Jaxpr, functions: list[str] | None = None,
                  nested: bool = False) -> None:
@@ -259,6 +275,10 @@ class KernelWriter:
         self.comment_names = names_in_order(jaxpr)  # for the comments
 
     def _plan(self) -> KernelPlan:
+        for var in [*self.jaxpr.invars, *(v for eqn in self.jaxpr.eqns for v in eqn.outvars)]:
+            if var.aval.dtype not in self.DTYPES:
+                raise UnsupportedError(f"a value of dtype {var.aval.dtype} (the kernels do "
+                                       f"not compute in it)")
         for eqn in self.jaxpr.eqns:
             if not eqn.outvars:
                 raise UnsupportedError(f"{eqn.primitive} (an equation with an effect)")

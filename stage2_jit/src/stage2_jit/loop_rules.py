@@ -113,6 +113,41 @@ def emit_arg_reduction(w: KernelWriter, eqn: JaxprEqn, comment: str) -> None:
     w._emit_nest([w._allocate(out, shape)], shape, tuple(index[k] for k in kept),
                     comment, body, {out}, {out})
 
+# --8<-- [start:emit_cumulative]
+# How a running value {acc} takes the next element {new}: an operator, or an extremum's
+# comparison (NaN propagates, as NumPy's accumulate does).
+CUMULATIVE_COMBINES = {p.cumsum_p: "+", p.cumprod_p: "*", p.cummax_p: ">", p.cummin_p: "<"}
+CUMULATIVE_IDENTITIES = {p.cumsum_p: lambda dtype: 0, p.cumprod_p: lambda dtype: 1,
+                         p.cummax_p: dtypes.lowest, p.cummin_p: dtypes.highest}
+
+
+def emit_cumulative(w: KernelWriter, eqn: JaxprEqn, comment: str) -> None:
+    """cumsum, cumprod, cummax, cummin: for each line along ``axis`` (the outer loops, which
+    may be parallel), a running value from the reduction's identity, combined with each
+    element in turn (from the end with ``reverse``) and stored at its position. Integers
+    wrap, as NumPy's accumulate does."""
+    operand, out = eqn.invars[0], eqn.outvars[0]
+    axis, dtype, prim = eqn.params["axis"], out.aval.dtype, eqn.primitive
+    index = loop_index(operand.aval.ndim)
+    acc, n = f"{w._name_of(out)}_acc", w.dim(operand, axis)
+    step = f"{index[axis]}_step" if eqn.params["reverse"] else index[axis]
+    inner: list[str] = []
+    if eqn.params["reverse"]:
+        inner.append(f"{index[axis]} = {n} - 1 - {step}")
+    value = w.expr(operand, index, inner, {})
+    op = CUMULATIVE_COMBINES[prim]
+    combined = (w.extremum(op, acc, value, dtype) if op in "<>" else f"({acc} {op} {value})")
+    if dtype.kind != "f":
+        combined = f"{np_type(dtype)}({combined})"  # wrap, as NumPy
+    body = [f"{acc} = {typed_constant(CUMULATIVE_IDENTITIES[prim](dtype), dtype)}",
+            f"for {step} in range({n}):",
+            *indent([*inner, f"{acc} = {combined}", f"{w._at(out, index)} = {acc}"])]
+    kept = [k for k in range(operand.aval.ndim) if k != axis]
+    w._emit_nest([w._allocate(out, w._shape(out))], [w.dim(out, k) for k in kept],
+                 tuple(index[k] for k in kept), comment, body, {out},
+                 {out} if axis != 0 else set())
+# --8<-- [end:emit_cumulative]
+
 # --8<-- [start:emit_gather]
 def emit_gather(w: KernelWriter, eqn: JaxprEqn, comment: str) -> None:
     """Loops over the result: the outer ones over the indices' batch dims, where each
@@ -295,6 +330,7 @@ LOOP_RULES: dict[Primitive, Callable[[KernelWriter, JaxprEqn, str], None]] = {
     p.gather_p: emit_gather,
     **{prim: emit_scatter for prim in p.SCATTERS},
     p.sort_p: emit_sort,
+    **{prim: emit_cumulative for prim in p.CUMULATIVE},
     p.pad_p: emit_pad,
     p.concatenate_p: emit_concatenate,
 }

@@ -49,6 +49,7 @@ from stage1_autodiff.core import (
 from stage1_autodiff.primitives import broadcast_in_dim_p
 
 from stage1_autodiff import primitives as p
+from stage1_autodiff import windowed
 
 from .debug import debug_print_p
 from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
@@ -289,11 +290,15 @@ def _can_fold(eqn: JaxprEqn, known: dict[Var, Array]) -> bool:
     inputs_known = all(isinstance(a, Literal) or a in known for a in eqn.invars)
     size = sum(v.aval.size for v in eqn.outvars)
     return (inputs_known and size <= MAX_FOLDED_SIZE and not has_effects(eqn)
-            and eqn.primitive.name not in _LOOPS)
+            and eqn.primitive.name not in _LOOPS and eqn.primitive.name not in _HOST_CALLS)
 
 
 # A loop run at compile time could take any time (XLA does not fold loops either).
 _LOOPS = {"while", "scan"}
+
+# A call back into Python runs when the program runs, as in JAX (XLA never folds a custom
+# call), even when its operands are constants.
+_HOST_CALLS = {"pure_callback"}
 
 
 # Folding these would turn a scalar (or a count) into a stored array that generated code must
@@ -429,10 +434,16 @@ def _optimize_held_programs(closed: ClosedJaxpr) -> ClosedJaxpr:
 
 
 # --8<-- [start:inline_calls]
-CALL_PARAMS = {"jit": "jaxpr", "custom_vjp_call": "call_jaxpr"}  # primitive: its program
+CALL_PARAMS = {"jit": "jaxpr", "custom_vjp_call": "call_jaxpr", "custom_jvp_call": "call_jaxpr",
+               "remat2": "jaxpr"}  # primitive: its program
 # Primitives a kernel computes from others, each with its decomposition over stage 1's
 # primitives, traced at the equation's types (XLA expands such ops the same way).
-DECOMPOSED = {p.tile_p: p.tile_by_copies}
+DECOMPOSED = {p.tile_p: p.tile_by_copies,
+              # a window at computed starts: a gather (scatter) of one clipped window
+              p.dynamic_slice_p: p.dynamic_slice_by_gather,
+              p.dynamic_update_slice_p: p.dynamic_update_slice_by_scatter,
+              # windows: a strided slice per tap; a convolution's taps then one dot_general
+              **windowed.DECOMPOSITIONS, p.conv_general_dilated_p: p.conv_by_patches}
 
 
 def _program_of(eqn: JaxprEqn) -> Jaxpr:

@@ -196,6 +196,19 @@ class JaxprTrace(Trace):
         const_tracers = [full_raise(self, c) for c in consts]
         return self.process_primitive(prim, [*const_tracers, *tracers], params)
 
+    def process_custom_jvp_call(self, prim, fun, jvp, tracers):
+        """Stages one ``custom_jvp_call`` equation, ``fun`` traced to ``call_jaxpr`` and the
+        rule ``jvp`` kept as it is, so that differentiating the jaxpr later still uses the
+        rule. Params in JAX's order; ``num_consts`` (values ``fun`` closes over, passed
+        first) is ours. NB: JAX's DynamicJaxprTrace.process_custom_jvp_call
+        (jax/_src/interpreters/partial_eval.py) traces the rule lazily to a jaxpr."""
+        jaxpr, consts = trace_to_jaxpr(fun, [t.aval for t in tracers])
+        call_jaxpr, consts = closed_with_consts_as_args(jaxpr, consts)
+        params = dict(name=getattr(fun, "__name__", "fun"), call_jaxpr=call_jaxpr, jvp=jvp,
+                      symbolic_zeros=False, num_consts=len(consts))
+        const_tracers = [full_raise(self, c) for c in consts]
+        return self.process_primitive(prim, [*const_tracers, *tracers], params)
+
 
 @contextmanager
 def _dynamic(main: MainTrace) -> Iterator[None]:

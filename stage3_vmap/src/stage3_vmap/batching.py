@@ -42,6 +42,7 @@ from stage1_autodiff.tree_util import (
 )
 from stage2_jit.jaxpr import ClosedJaxpr, ShapedArray
 from stage2_jit.jit import jit_p
+from stage2_jit.remat import remat_p
 from stage2_jit.tracing import closed_with_consts_as_args, jaxpr_as_fun, trace_to_jaxpr
 
 from stage1_autodiff import numpy as jnp
@@ -135,6 +136,22 @@ class BatchTrace(Trace):
         outs = prim.bind(*vals, fun=fun_b, fwd=fwd_b, bwd=bwd_b, out_trees=out_trees)
         return [BatchTracer(self, o, 0) for o in outs]
     # --8<-- [end:custom_vjp_batching]
+
+    def process_custom_jvp_call(self, prim, fun, jvp, tracers):
+        """As for ``custom_vjp``: the function and its rule are each batched, so the rule
+        survives ``vmap`` (a tangent is batched as its primal is). Results at axis 0."""
+        vals = [t.val for t in tracers]
+        dims = [t.batch_dim for t in tracers]
+        if all(d is not_mapped for d in dims):
+            return [self.pure(o) for o in prim.bind(*vals, fun=fun, jvp=jvp)]
+        axis = self.axis_data
+        batched = dict(axis_size=axis.size, axis_name=axis.name)
+        fun_b = vmap(lambda *xs: list(fun(*xs)), in_axes=tuple(dims), **batched)
+        jvp_b = vmap(lambda ps, ts: tuple(map(list, jvp(ps, ts))),
+                     in_axes=(list(dims), list(dims)), **batched)
+        fun_b.__name__, jvp_b.__name__ = fun.__name__, jvp.__name__
+        outs = prim.bind(*vals, fun=fun_b, jvp=jvp_b)
+        return [BatchTracer(self, o, 0) for o in outs]
 
 
 # ------------------------------------------------------------------------------------------
@@ -446,6 +463,13 @@ def jit_batching_rule(axis_data: AxisData, vals, dims, *, jaxpr, name, backend):
     outs = jit_p.bind(*consts, *vals, jaxpr=program, name=name, backend=backend)
     return outs, out_dims
 batching_rules[jit_p] = jit_batching_rule
+
+
+def remat_batching_rule(axis_data: AxisData, vals, dims, *, jaxpr, **params):
+    """``remat2`` of the batched program (stage 2's remat.py), its policy kept."""
+    program, consts, out_dims = batch_jaxpr(jaxpr, axis_data, tuple(dims))
+    return remat_p.bind(*consts, *vals, jaxpr=program, **params), out_dims
+batching_rules[remat_p] = remat_batching_rule
 # --8<-- [end:batch_jaxpr]
 
 

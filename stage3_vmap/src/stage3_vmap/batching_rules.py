@@ -23,13 +23,18 @@ from typing import Any
 
 import numpy as np
 from stage1_autodiff.core import Primitive, PrimitiveKind, get_aval, primitives_of_kind
+from stage1_autodiff.fft import fft_p
 from stage1_autodiff.slicing import (
     GatherDimensionNumbers,
+    GatherScatterMode,
     ScatterDimensionNumbers,
     window_operand_dims,
 )
+from stage2_jit.callback import pure_callback_p
+from stage2_jit.control_flow import scan
 from stage2_jit.debug import debug_print_p
 
+from stage1_autodiff import linalg, random_distributions
 from stage1_autodiff import primitives as lax
 
 from .batching import AxisData, BatchingRule, batching_rules, bdim_at, moveaxis, not_mapped
@@ -62,13 +67,43 @@ def _elementwise(prim: Primitive) -> BatchingRule:
     is ``sin`` of the batch. Operands batched at the same axis go in as they are; the result
     is batched at that axis."""
     def rule(axis_data: AxisData, vals_in: list, dims_in: Dims, **params: Any):
-        vals, bdim = _aligned(axis_data, vals_in, dims_in)
+        align = _aligned_with_scalars if len(vals_in) == 2 else _aligned
+        vals, bdim = align(axis_data, vals_in, dims_in)
         outs = prim.bind(*vals, **params)
         if prim.multiple_results:
             return outs, [bdim] * len(outs)
         return [outs], [bdim]
     return rule
 # --8<-- [end:elementwise_batching_rule]
+
+
+def _aligned_with_scalars(axis_data: AxisData, vals: Sequence[Any],
+                          dims: Dims) -> tuple[list[Any], int]:
+    """A binary op's operands, as ``_aligned`` makes them, where one of them may be a scalar
+    of each example beside the other's arrays (``mul a 2.0:f32[]``, which a binary op takes
+    as it is): an unbatched scalar stays a scalar; a batched one (one scalar per example)
+    is broadcast over its example's shape, since the op takes a scalar, not a vector of
+    them."""
+    ranks = [get_aval(x).ndim - (d is not not_mapped) for x, d in zip(vals, dims)]
+    if 0 not in ranks or ranks == [0, 0]:
+        return _aligned(axis_data, vals, dims)
+    batched = {d for d in dims if d is not not_mapped}
+    bdim = batched.pop() if len(batched) == 1 else 0
+    array = next(k for k, rank in enumerate(ranks) if rank)
+    shape = list(get_aval(vals[array]).shape)
+    if dims[array] is not_mapped:
+        shape.insert(bdim, axis_data.size)
+    else:
+        shape.insert(bdim, shape.pop(dims[array]))
+    out = []
+    for x, d, rank in zip(vals, dims, ranks):
+        if rank == 0 and d is not_mapped:
+            out.append(x)
+        elif rank == 0:
+            out.append(lax.broadcast_in_dim(x, tuple(shape), (bdim,)))
+        else:
+            out.append(bdim_at(x, d, bdim, axis_data.size))
+    return out, bdim
 
 
 # Every primitive stage 1 declares elementwise (PrimitiveKind), threefry2x32 among them;
@@ -378,6 +413,93 @@ batching_rules[lax.sort_p] = sort_batching_rule
 
 
 # ------------------------------------------------------------------------------------------
+# Cumulative reductions and top_k: the axis renumbered; dynamic slicing: gather and scatter
+# ------------------------------------------------------------------------------------------
+
+
+def _along_axis(prim: Primitive) -> BatchingRule:
+    """Each example works along its own ``axis`` (cumsum, ..., top_k): the same dim of the
+    batch, renumbered past the batch axis; the results keep the operand's batch axis."""
+    def rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *, axis: int, **params):
+        (x,), (bdim,) = vals_in, dims_in
+        outs = prim.bind(x, axis=axis + (axis >= bdim), **params)
+        return (outs, [bdim] * len(outs)) if prim.multiple_results else ([outs], [bdim])
+    return rule
+
+
+for _prim in (*lax.CUMULATIVE, lax.top_k_p):
+    batching_rules[_prim] = _along_axis(_prim)
+
+
+def _batched_index_vectors(axis_data: AxisData, starts: list, dims: Dims) -> Any:
+    """One index vector of starts per example, (size, n): unbatched starts repeated."""
+    size = axis_data.size
+    return lax.concatenate([lax.broadcast_in_dim(bdim_at(s, d, 0, size), (size, 1), (0,))
+                            for s, d in zip(starts, dims)], 1)
+
+
+def dynamic_slice_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
+                                slice_sizes):
+    """Starts the same for every example: the batch is one more dim of the window, whole.
+    Batched starts: a gather of one clipped window per example, as JAX batches it."""
+    (operand, *starts), (operand_bdim, *start_bdims) = vals_in, dims_in
+    if all(d is not_mapped for d in start_bdims):
+        zero = lax.zeros_like(starts[0]) if starts else lax.full((), 0, np.dtype(np.int32))
+        starts.insert(operand_bdim, zero)
+        sizes = list(slice_sizes)
+        sizes.insert(operand_bdim, axis_data.size)
+        out = lax.dynamic_slice_p.bind(operand, *starts, slice_sizes=tuple(sizes))
+        return [out], [operand_bdim]
+    dims = tuple(range(len(starts)))
+    return gather_batching_rule(
+        axis_data, [operand, _batched_index_vectors(axis_data, starts, start_bdims)],
+        [operand_bdim, 0], dimension_numbers=GatherDimensionNumbers(dims, (), dims),
+        slice_sizes=slice_sizes, mode=GatherScatterMode.CLIP, fill_value=None)
+batching_rules[lax.dynamic_slice_p] = dynamic_slice_batching_rule
+
+
+def dynamic_update_slice_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims):
+    """Starts the same for every example: operand and update batched at axis 0, written
+    from start 0 there. Batched starts: a scatter of one clipped window per example."""
+    (operand, update, *starts), (operand_bdim, update_bdim, *start_bdims) = vals_in, dims_in
+    size = axis_data.size
+    if all(d is not_mapped for d in start_bdims):
+        zero = lax.zeros_like(starts[0]) if starts else lax.full((), 0, np.dtype(np.int32))
+        out = lax.dynamic_update_slice_p.bind(bdim_at(operand, operand_bdim, 0, size),
+                                              bdim_at(update, update_bdim, 0, size),
+                                              zero, *starts)
+        return [out], [0]
+    dims = tuple(range(len(starts)))
+    return batching_rules[lax.scatter_p](
+        axis_data, [operand, _batched_index_vectors(axis_data, starts, start_bdims), update],
+        [operand_bdim, 0, update_bdim], dimension_numbers=ScatterDimensionNumbers(dims, (), dims),
+        mode=GatherScatterMode.CLIP)
+batching_rules[lax.dynamic_update_slice_p] = dynamic_update_slice_batching_rule
+
+
+# ------------------------------------------------------------------------------------------
+# Linear algebra (stage 1's linalg.py)
+# ------------------------------------------------------------------------------------------
+
+
+def _linalg(prim: Primitive) -> BatchingRule:
+    """A linear-algebra primitive maps over the dims before its matrices: the batch axis,
+    moved to the front (an unbatched operand broadcast there), is one more of them.
+
+    NB: JAX's linalg primitives do the same (``batching.expand_dims_batcher``)."""
+    def rule(axis_data: AxisData, vals_in: list, dims_in: Dims, **params: Any):
+        vals = [bdim_at(x, d, 0, axis_data.size) for x, d in zip(vals_in, dims_in)]
+        outs = prim.bind(*vals, **params)
+        outs = outs if prim.multiple_results else [outs]
+        return outs, [0] * len(outs)
+    return rule
+
+
+for _prim in linalg.LINALG:
+    batching_rules[_prim] = _linalg(_prim)
+
+
+# ------------------------------------------------------------------------------------------
 # Stage 2's debug_print
 # ------------------------------------------------------------------------------------------
 
@@ -398,3 +520,157 @@ def debug_print_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims,
         debug_print_p.bind(*[_example(x, d, i) for x, d in zip(vals_in, dims_in)], **params)
     return [], []
 batching_rules[debug_print_p] = debug_print_batching_rule
+
+
+# ------------------------------------------------------------------------------------------
+# Stage 2's pure_callback
+# ------------------------------------------------------------------------------------------
+
+
+# --8<-- [start:pure_callback_batching_rule]
+def pure_callback_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
+                                vmap_method: str | None, result_avals, **params: Any):
+    """The callback cannot be looked into, so its ``vmap_method`` says how it batches:
+
+    - ``sequential`` (``_unrolled``): a ``scan`` over the examples, one call each;
+    - ``expand_dims``: one call, the batched operands with the batch in front and the
+      unbatched with a leading dim of size 1 (the callback broadcasts them);
+    - ``broadcast_all``: the same, the unbatched broadcast to the whole batch;
+    - ``legacy_vectorized``: the unbatched operands as they are.
+
+    The callback then returns results with the batch in front. None refuses, as in JAX."""
+    vals = [x if d is not_mapped else moveaxis(x, d, 0) for x, d in zip(vals_in, dims_in)]
+    params = dict(params, vmap_method=vmap_method)
+    if vmap_method in ("sequential", "sequential_unrolled"):
+        outs = _callback_loop(vals, dims_in, result_avals, params)
+    elif vmap_method in ("expand_dims", "broadcast_all", "legacy_vectorized"):
+        size = {"expand_dims": 1, "broadcast_all": axis_data.size}.get(vmap_method)
+        vals = [x if d is not not_mapped or size is None else bdim_at(x, d, 0, size)
+                for x, d in zip(vals, dims_in)]
+        batched = tuple(a._replace(shape=(axis_data.size, *a.shape)) for a in result_avals)
+        outs = pure_callback_p.bind(*vals, result_avals=batched, **params)
+    else:
+        raise NotImplementedError(
+            "vmap is only supported for the pure_callback primitive when vmap_method is one "
+            "of 'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or "
+            f"'legacy_vectorized'. Got vmap_method={vmap_method!r}.")
+    return list(outs), [0] * len(outs)
+
+
+def _callback_loop(vals: list, dims: Dims, result_avals, params: dict) -> list:
+    """A scan over the batched operands (batch in front); the unbatched ones are closed
+    over, so the loop's program takes them as constants."""
+    batched = [x for x, d in zip(vals, dims) if d is not not_mapped]
+
+    def step(carry, xs):
+        xs = iter(xs)
+        operands = [next(xs) if d is not not_mapped else x for x, d in zip(vals, dims)]
+        return carry, pure_callback_p.bind(*operands, result_avals=result_avals, **params)
+
+    unroll = params["vmap_method"] == "sequential_unrolled"
+    _, outs = scan(step, (), batched, unroll=unroll)
+    return outs
+
+
+batching_rules[pure_callback_p] = pure_callback_batching_rule
+# --8<-- [end:pure_callback_batching_rule]
+
+
+# ------------------------------------------------------------------------------------------
+# Stage 1's random_poisson (random_gamma and its gradient are elementwise)
+# ------------------------------------------------------------------------------------------
+
+
+def random_poisson_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *, dtype):
+    """The batch axis goes in front of both the keys and the rates: one more leading key
+    dim, whose keys each run their own loops (JAX's batched while_loop does the same)."""
+    key_data, lam = [bdim_at(x, d, 0, axis_data.size) for x, d in zip(vals_in, dims_in)]
+    return [random_distributions.random_poisson_p.bind(key_data, lam, dtype=dtype)], [0]
+batching_rules[random_distributions.random_poisson_p] = random_poisson_batching_rule
+
+
+# ------------------------------------------------------------------------------------------
+# The FFT (stage 1's fft.py)
+# ------------------------------------------------------------------------------------------
+
+
+def fft_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *, fft_type,
+                      fft_lengths):
+    """The FFT transforms trailing dims and maps over the leading ones: the batch axis,
+    moved to the front, is one more leading dim. NB: as JAX's ``_fft_batching_rule`` in
+    jax/_src/lax/fft.py."""
+    (x,), (bdim,) = vals_in, dims_in
+    x = bdim_at(x, bdim, 0, axis_data.size)
+    return [fft_p.bind(x, fft_type=fft_type, fft_lengths=fft_lengths)], [0]
+batching_rules[fft_p] = fft_batching_rule
+
+
+# ------------------------------------------------------------------------------------------
+# Windowed reductions and convolution (stage 1's windowed.py and convolution.py)
+# ------------------------------------------------------------------------------------------
+
+
+def reduce_window_batching_rule(prim: Primitive) -> BatchingRule:
+    """The batch axis gets a window of one element, stride 1, no padding or dilation."""
+    def rule(axis_data: AxisData, vals_in: list, dims_in: Dims, **params: Any):
+        (x,), (x_bdim,) = vals_in, dims_in
+        trivial = dict(window_dimensions=1, window_strides=1, padding=(0, 0),
+                       base_dilation=1, window_dilation=1)
+        params = {k: v[:x_bdim] + (trivial[k],) + v[x_bdim:] for k, v in params.items()}
+        return [prim.bind(x, **params)], [x_bdim]
+    return rule
+
+
+for _prim in lax.REDUCE_WINDOWS:
+    batching_rules[_prim] = reduce_window_batching_rule(_prim)
+
+
+def _fold(x: Any, dim: int, groups: int = 1) -> Any:
+    """``x``'s leading batch axis (B) merged into its dim ``1 + dim`` (of size G * m, G =
+    ``groups``), which becomes (G, B, m): the batch inside each group, so a grouped
+    convolution keeps its groups."""
+    shape = list(get_aval(x).shape)
+    size = shape[1 + dim]
+    x = lax.reshape(x, shape[:1 + dim] + [groups, size // groups] + shape[2 + dim:])
+    x = moveaxis(x, 0, dim + 1)  # (G, B, m) at dims dim, dim + 1, dim + 2 of the result
+    return lax.reshape(x, shape[1:1 + dim] + [shape[0] * size] + shape[2 + dim:])
+
+
+def _unfold(y: Any, dim: int, size: int, groups: int = 1) -> Any:
+    """The converse: ``y``'s dim ``dim``, (G, B, m), split into B at ``dim`` and (G, m)."""
+    shape = list(get_aval(y).shape)
+    inner = shape[dim] // (groups * size)
+    y = lax.reshape(y, shape[:dim] + [groups, size, inner] + shape[dim + 1:])
+    y = moveaxis(y, dim + 1, dim)
+    return lax.reshape(y, shape[:dim] + [size, groups * inner] + shape[dim + 1:])
+
+
+def conv_general_dilated_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims,
+                                       **params: Any):
+    """No loop: the batch folds into the convolution's own dims. A batched lhs alone folds
+    into its batch dim (inside each batch group); a batched kernel alone into its output
+    features (inside each feature group); both, into the lhs features and the kernel's
+    output features, making B times as many feature groups (or, with batch groups, into
+    the lhs batch, making B times as many batch groups).
+
+    NB: JAX's rule is ``_conv_general_dilated_batch_rule`` in jax/_src/lax/convolution.py."""
+    (lhs, rhs), (lhs_bdim, rhs_bdim), size = vals_in, dims_in, axis_data.size
+    (n, c, *_), (o, *_), (out_n, out_c, *_) = params["dimension_numbers"]
+    fg, bg = params["feature_group_count"], params["batch_group_count"]
+    lhs, rhs = (x if d is not_mapped else moveaxis(x, d, 0)
+                for x, d in ((lhs, lhs_bdim), (rhs, rhs_bdim)))
+    bind = lax.conv_general_dilated_p.bind
+    if rhs_bdim is not_mapped:
+        out = bind(_fold(lhs, n, bg), rhs, **params)
+        return [_unfold(out, out_n, size)], [out_n]
+    if lhs_bdim is not_mapped:
+        out = bind(lhs, _fold(rhs, o, fg * bg), **params)
+        return [_unfold(out, out_c, size, fg * bg)], [out_c]
+    if bg == 1:
+        params = dict(params, feature_group_count=fg * size)
+        out = bind(_fold(lhs, c), _fold(rhs, o), **params)
+    else:
+        params = dict(params, batch_group_count=bg * size)
+        out = bind(_fold(lhs, n), _fold(rhs, o), **params)
+    return [_unfold(out, out_c, size)], [out_c]
+batching_rules[lax.conv_general_dilated_p] = conv_general_dilated_batching_rule

@@ -16,22 +16,35 @@ from stage3_vmap import (  # noqa: F401
     Jaxpr,
     JaxprEqn,
     Literal,
+    ShapeDtypeStruct,
     TracerArrayConversionError,
     Var,
     block_until_ready,
     check_grads,
+    checkpoint,
+    checkpoint_policies,
+    clear_caches,
     config,
+    custom_jvp,
     custom_vjp,
     default_backend,
     disable_jit,
     dtypes,
+    ensure_compile_time_eval,
+    eval_shape,
     float0,
     grad,
     hessian,
     jacfwd,
     jacrev,
     jvp,
+    linearize,
     make_jaxpr,
+    named_scope,
+    process_count,
+    process_index,
+    pure_callback,
+    remat,
     tree_flatten,
     tree_leaves,
     tree_map,
@@ -59,7 +72,17 @@ from . import (  # noqa: F401
 from .arrays import device_put, typeof, visualize_array_sharding  # noqa: F401
 from .cost_model import record_collectives  # noqa: F401
 from .jit import jit  # noqa: F401
-from .mesh import AxisType, Mesh, device_count, devices, make_mesh, set_mesh  # noqa: F401
+from .mesh import (  # noqa: F401
+    AxisType,
+    Mesh,
+    device_count,
+    devices,
+    local_device_count,
+    local_devices,
+    make_mesh,
+    set_mesh,
+)
+from .named_sharding import NamedSharding, P  # noqa: F401
 from .reshard import reshard  # noqa: F401
 from .shard_map import shard_map  # noqa: F401
 

@@ -211,17 +211,19 @@ def device_put(x: Any, device: Any = None) -> Any:
 
 class TypeOf:
     """What ``typeof`` returns: an array's type with its sharding, printed as JAX prints it
-    (``float32[8@data,4]``)."""
+    (``float32[8@data,4]``; a weakly typed one with a ``~``: ``~float32[]``)."""
 
     def __init__(self, aval: ShapedArray, spec: PartitionSpec) -> None:
         self.aval, self.spec = aval, spec
-        self.shape, self.dtype = aval.shape, aval.dtype
+        self.shape, self.dtype, self.weak_type = aval.shape, aval.dtype, aval.weak_type
 
     def __str__(self) -> str:
-        return type_string(self.aval.shape, self.aval.dtype.name, self.spec)
+        weak = "~" if self.weak_type else ""
+        return weak + type_string(self.aval.shape, self.aval.dtype.name, self.spec)
 
     def __repr__(self) -> str:
-        return f"ShapedArray({self})"
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({type_string(self.shape, self.dtype.name, self.spec)}{weak})"
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, TypeOf) and str(self) == str(other)

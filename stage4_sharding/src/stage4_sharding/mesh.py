@@ -60,6 +60,16 @@ def device_count() -> int:
     return len(devices())
 
 
+def local_devices(process_index: int | None = None, backend: str | None = None,
+                  host_id: int | None = None) -> list[Device]:
+    """The devices this process drives: all of them until the multiprocess issue."""
+    return devices(backend)
+
+
+def local_device_count(backend: str | None = None) -> int:
+    return len(local_devices(backend=backend))
+
+
 class AxisType(enum.Enum):
     """How the type system treats a mesh axis. ``Explicit``: shardings are part of an
     array's type and every op says what its result's is (errors when ambiguous).

@@ -48,12 +48,16 @@ from stage1_autodiff.core import (
     trace_state,
     vjp_rules,
 )
+from stage1_autodiff.custom_derivatives import custom_jvp_call_p
+from stage1_autodiff.fft import fft_p
 from stage1_autodiff.slicing import window_operand_dims
 from stage2_jit.abstract_eval import abstract_eval_rules
+from stage2_jit.callback import pure_callback_p
 from stage2_jit.debug import debug_print_p
 from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from stage2_jit.jit import jit_p
 from stage2_jit.passes import dce
+from stage2_jit.remat import remat_p
 from stage2_jit.tracing import trace_to_jaxpr
 from stage3_vmap.batching import AxisData, BoundAxis, axis_frame, batching_rules, bound_axes
 from stage3_vmap.collectives import (
@@ -66,6 +70,7 @@ from stage3_vmap.collectives import (
     psum_scatter_p,
 )
 
+from stage1_autodiff import linalg, random_distributions
 from stage1_autodiff import primitives as p
 
 from .mesh import Mesh
@@ -292,8 +297,36 @@ def _operand_target(prim: Primitive, aval: ShapedArray, out_spec: Spec, params) 
 
 
 for _prim in [*primitives_of_kind(PrimitiveKind.ELEMENTWISE), p.transpose_p, p.squeeze_p,
-              p.sort_p, p.tile_p]:
+              p.sort_p, p.tile_p, *p.CUMULATIVE, p.top_k_p]:
     partition_rules[_prim] = _same_layout(_prim)
+# The FFT keeps its transformed dims whole (its sharding rule), so each device transforms
+# the signals of its block of the leading dims.
+partition_rules[fft_p] = _same_layout(fft_p)
+
+
+def dynamic_slice_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *,
+                                 slice_sizes):
+    """Each device slices its block: a split dim is read whole (its start is clamped to 0),
+    so its slice size is the block's."""
+    (operand, *starts), (out,) = vals, out_specs
+    operand = ctx.convert(operand, specs[0], out)
+    block = local_shape(avals_in[0].shape, out, ctx.mesh)
+    sizes = tuple(block[d] if out[d] else m for d, m in enumerate(slice_sizes))
+    return [p.dynamic_slice_p.bind(operand, *starts, slice_sizes=sizes)]
+
+
+partition_rules[p.dynamic_slice_p] = dynamic_slice_partition_rule
+
+
+def dynamic_update_slice_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out):
+    """Each device writes into its block: the update is split as the operand, on dims it
+    covers whole."""
+    (operand, update, *starts), (out,) = vals, out_specs
+    return [p.dynamic_update_slice_p.bind(ctx.convert(operand, specs[0], out),
+                                          ctx.convert(update, specs[1], out), *starts)]
+
+
+partition_rules[p.dynamic_update_slice_p] = dynamic_update_slice_partition_rule
 
 
 def _with_dims_whole(ctx: Partitioner, prim: Primitive, vals: Sequence[Any],
@@ -326,6 +359,27 @@ def rev_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *, dime
 
 
 partition_rules[p.rev_p] = rev_partition_rule
+
+
+def _linalg_rule(prim: Primitive) -> PartitionRule:
+    """Stage 1's linalg.py: each device decomposes the matrices of its batch block (the
+    sharding rule keeps matrix dims whole), so the primitive runs on the blocks as they are;
+    the conversions move nothing unless a layout was asked for that differs."""
+    def rule(ctx, vals, specs, out_specs, avals_in, avals_out, **params):
+        n = avals_in[0].ndim - linalg.LINALG[prim].ranks[0]  # the batch dims
+        batch = tuple(out_specs[0][:n])
+        vals = [ctx.convert(v, s, batch + unsplit(len(s) - n)) for v, s in zip(vals, specs)]
+        outs = _bind(prim, vals, params)
+        return [ctx.convert(o, batch + unsplit(len(s) - n), s) for o, s in zip(outs, out_specs)]
+    return rule
+
+
+for _prim in linalg.LINALG:
+    partition_rules[_prim] = _linalg_rule(_prim)
+
+# Poisson's rounds couple one key's samples: run it whole (rare, and host-bound anyway).
+partition_rules[random_distributions.random_poisson_p] = generic_rule(
+    random_distributions.random_poisson_p)
 
 
 def slice_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *, start_indices,
@@ -367,6 +421,48 @@ def pad_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *, padd
 
 
 partition_rules[p.pad_p] = pad_partition_rule
+
+
+def _reduce_window_rule(prim: Primitive) -> PartitionRule:
+    """Dims whose window is one element (stride 1, no padding or dilation) are reduced block
+    by block; the others are gathered whole first (windows straddle blocks)."""
+    def rule(ctx, vals, specs, out_specs, avals_in, avals_out, **params):
+        trivial = (1, 1, (0, 0), 1, 1)
+        spanning = [d for d, window in enumerate(zip(*params.values())) if window != trivial]
+        return _with_dims_whole(ctx, prim, vals, specs, out_specs[0], spanning, params)
+    return rule
+
+
+for _prim in p.REDUCE_WINDOWS:
+    partition_rules[_prim] = _reduce_window_rule(_prim)
+
+
+def conv_general_dilated_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out,
+                                        **params):
+    """Each device convolves its block of the batch with the whole kernel: the lhs keeps
+    only its batch split (none with batch groups, which mix examples), the kernel is whole;
+    the result's other splits are then slices of it (no bytes move). A contracted feature
+    dim split alike in both operands (a kernel's cotangent, whose contraction runs over the
+    batch) stays split: each device sums its share, then ``psum`` adds the shares."""
+    (lhs, rhs), (lhs_spec, rhs_spec), (out,) = vals, specs, out_specs
+    dn = params["dimension_numbers"]
+    batch = out[dn.out_spec[0]] if params["batch_group_count"] == 1 else ()
+    contracted = lhs_spec[dn.lhs_spec[1]]
+    if contracted != rhs_spec[dn.rhs_spec[1]] or params["feature_group_count"] != 1 or any(
+            a in batch for a in contracted):
+        contracted = ()
+    lhs_target, rhs_target, inner = [()] * len(lhs_spec), [()] * len(rhs_spec), [()] * len(out)
+    lhs_target[dn.lhs_spec[0]] = inner[dn.out_spec[0]] = batch
+    lhs_target[dn.lhs_spec[1]] = rhs_target[dn.rhs_spec[1]] = contracted
+    lhs = ctx.convert(lhs, lhs_spec, tuple(lhs_target))
+    rhs = ctx.convert(rhs, rhs_spec, tuple(rhs_target))
+    y = p.conv_general_dilated_p.bind(lhs, rhs, **dict(params, out_sharding=None))
+    for name in contracted:
+        y = psum_p.bind(y, axis_name=name)
+    return [ctx.convert(y, tuple(inner), out)]
+
+
+partition_rules[p.conv_general_dilated_p] = conv_general_dilated_partition_rule
 
 
 def concatenate_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *,
@@ -641,6 +737,8 @@ def custom_vjp_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, 
 
 
 partition_rules[custom_vjp_call_p] = custom_vjp_partition_rule
+partition_rules[custom_jvp_call_p] = custom_vjp_partition_rule  # the same: a call
+partition_rules[remat_p] = jit_partition_rule  # a call too (stage 2's remat.py)
 # --8<-- [end:inline_rules]
 
 
@@ -651,6 +749,9 @@ def debug_print_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out,
 
 
 partition_rules[debug_print_p] = debug_print_partition_rule
+# A callback is called with the global values on every device, each getting the whole
+# (replicated) results. NB: XLA calls it once, on one device, and sends the results on.
+partition_rules[pure_callback_p] = generic_rule(pure_callback_p)
 
 
 # ------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from stage1_autodiff.api_util import check_callable
-from stage1_autodiff.autodiff import custom_vjp_call_p, vjp
+from stage1_autodiff.autodiff import vjp
 from stage1_autodiff.core import (
     Primitive,
     ShapedArray,
@@ -42,7 +42,7 @@ from stage1_autodiff.tree_util import tree_flatten, tree_unflatten
 from stage2_jit.abstract_eval import abstract_eval_rules
 from stage2_jit.derived import is_float, jvp_program, split_tangents
 from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, Literal
-from stage2_jit.jit import jit_p
+from stage2_jit.passes import CALL_PARAMS
 from stage2_jit.tracing import jaxpr_as_fun
 from stage3_vmap.batching import AxisData, batch_fun, batching_rules, bdim_at, not_mapped
 from stage3_vmap.collectives import (
@@ -162,8 +162,8 @@ def varying_axes(jaxpr: Jaxpr, in_axes: list[set[str]]) -> list[set[str]]:
             name = eqn.params["axis_name"]
             names = set(name) if isinstance(name, tuple) else {name}
             axes = axes - names if eqn.primitive in _MAKES_SAME else axes | names
-        elif eqn.primitive in (jit_p, custom_vjp_call_p):
-            inner = eqn.params["jaxpr" if eqn.primitive is jit_p else "call_jaxpr"]
+        elif eqn.primitive.name in CALL_PARAMS:  # a nested program: jit, custom_vjp/jvp, remat
+            inner = eqn.params[CALL_PARAMS[eqn.primitive.name]]
             outs = varying_axes(inner.jaxpr, [read(a) for a in eqn.invars])
             for var, out in zip(eqn.outvars, outs):
                 env[var] = out
@@ -234,8 +234,8 @@ def _inline(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[An
 
     for eqn in jaxpr.eqns:
         vals = [read(a) for a in eqn.invars]
-        if eqn.primitive in (jit_p, custom_vjp_call_p):
-            inner = eqn.params["jaxpr" if eqn.primitive is jit_p else "call_jaxpr"]
+        if eqn.primitive.name in CALL_PARAMS:
+            inner = eqn.params[CALL_PARAMS[eqn.primitive.name]]
             outs = _inline(inner.jaxpr, inner.consts, vals)
         else:
             outs = eqn.primitive.bind(*vals, **eqn.params)

@@ -28,9 +28,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from stage1_autodiff.core import Primitive, PrimitiveKind, ShapedArray, primitives_of_kind
+from stage1_autodiff.fft import fft_p
 from stage1_autodiff.slicing import window_operand_dims
 from stage2_jit.abstract_eval import abstract_eval_rules
 
+from stage1_autodiff import linalg, random_distributions
 from stage1_autodiff import primitives as p
 
 Spec = tuple[tuple[str, ...], ...]
@@ -267,6 +269,84 @@ def _whole_dims(prim: Primitive, dims: Callable[..., Sequence[int]]) -> Sharding
 
 sharding_rules[p.sort_p] = _whole_dims(
     p.sort_p, lambda avals, *, dimension, num_keys: [dimension])
+for _prim in p.CUMULATIVE:  # the scanned dim whole
+    sharding_rules[_prim] = _whole_dims(_prim, lambda avals, *, axis, reverse: [axis])
+
+
+def top_k_sharding_rule(avals, specs, *, k, axis):
+    """Values and indices laid out as the operand, whose ``axis`` must be whole."""
+    spec, = _whole_dims(p.top_k_p, lambda avals, *, k, axis: [axis])(avals, specs, k=k,
+                                                                      axis=axis)
+    return [spec, spec]
+sharding_rules[p.top_k_p] = top_k_sharding_rule
+
+
+def _window_fits_split_dims(prim, avals, specs, sizes) -> Spec:
+    """A dynamic slice's (update's) layout: the operand's (and the update's, which must
+    agree), where a split dim is read or written whole, so its start is always 0."""
+    spec = _agree(prim, avals[:2], specs[:2]) if prim is p.dynamic_update_slice_p else specs[0]
+    for d, (m, axes) in enumerate(zip(sizes, spec)):
+        if axes and m != avals[0].shape[d]:
+            raise _error(prim, avals, specs, f"dim {d} is split over {axes} and sliced at a "
+                         f"computed start", f"Reshard dim {d} unsplit first "
+                         f"(jax.sharding.reshard).")
+    return spec
+
+
+def dynamic_slice_sharding_rule(avals, specs, *, slice_sizes):
+    return [_window_fits_split_dims(p.dynamic_slice_p, avals, specs, slice_sizes)]
+sharding_rules[p.dynamic_slice_p] = dynamic_slice_sharding_rule
+
+
+def dynamic_update_slice_sharding_rule(avals, specs):
+    return [_window_fits_split_dims(p.dynamic_update_slice_p, avals, specs, avals[1].shape)]
+sharding_rules[p.dynamic_update_slice_p] = dynamic_update_slice_sharding_rule
+
+
+def _linalg(prim: Primitive) -> ShardingRule:
+    """A linear-algebra primitive (stage 1's linalg.py) maps over its batch dims, which keep
+    their split, alike in every operand; it reads each matrix whole, so the matrix dims must
+    not be split. NB: JAX's ``linalg_sharding_rule`` in jax/_src/lax/linalg.py."""
+    ranks = linalg.LINALG[prim].ranks
+
+    def rule(avals, specs, **params):
+        batches = [spec[:aval.ndim - rank] for aval, spec, rank in zip(avals, specs, ranks)]
+        for aval, spec, batch in zip(avals, specs, batches):
+            split = [d for d in range(len(batch), aval.ndim) if spec[d]]
+            if split:
+                raise _error(prim, avals, specs, f"matrix dim {split[0]} is split over "
+                             f"{spec[split[0]]}, but {prim.name} reads each matrix whole",
+                             "Reshard the matrix dims unsplit first (jax.sharding.reshard), "
+                             "or split a batch dim instead.")
+        if any(batch != batches[0] for batch in batches):
+            raise _error(prim, avals, specs, "the operands' batch dims are split differently",
+                         "Reshard them alike (jax.sharding.reshard).")
+        outs = abstract_eval_rules[prim](*avals, **params)
+        outs = outs if prim.multiple_results else [outs]
+        return [batches[0] + unsplit(out.ndim - len(batches[0])) for out in outs]
+    return rule
+
+
+for _prim in linalg.LINALG:
+    sharding_rules[_prim] = _linalg(_prim)
+
+
+def random_poisson_sharding_rule(avals, specs, *, dtype):
+    """The rates' layout. Their sample dims must be whole: every element of one key's block
+    runs as many rounds as the slowest, which one device alone cannot know; the keys' batch
+    dims may be split, alike in the keys and the rates."""
+    (key_aval, lam_aval), (key_spec, lam_spec) = avals, specs
+    batch = key_aval.ndim - 1
+    if any(lam_spec[batch:]) or key_spec[-1]:
+        raise _error(random_distributions.random_poisson_p, avals, specs,
+                     "a sample dim is split, but one key's samples are drawn together",
+                     "Reshard the rates' sample dims unsplit first (jax.sharding.reshard).")
+    if tuple(key_spec[:batch]) != tuple(lam_spec[:batch]):
+        raise _error(random_distributions.random_poisson_p, avals, specs,
+                     "the keys and the rates split their batch dims differently",
+                     "Reshard them alike first (jax.sharding.reshard).")
+    return [lam_spec]
+sharding_rules[random_distributions.random_poisson_p] = random_poisson_sharding_rule
 
 
 def rev_sharding_rule(avals, specs, *, dimensions):
@@ -308,6 +388,27 @@ def _resized(prim: Primitive) -> ShardingRule:
 
 sharding_rules[p.slice_p] = _resized(p.slice_p)
 sharding_rules[p.pad_p] = _resized(p.pad_p)
+# Windows keep the operand's layout too, as JAX's ``reduce_window_sharding_rule`` does (the
+# partitioner reads whole the dims whose windows span several elements).
+for _prim in p.REDUCE_WINDOWS:
+    sharding_rules[_prim] = _resized(_prim)
+
+
+def conv_general_dilated_sharding_rule(avals, specs, **params):
+    """``out_sharding`` when given (the kernel's cotangent gives its kernel's: there the
+    contracted dim is the batch, which may be split); else the lhs's layout, dim by dim, as
+    JAX's rule gives it (the partitioner keeps only the batch split on the devices), where
+    the kernel must be replicated and the lhs features whole.
+    NB: JAX's ``_conv_general_dilated_sharding_rule`` in jax/_src/lax/convolution.py."""
+    if params["out_sharding"] is not None:
+        return [spec_of(params["out_sharding"].spec, avals[0].ndim)]
+    feature = params["dimension_numbers"].lhs_spec[1]
+    if any(specs[1]) or specs[0][feature]:
+        raise _error(p.conv_general_dilated_p, avals, specs, "the kernel is split, or the "
+                     "lhs feature dim is", "Reshard the kernel replicated and the lhs feature "
+                     "dim unsplit (jax.sharding.reshard); split the batch dim instead.")
+    return _resized(p.conv_general_dilated_p)(avals, specs, **params)
+sharding_rules[p.conv_general_dilated_p] = conv_general_dilated_sharding_rule
 
 
 def concatenate_sharding_rule(avals, specs, *, dimension):
@@ -475,14 +576,52 @@ def _program_outputs(avals_of: Callable[..., Sequence[ShapedArray]]) -> Sharding
     return rule
 
 
+# --8<-- [start:pure_callback_sharding_rule]
+def pure_callback_sharding_rule(avals, specs, *, result_avals, sharding, **params):
+    """A callback is called with the global values (the partitioner gathers them) and
+    its results are replicated. ``sharding`` may only name one device, as in JAX.
+
+    NB: JAX runs the callback on one device (device 0, or the one ``sharding`` names; XLA's
+    maximal sharding) and leaves its results there; ours are on every device."""
+    if sharding is not None and sharding.mesh.size != 1:
+        raise NotImplementedError(
+            f"pure_callback only supports SingleDeviceSharding, but got {type(sharding)}: "
+            f"sharding= names the one device that calls the callback. Leave it None; "
+            f"reshard the results (jax.sharding.reshard) to split them.")
+    return [unsplit(a.ndim) for a in result_avals]
+# --8<-- [end:pure_callback_sharding_rule]
+
+
 def _register_program_rules() -> None:
     from stage1_autodiff.autodiff import custom_vjp_call_p
+    from stage1_autodiff.custom_derivatives import custom_jvp_call_p
+    from stage2_jit.callback import pure_callback_p
     from stage2_jit.debug import debug_print_p
     from stage2_jit.jit import jit_p
+    from stage2_jit.remat import remat_p
     sharding_rules[jit_p] = _program_outputs(lambda jaxpr, **_: jaxpr.out_avals)
     sharding_rules[custom_vjp_call_p] = _program_outputs(
         lambda call_jaxpr, **_: call_jaxpr.out_avals)
+    sharding_rules[custom_jvp_call_p] = sharding_rules[custom_vjp_call_p]
+    sharding_rules[remat_p] = sharding_rules[jit_p]
     sharding_rules[debug_print_p] = lambda avals, specs, **params: []
+    sharding_rules[pure_callback_p] = pure_callback_sharding_rule
+
+
+def fft_sharding_rule(avals, specs, *, fft_type, fft_lengths):
+    """The FFT reads each transformed (trailing) dim whole, so those must not be split; the
+    leading dims keep their split. NB: JAX's ``_fft_sharding_rule`` (jax/_src/lax/fft.py)
+    asks the same."""
+    (x,), (spec,) = avals, specs
+    n = x.ndim - len(fft_lengths)
+    split = [d for d in range(n, x.ndim) if spec[d]]
+    if split:
+        raise _error(fft_p, avals, specs, f"transformed dim {split[0]} is split over "
+                     f"{spec[split[0]]}, but the FFT reads it whole",
+                     "Reshard it unsplit first (jax.sharding.reshard), or split a leading "
+                     "dim instead.")
+    return [tuple(spec[:n]) + unsplit(len(fft_lengths))]
+sharding_rules[fft_p] = fft_sharding_rule
 
 
 _register_program_rules()

@@ -39,6 +39,7 @@ from .arrangement import (
     vstack,
 )
 from .contractions import dot, einsum, inner, matmul, outer, tensordot, vdot
+from .cumulative import around, cumprod, cumsum, nancumprod, nancumsum, round, unique
 from .creation import (
     arange,
     array,
@@ -58,7 +59,10 @@ from .creation import (
     zeros_like,
 )
 from .indexing import take, take_along_axis
+from .more_ufuncs import (float_power, frexp, gcd, isneginf, isposinf, lcm, ldexp,
+                          logaddexp2, nextafter)
 from .mathematical import (
+    angle,
     conj,
     conjugate,
     copysign,
@@ -80,7 +84,23 @@ from .mathematical import (
     trunc,
 )
 from .reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, std, sum, var
-from .scalar_types import bool_, float32, float64, int32, int64, uint32, uint64
+from .scalar_types import (
+    bfloat16,
+    bool_,
+    complex64,
+    complex128,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
 from .statistics import (
     allclose,
     argsort,
@@ -207,3 +227,4 @@ newaxis = None
 bool = bool_  # noqa: A001 -- jnp.bool, as in NumPy 2
 # NumPy's abstract scalar types, for issubdtype (JAX exports NumPy's own)
 floating, integer, inexact, number = _np.floating, _np.integer, _np.inexact, _np.number
+complexfloating = _np.complexfloating

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import complex_numbers, dtypes
 from .. import primitives as lax
 from ..core import get_aval
 from .promotion import as_value, promote, promote_inexact
@@ -146,19 +146,37 @@ def copysign(x1, x2):
 
 
 def real(x):
-    """The real part: x itself, as every dtype here is real."""
-    return as_value(x)
+    """The real part (a real array is its own real part)."""
+    x = as_value(x)
+    return complex_numbers.real(x) if dtypes.is_complex(get_aval(x).dtype) else x
 
 
 def imag(x):
-    """The imaginary part: zeros, as every dtype here is real."""
+    """The imaginary part (zeros for a real array)."""
     x = as_value(x)
-    return lax.full_like(x, 0)
+    if not dtypes.is_complex(get_aval(x).dtype):
+        return lax.full_like(x, 0)
+    return complex_numbers.imag(x)
 
 
 def conj(x):
-    """The complex conjugate: x itself, as every dtype here is real."""
-    return as_value(x)
+    """The complex conjugate (a real array is its own conjugate)."""
+    x = as_value(x)
+    return complex_numbers.conj(x) if dtypes.is_complex(get_aval(x).dtype) else x
+
+
+def angle(z, deg: bool = False):
+    """The argument of each complex number, atan2(imag, real), in radians (or degrees with
+    ``deg``); 0 or pi for a real number."""
+    z = as_value(z)
+    re, im = real(z), imag(z)
+    aval = get_aval(z)
+    if not dtypes.is_inexact(aval.dtype) or dtypes.is_float(aval.dtype) and aval.ndim == 0:
+        float_dtype = dtypes.default_float_dtype()  # strongly typed, as in JAX
+        re = lax.convert_element_type(re, float_dtype)
+        im = lax.convert_element_type(im, float_dtype)
+    result = lax.atan2(im, re)
+    return rad2deg(result) if deg else result
 
 
 conjugate = conj

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import primitives as lax
-from ..core import Array, Tracer, asarray, get_aval, trace_state
+from ..core import Array, Tracer, asarray, get_aval
 
 
 def as_value(x: Any, dtype: Any = None) -> Any:
@@ -51,10 +51,30 @@ def _scalar_like(x: Any, scalar: Any) -> Any | None:
     (the common case ``x * 2.0``); None when it does not (``int_array * 2.5``)."""
     if not isinstance(x, (Array, Tracer)):
         return None
-    kind, scalar_type = x.dtype.kind, type(scalar)
-    if kind == "f" and scalar_type in (int, float) or kind in "iu" and scalar_type is int:
-        return Array(np.asarray(scalar, x.dtype), x.weak_type)
+    dtype, scalar_type = x.dtype, type(scalar)
+    kind = dtypes.kind(dtype)
+    if kind == "c" and scalar_type in (int, float, complex) or (
+            kind == "f" and scalar_type in (int, float)):
+        with np.errstate(over="ignore"):  # 1e6 is inf in float16, as in JAX
+            return Array(np.asarray(scalar, dtype), x.weak_type)
+    if kind in "iu" and scalar_type is int:
+        return Array(_wrapped_int(scalar, dtype), x.weak_type)
     return None
+
+
+def _wrapped_int(scalar: int, dtype: np.dtype) -> np.ndarray:
+    """A Python int beside an integer array, as JAX takes it: it must fit the default int
+    type (it is an int32 until it meets the array), and then wraps into the array's dtype
+    (``int8_array + 300`` adds 44, ``uint32_array + -1`` adds 2**32 - 1)."""
+    default = dtypes.default_int_dtype()
+    if not np.iinfo(default).min <= scalar <= np.iinfo(default).max:
+        raise OverflowError(f"Python int {scalar} is too large to convert to {default}, the "
+                            f"type of a Python int beside an array of {dtype}. Make it an "
+                            f"array of the type you mean first, e.g. jnp.asarray(x, {dtype}).")
+    return np.asarray(scalar, default).astype(dtype)
+
+
+_PYTHON_SCALARS = (int, float, complex)
 
 
 def promote(*args: Any) -> list[Any]:
@@ -65,9 +85,9 @@ def promote(*args: Any) -> list[Any]:
             # (Weak pairs take the lattice: two weak bools promote to a strong bool.)
             if x.dtype == y.dtype and not x.weak_type and not y.weak_type:
                 return [x, y]
-        elif type(y) in (int, float) and (y_like := _scalar_like(x, y)) is not None:
+        elif type(y) in _PYTHON_SCALARS and (y_like := _scalar_like(x, y)) is not None:
             return [x, y_like]
-        elif type(x) in (int, float) and (x_like := _scalar_like(y, x)) is not None:
+        elif type(x) in _PYTHON_SCALARS and (x_like := _scalar_like(y, x)) is not None:
             return [x_like, y]
     values = [as_value(a) for a in args]
     avals = [get_aval(v) for v in values]
@@ -79,7 +99,7 @@ def promote_inexact(*args: Any) -> list[Any]:
     """Like :func:`promote`, then integers and booleans become the default float."""
     values = promote(*args)
     first = values[0]
-    if first.dtype.kind == "f":
+    if dtypes.is_inexact(first.dtype):
         return values
     float_dtype = dtypes.default_float_dtype()
     return [convert(v, float_dtype, first.weak_type) for v in values]
@@ -117,9 +137,8 @@ def promote_and_broadcast(op_name: str, *args: Any, inexact: bool = False) -> li
     if all(s == shapes[0] for s in shapes):
         return values
     shape = broadcast_shapes(*shapes, op_name=op_name)
-    if len(values) == 2 and () in shapes and not trace_state.dynamic_trace.level and all(
-            type(v) is Array for v in values):
-        return values  # eager, an array and a scalar: the op takes the scalar as it is
+    if len(values) == 2 and () in shapes:
+        return values  # an array and a scalar: a binary op takes the scalar as it is, as JAX's
     return [broadcast_to_shape(v, shape) for v in values]
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from .creation import asarray
 
 
@@ -38,9 +39,17 @@ class ScalarType:
 
 
 bool_ = ScalarType(np.bool_)
+int8 = ScalarType(np.int8)
+int16 = ScalarType(np.int16)
 int32 = ScalarType(np.int32)
+uint8 = ScalarType(np.uint8)
+uint16 = ScalarType(np.uint16)
 uint32 = ScalarType(np.uint32)
+float16 = ScalarType(np.float16)
+bfloat16 = ScalarType(dtypes.bfloat16)
 float32 = ScalarType(np.float32)
+complex64 = ScalarType(np.complex64)
 int64 = ScalarType(np.int64)
 uint64 = ScalarType(np.uint64)
 float64 = ScalarType(np.float64)
+complex128 = ScalarType(np.complex128)

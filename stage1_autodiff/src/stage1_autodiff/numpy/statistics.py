@@ -183,7 +183,7 @@ def argsort(a, axis: int | None = -1, *, kind: Any = None, order: Any = None,
 
 
 def _typed(x: Any) -> tuple[np.dtype, bool]:
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return dtypes.python_scalar_dtype(x), True
     if isinstance(x, (Array, Tracer)):
         return get_aval(x).dtype, get_aval(x).weak_type
@@ -201,7 +201,8 @@ def result_type(*args: Any) -> np.dtype:
 
 def promote_types(a: Any, b: Any) -> np.dtype:
     """The dtype two dtypes promote to, on JAX's lattice."""
-    return dtypes.promote_types((_typed(a)[0], False), (_typed(b)[0], False))[0]
+    return dtypes.promote_dtypes(*(x if x in (int, float, complex) and isinstance(x, type)
+                                   else dtype(x) for x in (a, b)))
 
 
 def isscalar(element: Any) -> bool:
@@ -231,7 +232,11 @@ def issubdtype(arg1: Any, arg2: Any) -> bool:
     ``jnp.integer``...)."""
     def as_type(x: Any) -> Any:
         return x if isinstance(x, type) and issubclass(x, np.generic) else dtype(x)
-    return bool(np.issubdtype(as_type(arg1), as_type(arg2)))
+    first, second = as_type(arg1), as_type(arg2)
+    if first is not np.generic and first == dtypes.bfloat16 and second in (
+            np.floating, np.inexact, np.number):
+        return True  # ml_dtypes' bfloat16 is a float to JAX, though not to NumPy
+    return bool(np.issubdtype(first, second))
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,8 +1,133 @@
-"""``jax.scipy.linalg``: Cholesky and triangular solves.
+"""``jax.scipy.linalg``: Cholesky and triangular solves, and SciPy's spellings of the
+decompositions, on the primitives of ``stage1_autodiff.linalg``.
 
-NB: JAX's functions are in ``jax/_src/scipy/linalg.py``.
+NB: JAX's functions are in ``jax/_src/scipy/linalg.py``. SciPy's ``overwrite_*`` and
+``check_finite`` arguments are accepted and ignored, as in JAX (arrays are immutable, and a
+non-finite input gives NaNs rather than an error).
+
+Example:
+    >>> import stage1_autodiff.numpy as jnp
+    >>> from stage1_autodiff.scipy import linalg
+    >>> a = jnp.array([[4.0, 2.0], [2.0, 5.0]])
+    >>> linalg.cho_solve(linalg.cho_factor(a), jnp.array([6.0, 7.0]))
+    Array([1., 1.], dtype=float32)
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+import numpy as np
+
+from .. import linalg as lax_linalg
+from .. import numpy as jnp
+from ..core import get_aval
+from ..numpy import linalg as jnp_linalg
+from ..numpy.promotion import as_value, promote_inexact
+
+__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "inv", "lu", "qr", "solve",
+           "solve_triangular", "svd"]
+
+
+def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+    """The Cholesky factor: upper ``u`` with ``u.T @ u == a``, or lower with ``lower``."""
+    del overwrite_a, check_finite
+    return jnp_linalg.cholesky(a, upper=not lower)
+
+
+def cho_factor(a, lower: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True) -> tuple[Any, bool]:
+    """``(c, lower)`` for :func:`cho_solve`: the Cholesky factor and which triangle it is."""
+    return cholesky(a, lower, overwrite_a, check_finite), lower
+
+
+def cho_solve(c_and_lower: tuple[Any, bool], b, overwrite_b: bool = False,
+              check_finite: bool = True):
+    """``x`` with ``a @ x == b``, given ``cho_factor(a)``: two triangular solves, with the
+    factor and with its transpose."""
+    del overwrite_b, check_finite
+    c, lower = c_and_lower
+    c, b = promote_inexact(as_value(c), as_value(b))
+    # a = l l^T: solve l y = b, then l^T x = y (with an upper factor u = l^T, the other way).
+    y = lax_linalg.triangular_solve(c, b, left_side=True, lower=lower, transpose_a=not lower)
+    return lax_linalg.triangular_solve(c, y, left_side=True, lower=lower, transpose_a=lower)
+
+
+_TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}
+
+
+def solve_triangular(a, b, trans: int | str = 0, lower: bool = False,
+                     unit_diagonal: bool = False, overwrite_b: bool = False, debug: Any = None,
+                     check_finite: bool = True):
+    """``x`` with ``op(a) @ x == b`` for triangular ``a`` (only its ``lower`` or upper
+    triangle read); ``trans``: 0 or 'N' for ``a``, 1 or 'T' (2 or 'C') for its transpose."""
+    del overwrite_b, debug, check_finite
+    if trans not in _TRANS:
+        raise ValueError(f"Invalid 'trans' value {trans!r}: use 0, 1, 2, 'N', 'T' or 'C'.")
+    a, b = promote_inexact(as_value(a), as_value(b))
+    return lax_linalg.triangular_solve(a, b, left_side=True, lower=lower,
+                                       transpose_a=_TRANS[trans], unit_diagonal=unit_diagonal)
+
+
+def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+    """``(p, l, u)`` with ``a == p @ l @ u`` (``permute_l``: ``(p @ l, u)``)."""
+    del overwrite_a, check_finite
+    (a,) = promote_inexact(as_value(a))
+    packed, _, permutation = lax_linalg.lu(a)
+    m, n = get_aval(a).shape[-2:]
+    k = min(m, n)
+    lower = jnp.tril(packed[..., :, :k], -1) + jnp.eye(m, k, dtype=a.dtype)
+    u = jnp.triu(packed[..., :k, :])
+    p = (permutation[..., None, :] == jnp.arange(m, dtype=np.int32)[:, None]).astype(a.dtype)
+    return (p @ lower, u) if permute_l else (p, lower, u)
+
+
+def qr(a, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
+       pivoting: bool = False, check_finite: bool = True):
+    """``(q, r)``: ``mode="full"`` or ``"economic"``; ``"r"`` gives ``(r,)``."""
+    del overwrite_a, lwork, check_finite
+    if mode not in ("full", "economic", "r"):
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}': use 'full', "
+                         f"'economic' or 'r' ('raw' is not implemented here).")
+    (a,) = promote_inexact(as_value(a))
+    q, r = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode != "economic")
+    return (r,) if mode == "r" else (q, r)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
+        check_finite: bool = True, lapack_driver: str = "gesdd"):
+    """``(u, s, vh)``, or ``s`` alone when not ``compute_uv``."""
+    del overwrite_a, check_finite, lapack_driver
+    out = jnp_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    return tuple(out) if compute_uv else out
+
+
+def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a: bool = False,
+         overwrite_b: bool = False, turbo: bool = True, eigvals: None = None, type: int = 1,
+         check_finite: bool = True):
+    """``(w, v)`` of a symmetric matrix, ``w`` ascending (``eigvals_only``: ``w``)."""
+    del overwrite_a, overwrite_b, turbo, check_finite
+    if b is not None or eigvals is not None or type != 1:
+        raise NotImplementedError("jax.scipy.linalg.eigh: only the standard problem (b=None, "
+                                  "eigvals=None, type=1) is implemented.")
+    w, v = jnp_linalg.eigh(a, "L" if lower else "U")
+    return w if eigvals_only else (w, v)
+
+
+def inv(a, overwrite_a: bool = False, check_finite: bool = True):
+    """The inverse of a square matrix."""
+    del overwrite_a, check_finite
+    return jnp_linalg.inv(a)
+
+
+def det(a, overwrite_a: bool = False, check_finite: bool = True):
+    """The determinant of a square matrix."""
+    del overwrite_a, check_finite
+    return jnp_linalg.det(a)
+
+
+def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
+          debug: bool = False, check_finite: bool = True, assume_a: str = "gen"):
+    """``x`` with ``a @ x == b`` (by LU whatever ``assume_a`` says: same answer)."""
+    del lower, overwrite_a, overwrite_b, debug, check_finite, assume_a
+    return jnp_linalg.solve(a, b)

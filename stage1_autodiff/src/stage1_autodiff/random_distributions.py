@@ -1,0 +1,679 @@
+"""``jax.random``'s distributions beyond uniform and normal, with JAX's algorithms.
+
+Most samplers are a line or two over ``uniform`` or ``normal`` (the inverse of a CDF, a
+ratio, a sign). Three need loops whose number of steps depends on the random numbers drawn:
+the gamma sampler (Marsaglia and Tsang's rejection method, one loop per element), its
+gradient (the implicit reparameterization of the gamma CDF), and the Poisson sampler
+(Knuth's product of uniforms for a small rate, Hormann's transformed rejection for a large
+one). Each is a primitive whose implementation runs those loops in NumPy, drawing exactly the
+threefry bits JAX draws: the same key gives the same sample.
+
+NB: JAX has ``random_gamma_p`` too (jax/_src/random/core.py), lowered by tracing its loops
+with ``lax.while_loop``; its Poisson sampler is a ``while_loop`` under ``jit``, not a
+primitive. Stage 1 has no loops that can be traced, so here both run on the host.
+
+Example:
+    >>> import stage1_autodiff as jax
+    >>> x = jax.random.gamma(jax.random.key(0), 2.0, (3,))
+    >>> x.shape, str(x.dtype)
+    ((3,), 'float32')
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from . import numpy as jnp
+from . import primitives as lax
+from .core import ELEMENTWISE, Primitive, get_aval, impl_rules, jvp_rules, vjp_rules
+from .numpy.promotion import (as_value, broadcast_shapes, canonicalize_axis, convert,
+                               promote_inexact)
+from .random import (Shape, _float_dtype, _key_data_and_kind, _shape, _single_key, bernoulli,
+                     gumbel, normal, permutation, randint, split, uniform)
+
+__all__ = ["beta", "cauchy", "chisquare", "choice", "dirichlet", "double_sided_maxwell",
+           "exponential", "f", "gamma", "geometric", "laplace", "loggamma", "logistic",
+           "lognormal", "maxwell", "multivariate_normal", "orthogonal", "pareto", "poisson",
+           "rademacher", "random_gamma_p", "rayleigh", "t", "truncated_normal", "weibull_min"]
+
+_threefry = impl_rules[lax.threefry2x32_p]
+
+
+# ------------------------------------------------------------------------------------------
+# The samplers of random.py, on NumPy arrays of key words (one key per element)
+# ------------------------------------------------------------------------------------------
+
+
+def _np_split(k1: np.ndarray, k2: np.ndarray, num: int) -> list[tuple[np.ndarray, ...]]:
+    """``split(key, num)`` of every key in (k1, k2): ``num`` new (k1, k2) pairs."""
+    k1, k2, zero = np.asarray(k1), np.asarray(k2), np.zeros((), np.uint32)
+    with np.errstate(over="ignore"):  # on 0-d keys NumPy warns of the intended wrap-around
+        return [tuple(_threefry(k1, k2, zero, np.asarray(i, np.uint32))) for i in range(num)]
+
+
+def _np_uniform(k1: np.ndarray, k2: np.ndarray, dtype: np.dtype, minval: float = 0.0,
+                maxval: float = 1.0) -> np.ndarray:
+    """``uniform(key, (), dtype, minval, maxval)`` of every key, rounded as random.py does."""
+    bits1, bits2 = _threefry(k1, k2, np.zeros((), np.uint32), np.zeros((), np.uint32))
+    if dtype.itemsize == 4:
+        bits, uint = bits1 ^ bits2, np.uint32
+    else:
+        bits, uint = (bits1.astype(np.uint64) << np.uint64(32)) | bits2, np.uint64
+    mantissa = bits >> uint(dtype.itemsize * 8 - np.finfo(dtype).nmant)
+    floats = (mantissa | np.array(1.0, dtype).view(uint)).view(dtype) - dtype.type(1)
+    low, high = dtype.type(minval), dtype.type(maxval)
+    return np.maximum(low, floats * (high - low) + low)
+
+
+def _np_normal(k1: np.ndarray, k2: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    low = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
+    u = _np_uniform(k1, k2, dtype, low, 1.0)
+    return dtype.type(np.sqrt(2)) * impl_rules[lax.erf_inv_p](u)
+
+
+# ------------------------------------------------------------------------------------------
+# random_gamma: one Marsaglia-Tsang sample per element, each from its own key
+# ------------------------------------------------------------------------------------------
+
+random_gamma_p = Primitive("random_gamma", kind=ELEMENTWISE)
+
+
+def _marsaglia_tsang_v(k1, k2, d, c):
+    """The accepted V = (1 + c x)^3 of each element: loop until U < 1 - 0.0331 x^4 or
+    log U < x^2/2 + d (1 - V + log V), drawing x normal (again while 1 + c x <= 0) and U
+    uniform, from three keys split off the element's key each round."""
+    dtype = d.dtype
+    one = dtype.type(1)
+    x_sq, v, u = np.zeros_like(d), np.ones_like(d), np.full_like(d, 2)
+    todo = np.ones(d.shape, bool)
+    while todo.any():
+        (k1[todo], k2[todo]), (xk1, xk2), (uk1, uk2) = _np_split(k1[todo], k2[todo], 3)
+        x, vt, ct = np.zeros_like(xk1, dtype), np.full(xk1.shape, -one), c[todo]
+        bad = np.ones(xk1.shape, bool)
+        while bad.any():
+            (xk1[bad], xk2[bad]), (nk1, nk2) = _np_split(xk1[bad], xk2[bad], 2)
+            x[bad] = _np_normal(nk1, nk2, dtype)
+            vt[bad] = one + x[bad] * ct[bad]
+            bad = vt <= 0
+        x_sq[todo], v[todo], u[todo] = x * x, vt * vt * vt, _np_uniform(uk1, uk2, dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            reject = (u >= one - dtype.type(0.0331) * (x_sq * x_sq)) & (
+                np.log(u) >= x_sq * dtype.type(0.5) + d * ((one - v) + np.log(v)))
+        todo = todo & reject
+    return v
+
+
+def random_gamma_impl(k1, k2, a, *, log_space):
+    """Gamma(a) samples; for a < 1, a Gamma(a + 1) sample times U^(1/a) (in log space: plus
+    log(U) / a, which keeps tiny samples representable)."""
+    k1, k2, a = np.broadcast_arrays(k1, k2, a)
+    shape, dtype = a.shape, a.dtype
+    k1, k2, a = k1.ravel().copy(), k2.ravel().copy(), a.ravel()
+    one, third = dtype.type(1), dtype.type(1 / 3)
+    boost = a >= one
+    alpha = np.where(boost, a, a + one)
+    d = alpha - third
+    with np.errstate(invalid="ignore"):
+        c = third / np.sqrt(d)
+    (k1, k2), (sk1, sk2) = _np_split(k1, k2, 2)
+    v = _marsaglia_tsang_v(k1, k2, d, c)
+    u = _np_uniform(sk1, sk2, dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if log_space:
+            log_u = -(-np.log1p(-u))
+            log_boost = np.where(boost | (log_u == 0), dtype.type(0), log_u * (one / a))
+            out = (np.log(d) + np.log(v)) + log_boost
+        else:
+            out = (d * v) * np.where(boost, one, np.power(one - u, one / a))
+    return out.astype(dtype).reshape(shape)
+impl_rules[random_gamma_p] = random_gamma_impl
+
+
+def random_gamma_vjp(ct, k1, k2, a, *, out, log_space):
+    """The implicit reparameterization: d sample / d a = -(dF/da) / (dF/dx) for the gamma
+    CDF F; in log space divided by the sample."""
+    sample = lax.exp(out) if log_space else out
+    if log_space:
+        tiny = lax.full_like(sample, np.finfo(get_aval(sample).dtype).tiny)
+        sample = lax.select_n(lax.eq(sample, lax.zeros_like(sample)), sample, tiny)
+    slope = random_gamma_grad(a, sample)
+    if log_space:
+        slope = lax.div(slope, sample)
+    return [None, None, lax.mul(ct, slope)]
+vjp_rules[random_gamma_p] = random_gamma_vjp
+
+
+def random_gamma_jvp(primals, tangents, *, log_space):
+    out = random_gamma_p.bind(*primals, log_space=log_space)
+    a_dot = tangents[2]
+    if a_dot is None:
+        return out, lax.zeros_like(out)
+    return out, random_gamma_vjp(a_dot, *primals, out=out, log_space=log_space)[2]
+jvp_rules[random_gamma_p] = random_gamma_jvp
+
+
+random_gamma_grad_p = Primitive("random_gamma_grad", kind=ELEMENTWISE)
+
+
+def random_gamma_grad(a: Any, x: Any) -> Any:
+    """d x / d a for a Gamma(a) sample x, holding its CDF value fixed."""
+    return random_gamma_grad_p.bind(a, x)
+
+
+def _digamma(x: np.ndarray) -> np.ndarray:
+    """psi(x) for x > 0: the recurrence up to x >= 6, then the asymptotic series."""
+    shift = np.zeros_like(x)
+    while (x < 6).any():
+        small = x < 6
+        shift = shift - np.where(small, 1 / np.where(small, x, 1), 0)
+        x = np.where(small, x + 1, x)
+    inv2 = 1 / (x * x)
+    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240))))
+    return shift + np.log(x) - 0.5 / x - series
+
+
+def random_gamma_grad_impl(a, x):
+    """With P(a, x) = sum_n exp(-x + (a + n) log x - lgamma(a + n + 1)), dP/da sums each
+    term times (log x - psi(a + n + 1)); dP/dx is the density. Both in float64, the terms
+    scaled by their largest so that none overflows."""
+    dtype = np.result_type(a, x)
+    a64, x64 = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
+    safe_x = np.where(x64 > 0, x64, 1.0)
+    lgamma = np.frompyfunc(math.lgamma, 1, 1)
+    n = np.arange(int(np.max(safe_x, initial=0) + 12 * np.sqrt(np.max(safe_x, initial=0))) + 40)
+    a_n = a64[..., None] + n  # a + n, for n = 0, 1, ...
+    log_terms = (-safe_x[..., None] + a_n * np.log(safe_x)[..., None]
+                 - np.asarray(lgamma(a64 + 1), np.float64)[..., None]
+                 - np.concatenate([np.zeros_like(a_n[..., :1]),
+                                   np.cumsum(np.log(a_n[..., 1:]), -1)], -1))
+    psi = _digamma(a64 + 1)[..., None] + np.concatenate(
+        [np.zeros_like(a_n[..., :1]), np.cumsum(1 / a_n[..., 1:], -1)], -1)
+    top = log_terms.max(-1, keepdims=True)
+    weighted = (np.exp(log_terms - top) * (np.log(safe_x)[..., None] - psi)).sum(-1)
+    log_density = -safe_x + (a64 - 1) * np.log(safe_x) - np.asarray(lgamma(a64), np.float64)
+    grad = -weighted * np.exp(top[..., 0] - log_density)
+    return np.where(x64 > 0, grad, 0.0).astype(dtype)
+impl_rules[random_gamma_grad_p] = random_gamma_grad_impl
+
+
+def random_gamma_grad_vjp(ct, a, x, *, out):
+    raise NotImplementedError(
+        "random_gamma_grad has no derivative (as in JAX): the gradient of a gamma sample "
+        "with respect to its shape `a` can be taken once, not twice.")
+vjp_rules[random_gamma_grad_p] = random_gamma_grad_vjp
+
+
+def random_gamma_grad_jvp(primals, tangents):
+    return random_gamma_grad_vjp(None, *primals, out=None)
+jvp_rules[random_gamma_grad_p] = random_gamma_grad_jvp
+
+
+# ------------------------------------------------------------------------------------------
+# random_poisson: Knuth's method below rate 10, Hormann's transformed rejection above
+# ------------------------------------------------------------------------------------------
+
+random_poisson_p = Primitive("random_poisson")
+
+
+def _uniform_of_counts(key: tuple, count: np.ndarray) -> np.ndarray:
+    """``uniform(key, count.shape, float32)``: element i hashes the counter ``count[i]``."""
+    bits1, bits2 = _threefry(key[0], key[1], np.zeros_like(count), count)
+    floats = (((bits1 ^ bits2) >> np.uint32(9)) | np.uint32(0x3F800000)).view(np.float32)
+    return floats - np.float32(1)
+
+
+def _poisson_knuth(key: tuple, lam: np.ndarray, max_iters: int) -> np.ndarray:
+    """Counts uniforms until their product falls below exp(-lam), all elements in step."""
+    k, log_prod, steps = np.zeros(lam.shape, np.int64), np.zeros_like(lam), 0
+    count = np.arange(lam.size, dtype=np.uint32).reshape(lam.shape)
+    while (log_prod > -lam).any() and steps < max_iters:
+        key, subkey = _np_split(*key, 2)
+        k = np.where(log_prod > -lam, k + 1, k)
+        with np.errstate(divide="ignore"):
+            log_prod = log_prod + np.log(_uniform_of_counts(subkey, count))
+        steps += 1
+    return k - 1
+
+
+def _lgamma(x: np.ndarray) -> np.ndarray:
+    """log|Gamma(x)| of float32 values, infinite at the poles (0, -1, -2, ...) as XLA's."""
+    pole = (x <= 0) & (x == np.floor(x))
+    safe = np.where(pole, 1.0, x).astype(np.float64)
+    return np.where(pole, np.inf, np.frompyfunc(math.lgamma, 1, 1)(safe)).astype(x.dtype)
+
+
+def _poisson_rejection(key: tuple, lam: np.ndarray, max_iters: int) -> np.ndarray:
+    """Hormann's PTRS: a candidate from a hat function, accepted by a squeeze or by the log
+    density; every element draws each round, and a later acceptance replaces an earlier
+    one, as in JAX, so the round count of the whole array matters."""
+    f32 = np.float32
+    log_lam, b = np.log(lam), f32(0.931) + f32(2.53) * np.sqrt(lam)
+    a = f32(-0.059) + f32(0.02483) * b
+    inv_alpha, v_r = f32(1.1239) + f32(1.1328) / (b - f32(3.4)), f32(0.9277) - f32(3.6224) / (
+        b - f32(2))
+    k_out, accepted, steps = np.full_like(lam, -1), np.zeros(lam.shape, bool), 0
+    count = np.arange(lam.size, dtype=np.uint32).reshape(lam.shape)
+    while (~accepted).any() and steps < max_iters:
+        key, key_u, key_v = _np_split(*key, 3)
+        u = _uniform_of_counts(key_u, count) - f32(0.5)
+        v = _uniform_of_counts(key_v, count)
+        u_shifted = f32(0.5) - np.abs(u)
+        k = np.floor((f32(2) * a / u_shifted + b) * u + lam + f32(0.43))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+            t = -lam + k * log_lam - _lgamma(k + f32(1))
+        accept = ((u_shifted >= f32(0.07)) & (v <= v_r)) | (
+            ~((k < 0) | ((u_shifted < f32(0.013)) & (v > u_shifted))) & (s <= t))
+        k_out, accepted, steps = np.where(accept, k, k_out), accepted | accept, steps + 1
+    return k_out
+
+
+def random_poisson_impl(key_data, lam, *, dtype):
+    """Poisson samples for each key of ``key_data`` (shape ``K + (2,)``) over its block of
+    ``lam`` (shape ``K + S``): each key runs its own loops, as each example does under
+    ``vmap`` in JAX."""
+    batch = key_data.shape[:-1]
+    out = np.empty(lam.shape, dtype)
+    max_iters = np.iinfo(dtype).max
+    for index in np.ndindex(*batch):
+        key, rate = tuple(key_data[index]), lam[index]
+        knuth = np.isnan(rate) | (rate < 10)
+        small = _poisson_knuth(key, np.where(knuth, rate, np.float32(0)), max_iters)
+        large = _poisson_rejection(key, np.where(knuth, np.float32(1e5), rate), max_iters)
+        with np.errstate(invalid="ignore"):
+            result = np.where(knuth, small.astype(dtype), large.astype(dtype))
+        out[index] = np.where(rate == 0, dtype.type(0), result)
+    return out
+impl_rules[random_poisson_p] = random_poisson_impl
+vjp_rules[random_poisson_p] = lax._zero_vjp
+jvp_rules[random_poisson_p] = lax._zero_jvp(random_poisson_p)
+
+# This module's primitives: each runs its NumPy loops on the host under every backend.
+RANDOM_LOOPS = (random_gamma_p, random_gamma_grad_p, random_poisson_p)
+
+
+# ------------------------------------------------------------------------------------------
+# Argument checks shared by the samplers
+# ------------------------------------------------------------------------------------------
+
+
+def _dtype(dtype: Any, name: str, kind: str = "float") -> np.dtype:
+    """The canonical result dtype; ValueError for the wrong kind, as JAX raises."""
+    if dtype is None:
+        return dtypes.default_float_dtype() if kind == "float" else dtypes.default_int_dtype()
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, name)
+    if (dtypes.is_float(dtype) if kind == "float" else dtypes.is_int(dtype)):
+        return dtype
+    raise ValueError(f"dtype argument to `{name}` must be a {kind} dtype, got {dtype}")
+
+
+def _result_shape(name: str, shape: Shape | None, *params: Any) -> tuple[int, ...]:
+    """``shape``, or the parameters' broadcast shape when it is None. A given ``shape`` must
+    be what it broadcasts to with the parameters (JAX's ``_check_shape``)."""
+    param_shapes = [get_aval(as_value(x)).shape for x in params]
+    if shape is None:
+        return broadcast_shapes(*param_shapes) if param_shapes else ()
+    shape = _shape(shape, name)
+    if param_shapes and broadcast_shapes(shape, *param_shapes) != shape:
+        raise ValueError(
+            f"{name} parameter shapes must be broadcast-compatible with shape argument, and "
+            f"the result of broadcasting the shapes must equal the shape argument, but got "
+            f"result {broadcast_shapes(shape, *param_shapes)} for shape argument {shape}.")
+    return shape
+
+
+def _param(x: Any, dtype: np.dtype, shape: tuple[int, ...] | None = None) -> Any:
+    x = convert(as_value(x), dtype)
+    return x if shape is None else jnp.broadcast_to(x, shape)
+
+
+# ------------------------------------------------------------------------------------------
+# Transforms of one uniform or normal sample
+# ------------------------------------------------------------------------------------------
+
+
+def exponential(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Exponential(1) samples, -log(1 - u).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> bool((jax.random.exponential(jax.random.key(0), (100,)) >= 0).all())
+        True
+    """
+    u = uniform(key, shape, _dtype(dtype, "exponential"))
+    return lax.neg(lax.log1p(lax.neg(u)))
+
+
+def laplace(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Laplace(0, 1) samples: sign(u) log(1 - |u|) for u uniform in (-1, 1)."""
+    dtype = _dtype(dtype, "laplace")
+    u = uniform(key, shape, dtype, -1.0 + np.finfo(dtype).epsneg, 1.0)
+    return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+
+
+def logistic(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Logistic samples, the log-odds log(u / (1 - u)) of a uniform u."""
+    dtype = _dtype(dtype, "logistic")
+    x = uniform(key, shape, dtype, np.finfo(dtype).tiny, 1.0)
+    return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
+
+
+def cauchy(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Standard Cauchy samples, tan(pi (u - 1/2))."""
+    dtype = _dtype(dtype, "cauchy")
+    u = uniform(key, shape, dtype, np.finfo(dtype).eps, 1.0)
+    return lax.tan(lax.mul(lax.full_like(u, np.pi), lax.sub(u, lax.full_like(u, 0.5))))
+
+
+def pareto(key: Any, b: Any, shape: Shape | None = None, dtype: Any = None) -> Any:
+    """Pareto(b) samples on [1, inf): exp(e / b) for e exponential."""
+    dtype = _dtype(dtype, "pareto")
+    shape = _result_shape("pareto", shape, b)
+    return lax.exp(jnp.divide(exponential(key, shape, dtype), _param(b, dtype)))
+
+
+def weibull_min(key: Any, scale: Any, concentration: Any, shape: Shape = (),
+                dtype: Any = None) -> Any:
+    """Weibull samples by the inverse CDF: scale (-log(1 - u))^(1 / concentration)."""
+    u = uniform(key, shape, _dtype(dtype, "weibull_min"))
+    return jnp.power(-jnp.log1p(-u), 1.0 / as_value(concentration)) * scale
+
+
+def rayleigh(key: Any, scale: Any, shape: Shape | None = None, dtype: Any = None) -> Any:
+    """Rayleigh samples, scale sqrt(-2 log u)."""
+    dtype = _dtype(dtype, "rayleigh")
+    shape = _result_shape("rayleigh", shape, scale)
+    log_u = lax.log(uniform(key, shape, dtype))
+    return lax.mul(_param(scale, dtype, shape), lax.sqrt(lax.mul(log_u, lax.full_like(log_u, -2))))
+
+
+def lognormal(key: Any, sigma: Any = 1.0, shape: Shape | None = None, dtype: Any = None) -> Any:
+    """exp(sigma z) for z standard normal."""
+    dtype = _dtype(dtype, "lognormal")
+    shape = _result_shape("lognormal", shape, sigma)
+    return lax.exp(jnp.multiply(normal(key, shape, dtype), _param(sigma, dtype)))
+
+
+def geometric(key: Any, p: Any, shape: Shape | None = None, dtype: Any = None) -> Any:
+    """The number of Bernoulli(p) trials up to the first success: 1 + floor(log u / log(1-p))."""
+    dtype = _dtype(dtype, "geometric", "int")
+    p = as_value(p)
+    if not dtypes.is_float(get_aval(p).dtype):
+        p = convert(p, dtypes.default_float_dtype())
+    shape = _result_shape("geometric", shape, p)
+    u = uniform(key, shape, get_aval(p).dtype)
+    u = jnp.where(u == 0, 1, u)
+    g = lax.floor(jnp.divide(lax.log(u), jnp.broadcast_to(lax.log1p(lax.neg(p)), shape))) + 1
+    return convert(g, dtype)
+
+
+def rademacher(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """-1 or +1 with equal probability.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> sorted(set(jax.random.rademacher(jax.random.key(0), (50,)).tolist()))
+        [-1, 1]
+    """
+    dtype = _dtype(dtype, "rademacher", "int") if dtype is None else (
+        dtypes.check_and_canonicalize_user_dtype(dtype, "rademacher"))  # any dtype, as in JAX
+    b = convert(bernoulli(key, 0.5, shape), dtype)
+    return convert(2 * b - 1, dtype)
+
+
+def maxwell(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """One-sided Maxwell samples: the length of a standard normal 3-vector."""
+    z = normal(key, _shape(shape, "maxwell") + (3,), _dtype(dtype, "maxwell"))
+    return lax.sqrt(jnp.sum(z * z, axis=-1))
+
+
+def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Shape = (),
+                         dtype: Any = None) -> Any:
+    """Maxwell samples with a random sign, times ``scale``, plus ``loc``. As in JAX, the
+    result shape is ``shape`` (or the parameters' shape when empty) then the parameters'."""
+    dtype = _dtype(dtype, "double_sided_maxwell")
+    param_shape = broadcast_shapes(*(get_aval(as_value(x)).shape for x in (loc, scale)))
+    shape = (_shape(shape, "double_sided_maxwell") or param_shape) + param_shape
+    maxwell_key, sign_key = split(key)
+    sign = rademacher(sign_key, shape, dtype)
+    return sign * maxwell(maxwell_key, shape, dtype) * scale + loc
+
+
+def truncated_normal(key: Any, lower: Any, upper: Any, shape: Shape | None = None,
+                     dtype: Any = None) -> Any:
+    """Standard normal samples in (lower, upper), by the inverse CDF over a uniform between
+    the bounds' CDF values."""
+    from .lax import erf, nextafter
+    dtype = _dtype(dtype, "truncated_normal")
+    shape = _result_shape("truncated_normal", shape, lower, upper)
+    sqrt2 = np.array(np.sqrt(2), dtype)
+    lower, upper = _param(lower, dtype), _param(upper, dtype)
+    a, b = erf(jnp.divide(lower, sqrt2)), erf(jnp.divide(upper, sqrt2))
+    out = jnp.multiply(sqrt2, lax.erf_inv(uniform(key, shape, dtype, a, b)))
+    lo = nextafter(lax.stop_gradient(lower), lax.full_like(lower, np.inf))
+    hi = nextafter(lax.stop_gradient(upper), lax.full_like(upper, -np.inf))
+    return jnp.clip(out, lo, hi)
+
+
+# ------------------------------------------------------------------------------------------
+# The gamma family
+# ------------------------------------------------------------------------------------------
+
+
+def _gamma(key: Any, a: Any, shape: Shape | None, dtype: Any, name: str,
+           log_space: bool) -> Any:
+    dtype = _dtype(dtype, name)
+    shape = _result_shape(name, shape, a)
+    a = _param(a, dtype, shape)
+    _single_key(key, name)
+    keys, _ = _key_data_and_kind(split(key, shape), name)
+    return random_gamma_p.bind(keys[..., 0], keys[..., 1], a, log_space=log_space)
+
+
+def gamma(key: Any, a: Any, shape: Shape | None = None, dtype: Any = None) -> Any:
+    """Gamma(a, 1) samples; differentiable in ``a`` (implicit reparameterization).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.random.gamma(jax.random.key(0), 3.0, (2, 2)).shape
+        (2, 2)
+    """
+    return _gamma(key, a, shape, dtype, "gamma", False)
+
+
+def loggamma(key: Any, a: Any, shape: Shape | None = None, dtype: Any = None) -> Any:
+    """log of Gamma(a, 1) samples, computed in log space (exact for tiny ``a``)."""
+    return _gamma(key, a, shape, dtype, "loggamma", True)
+
+
+def beta(key: Any, a: Any, b: Any, shape: Shape | None = None, dtype: Any = None) -> Any:
+    """Beta(a, b) samples, G_a / (G_a + G_b) of two gamma samples, from their logs."""
+    dtype = _dtype(dtype, "beta")
+    shape = _result_shape("beta", shape, a, b)
+    key_a, key_b = split(key)
+    log_a = loggamma(key_a, _param(a, dtype, shape), shape, dtype)
+    log_b = loggamma(key_b, _param(b, dtype, shape), shape, dtype)
+    log_max = lax.max(log_a, log_b)
+    scaled_a, scaled_b = lax.exp(lax.sub(log_a, log_max)), lax.exp(lax.sub(log_b, log_max))
+    return lax.div(scaled_a, lax.add(scaled_a, scaled_b))
+
+
+def dirichlet(key: Any, alpha: Any, shape: Shape | None = None, dtype: Any = None) -> Any:
+    """Dirichlet(alpha) samples over alpha's last axis: softmax of log-gamma samples."""
+    from .nn import softmax
+    dtype = _dtype(dtype, "dirichlet")
+    alpha = as_value(alpha)
+    alpha_shape = get_aval(alpha).shape
+    if not alpha_shape:
+        raise ValueError("dirichlet requires alpha.ndim >= 1, got alpha.ndim == 0")
+    batch = _result_shape("dirichlet", shape, jnp.zeros(alpha_shape[:-1]))
+    log_gamma = loggamma(key, convert(alpha, dtype), batch + alpha_shape[-1:], dtype)
+    return softmax(log_gamma, -1)
+
+
+def t(key: Any, df: Any, shape: Shape | None = None, dtype: Any = None) -> Any:
+    """Student's t samples: z sqrt((df/2) / G) for z normal and G ~ Gamma(df/2)."""
+    dtype = _dtype(dtype, "t")
+    shape = _result_shape("t", shape, df)
+    key_n, key_g = split(key)
+    n = normal(key_n, shape, dtype)
+    half_df = jnp.divide(_param(df, dtype), 2)
+    return n * lax.sqrt(jnp.divide(half_df, gamma(key_g, half_df, shape, dtype)))
+
+
+def chisquare(key: Any, df: Any, shape: Shape | None = None, dtype: Any = None) -> Any:
+    """Chi-squared(df) samples: twice a Gamma(df/2) sample."""
+    dtype = _dtype(dtype, "chisquare")
+    shape = _result_shape("chisquare", shape, df)
+    log_g = loggamma(key, jnp.divide(_param(df, dtype), 2), shape, dtype)
+    return jnp.multiply(lax.exp(log_g), 2)
+
+
+def f(key: Any, dfnum: Any, dfden: Any, shape: Shape | None = None, dtype: Any = None) -> Any:
+    """F(dfnum, dfden) samples, a ratio of two scaled chi-squared samples."""
+    dtype = _dtype(dtype, "f")
+    shape = _result_shape("f", shape, dfnum, dfden)
+    dfnum, dfden = _param(dfnum, dtype), _param(dfden, dtype)
+    key_den, key_num = split(key)
+    num = lax.div(chisquare(key_num, dfnum, shape, dtype), jnp.broadcast_to(dfnum, shape))
+    den = lax.div(chisquare(key_den, dfden, shape, dtype), jnp.broadcast_to(dfden, shape))
+    return lax.div(num, den)
+
+
+def poisson(key: Any, lam: Any, shape: Shape | None = None, dtype: Any = None) -> Any:
+    """Poisson(lam) counts (Knuth below rate 10, transformed rejection above), computed in
+    float32 as JAX does.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.random.poisson(jax.random.key(0), 3.0, (4,)).dtype
+        dtype('int32')
+    """
+    dtype = _dtype(dtype, "poisson", "int")
+    lam = as_value(lam)
+    shape = get_aval(lam).shape if shape is None else _shape(shape, "poisson")
+    lam = convert(jnp.broadcast_to(lam, shape), dtypes.float32)
+    k1, k2, _ = _single_key(key, "poisson")
+    return random_poisson_p.bind(jnp.stack([k1, k2]), lam, dtype=dtype)
+
+
+# ------------------------------------------------------------------------------------------
+# Choices and linear algebra
+# ------------------------------------------------------------------------------------------
+
+
+def choice(key: Any, a: Any, shape: Shape = (), replace: bool = True, p: Any = None,
+           axis: int = 0) -> Any:
+    """Samples from ``a`` (or ``arange(a)`` for an int) along ``axis``: uniformly by
+    ``randint`` or a permutation, by ``p`` with a CDF search (with replacement) or the
+    Gumbel top-k trick (without).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.random.choice(jax.random.key(0), 10, (3,), replace=False).shape
+        (3,)
+    """
+    _single_key(key, "choice")
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"shape argument of jax.random.choice must be a sequence, got {shape}")
+    arr = as_value(a)
+    aval = get_aval(arr)
+    if aval.ndim == 0:
+        n_inputs = _concrete_int(a, "The error occurred in jax.random.choice()")
+    else:
+        axis = canonicalize_axis(axis, aval.ndim, "choice")
+        n_inputs = aval.shape[axis]
+    n_draws = math.prod(shape)
+    if n_draws == 0:
+        return jnp.zeros(tuple(shape), aval.dtype)
+    if n_inputs <= 0:
+        raise ValueError("a must be greater than 0 unless no samples are taken")
+    if not replace and n_draws > n_inputs:
+        raise ValueError(f"Cannot take a larger sample (size {n_draws}) than population (size "
+                         f"{n_inputs}) when 'replace=False'")
+    ind = _choice_indices(key, arr, n_inputs, tuple(shape), replace, p, axis)
+    if aval.ndim == 0:
+        return jnp.reshape(ind, tuple(shape))
+    out_shape = aval.shape[:axis] + tuple(shape) + aval.shape[axis + 1:]
+    return jnp.reshape(jnp.take(arr, ind, axis=axis), out_shape)
+
+
+def _concrete_int(a: Any, context: str) -> int:
+    try:
+        return int(np.asarray(a))
+    except Exception as error:  # a tracer has no value yet
+        raise TypeError(f"choice needs a concrete population size `a`, got a traced value. "
+                        f"Pass a Python int, or an array to choose from. {context}") from error
+
+
+def _choice_indices(key, arr, n_inputs, shape, replace, p, axis):
+    if p is None:
+        if replace:
+            return randint(key, shape, 0, n_inputs)
+        population = n_inputs if get_aval(arr).ndim == 0 else jnp.arange(n_inputs)
+        return permutation(key, population)[:math.prod(shape)]
+    from .lax import top_k
+    p = as_value(p)
+    if not dtypes.is_float(get_aval(p).dtype):
+        p = convert(p, dtypes.default_float_dtype())
+    if get_aval(p).shape != (n_inputs,):
+        raise ValueError("p must be None or a 1D vector with the same size as a.shape[axis]. "
+                         f"p has shape {get_aval(p).shape} and a.shape[axis] is {n_inputs}.")
+    if replace:
+        p_cuml = jnp.cumsum(p)
+        r = p_cuml[-1] * (1 - uniform(key, shape, get_aval(p_cuml).dtype))
+        return convert(jnp.searchsorted(p_cuml, r), dtypes.default_int_dtype())
+    g = gumbel(key, (n_inputs,), get_aval(p).dtype) + jnp.log(p)
+    return convert(top_k(g, math.prod(shape))[1], dtypes.default_int_dtype())
+
+
+def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Shape | None = None,
+                        dtype: Any = None, method: str = "cholesky") -> Any:
+    """mean + factor @ z for z standard normal and factor a square root of ``cov``
+    (Cholesky, or from the SVD or eigendecomposition for singular ``cov``)."""
+    from .numpy import linalg
+    if method not in {"svd", "eigh", "cholesky"}:
+        raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
+    mean, cov = promote_inexact(mean, cov)
+    dtype = get_aval(mean).dtype if dtype is None else _dtype(dtype, "multivariate_normal")
+    mean_shape, cov_shape = get_aval(mean).shape, get_aval(cov).shape
+    if len(mean_shape) < 1:
+        raise ValueError(f"multivariate_normal requires mean.ndim >= 1, got mean.ndim == "
+                         f"{len(mean_shape)}")
+    if len(cov_shape) < 2:
+        raise ValueError(f"multivariate_normal requires cov.ndim >= 2, got cov.ndim == "
+                         f"{len(cov_shape)}")
+    n = mean_shape[-1]
+    if cov_shape[-2:] != (n, n):
+        raise ValueError(f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, "
+                         f"but got cov.shape == {cov_shape}.")
+    batch = broadcast_shapes(mean_shape[:-1], cov_shape[:-2])
+    shape = batch if shape is None else _result_shape("normal", shape, jnp.zeros(batch))
+    if method == "svd":
+        u, s, _ = linalg.svd(cov)
+        factor = u * jnp.sqrt(s[..., None, :])
+    elif method == "eigh":
+        w, v = linalg.eigh(cov)
+        factor = v * jnp.sqrt(w[..., None, :])
+    else:
+        factor = linalg.cholesky(cov)
+    z = normal(key, shape + (n,), dtype)
+    return mean + jnp.matmul(factor, z[..., None])[..., 0]  # factor @ z for each batch entry
+
+
+def orthogonal(key: Any, n: int, shape: Shape = (), dtype: Any = None, m: int | None = None
+               ) -> Any:
+    """A uniformly random orthogonal n x m matrix (semi-orthogonal when n != m): the Q of a
+    normal matrix's QR, its columns' signs fixed by R's diagonal."""
+    from .numpy import linalg
+    m = n if m is None else m
+    dtype = _dtype(dtype, "orthogonal")
+    z = normal(key, _shape(shape, "orthogonal") + (max(n, m), min(n, m)), dtype)
+    q, r = linalg.qr(z)
+    d = jnp.diagonal(r, axis1=-2, axis2=-1)
+    x = q * jnp.expand_dims(jnp.sign(d), -2)
+    return jnp.swapaxes(x, -1, -2) if n < m else x

@@ -1,0 +1,130 @@
+"""Complex numbers against JAX: creation, the parts (real, imag, conj, abs, angle),
+arithmetic and its promotion, gradients in JAX's convention, and jit (which runs complex
+programs on the interpreter backend, and says so)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jjnp = pytest.importorskip("jax.numpy")
+
+import stage3_vmap.numpy as jnp  # noqa: E402
+
+import stage3_vmap as ours  # noqa: E402
+
+RNG = np.random.default_rng(1)
+Z = (RNG.standard_normal(5) + 1j * RNG.standard_normal(5)).astype(np.complex64)
+W = (RNG.standard_normal(5) + 1j * RNG.standard_normal(5)).astype(np.complex64)
+X = RNG.standard_normal(5).astype(np.float32)
+
+
+def _same(mine, theirs, tol=1e-6):
+    assert mine.dtype == theirs.dtype, (mine.dtype, theirs.dtype)
+    assert mine.weak_type == theirs.weak_type, (mine, theirs)
+    np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("value", [1 + 2j, [1j, 2.0], 3j, np.complex128(1 - 1j)], ids=str)
+def test_creation(value):
+    _same(jnp.asarray(value), jjnp.asarray(value))
+    _same(jnp.array(value, jnp.complex64), jjnp.array(value, jjnp.complex64))
+    _same(jnp.complex64(value), jjnp.complex64(value))
+
+
+UNARY = {
+    "real": lambda lib, z: lib.real(z), "imag": lambda lib, z: lib.imag(z),
+    "conj": lambda lib, z: lib.conj(z), "conjugate": lambda lib, z: lib.conjugate(z),
+    "abs": lambda lib, z: lib.abs(z), "angle": lambda lib, z: lib.angle(z),
+    "angle deg": lambda lib, z: lib.angle(z, deg=True),
+    "exp": lambda lib, z: lib.exp(z), "log": lambda lib, z: lib.log(z),
+    "sqrt": lambda lib, z: lib.sqrt(z), "sin": lambda lib, z: lib.sin(z),
+    "tanh": lambda lib, z: lib.tanh(z), "neg": lambda lib, z: -z,
+    "square": lambda lib, z: z * z, "sum": lambda lib, z: lib.sum(z),
+}
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+def test_unary(name):
+    fun = UNARY[name]
+    _same(fun(jnp, jnp.asarray(Z)), fun(jjnp, jjnp.asarray(Z)), tol=1e-5)
+    if name not in ("log", "sqrt", "exp", "sin", "tanh", "sum", "neg", "square"):
+        for value in [X, 2.5, -3, 1 + 1j]:  # real arrays and Python scalars too
+            _same(fun(jnp, value if np.isscalar(value) else jnp.asarray(value)),
+                  fun(jjnp, value), tol=1e-5)
+
+
+@pytest.mark.parametrize("other", ["W", "X", "2", "2.5", "1j", "int8", "float16"])
+def test_binary_arithmetic_and_promotion(other):
+    value = {"W": W, "X": X, "2": 2, "2.5": 2.5, "1j": 1j,
+             "int8": np.arange(5, dtype=np.int8), "float16": X.astype(np.float16)}[other]
+    mine_other = jnp.asarray(value) if isinstance(value, np.ndarray) else value
+    z, jz = jnp.asarray(Z), jjnp.asarray(Z)
+    for op in [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b,
+               lambda a, b: a / b, lambda a, b: b * a, lambda a, b: a == b]:
+        _same(op(z, mine_other), op(jz, value), tol=1e-5)
+
+
+LOSSES = {
+    "abs squared": lambda lib, z: lib.sum(lib.abs(z) ** 2),
+    "abs": lambda lib, z: lib.sum(lib.abs(z)),
+    "real of product": lambda lib, z: lib.sum(lib.real(z * z * (1 - 2j))),
+    "imag of exp": lambda lib, z: lib.sum(lib.imag(lib.exp(z))),
+    "angle": lambda lib, z: lib.sum(lib.angle(z)),
+    "conj": lambda lib, z: lib.sum(lib.real(lib.conj(z) * (2 + 1j))),
+    "log and div": lambda lib, z: lib.sum(lib.abs(lib.log(z) / (z + 3))),
+}
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_gradients_follow_jax_convention(name):
+    """grad of a real loss of complex z: JAX's convention (for |z|^2 at 3+4j, 6-8j)."""
+    loss = LOSSES[name]
+    _same(ours.grad(lambda z: loss(jnp, z))(jnp.asarray(Z)),
+          jax.grad(lambda z: loss(jjnp, z))(Z), tol=1e-4)
+
+
+def test_gradient_of_complex_from_real_parts_and_second_order():
+    def loss(lib, lax, x, y):
+        return lib.sum(lib.abs(lax.complex(x, y) ** 3))
+    args = (X, X[::-1].copy())
+    mine = ours.grad(lambda x, y: loss(jnp, ours.lax, x, y), argnums=(0, 1))(*args)
+    theirs = jax.grad(lambda x, y: loss(jjnp, jax.lax, x, y), argnums=(0, 1))(*args)
+    for m, t in zip(mine, theirs):
+        _same(m, t, tol=1e-4)
+    ours.check_grads(lambda x, y: loss(jnp, ours.lax, x, y), args, order=2, atol=2e-2,
+                     rtol=2e-2)
+
+
+def test_jvp_of_abs_of_complex():
+    z, t = jnp.asarray(Z), jnp.asarray(W)
+    mine = ours.jvp(jnp.abs, (z,), (t,))
+    theirs = jax.jvp(jjnp.abs, (Z,), (W,))
+    for m, e in zip(mine, theirs):
+        _same(m, e, tol=1e-5)
+
+
+def test_grad_of_complex_output_is_an_error():
+    with pytest.raises(TypeError, match="real-valued outputs.*complex64"):
+        ours.grad(lambda z: jnp.sum(z * z))(jnp.asarray(Z))
+
+
+def test_jit_vmap_equal_eager_and_fall_back_clearly():
+    def f(z, x):
+        return jnp.abs(z * x + 1j), jnp.real(jnp.exp(z)), jnp.conj(z) / (z + 2), jnp.angle(z)
+    z, x = jnp.asarray(Z), jnp.asarray(X)
+    for got, want in zip(ours.jit(f)(z, x), f(z, x)):
+        _same(got, want, tol=1e-6)
+    for got, want in zip(ours.vmap(f)(z, x), f(z, x)):
+        _same(got, want, tol=1e-6)
+    assert "complex64" in ours.jit(f).lower(z, x).compile().as_text()
+    text = str(ours.make_jaxpr(lambda z: jnp.real(z) + jnp.imag(z))(z))
+    assert "real" in text and "imag" in text and "c64[5]" in text
+
+
+def test_lax_parts_require_complex_under_jit():
+    with pytest.raises(TypeError, match="real requires"):
+        ours.jit(ours.lax.real)(jnp.asarray(X))
+    with pytest.raises(TypeError, match="complex requires"):
+        ours.jit(ours.lax.complex)(jnp.asarray(Z), jnp.asarray(Z))
