@@ -21,7 +21,7 @@ from stage1_autodiff.core import Array, Primitive, ShapedArray
 from stage2_jit.abstract_eval import abstract_eval_rules
 
 from stage1_autodiff import core
-from stage1_autodiff import primitives as lax
+from stage1_autodiff import prims as lax
 
 f32, i32, u32, b1 = (np.dtype(d) for d in (np.float32, np.int32, np.uint32, np.bool_))
 
@@ -344,6 +344,57 @@ def threefry2x32_case(data, dtype):
     return lax.threefry2x32, [values(data, shape, u32, high=2**32) for _ in range(4)]
 
 
+def matrices(data, dtype, square: bool = True) -> np.ndarray:
+    """A batch of well-conditioned matrices (symmetric positive definite when square)."""
+    batch = data.draw(st.lists(st.integers(1, 2), max_size=1))
+    m = data.draw(st.integers(1, 3))
+    n = m if square else data.draw(st.integers(1, 3))
+    x = values(data, (*batch, m, n), dtype)
+    if square:
+        x = x @ np.swapaxes(x, -1, -2) + m * np.eye(m, dtype=dtype)
+    return x
+
+
+def linalg_case(fn, square: bool = True) -> Case:
+    return lambda data, dtype: (fn, [matrices(data, dtype, square)])
+
+
+def triangular_solve_case(data, dtype):
+    a = matrices(data, dtype)
+    left = data.draw(st.booleans())
+    b_shape = (*a.shape[:-1], 2) if left else (*a.shape[:-2], 2, a.shape[-1])
+    lower, transpose = data.draw(st.booleans()), data.draw(st.booleans())
+    fn = lambda a, b: lax.triangular_solve(a, b, left_side=left, lower=lower,
+                                           transpose_a=transpose)
+    return fn, [a, values(data, b_shape, dtype)]
+
+
+def complex_values(data, shape) -> np.ndarray:
+    return (values(data, shape, f32) + 1j * values(data, shape, f32)).astype(np.complex64)
+
+
+def complex_part_case(fn) -> Case:
+    return lambda data, dtype: (fn, [complex_values(data, data.draw(shapes()))])
+
+
+def complex_case(data, dtype):
+    shape = data.draw(shapes())
+    return lax.complex, [values(data, shape, dtype), values(data, shape, dtype)]
+
+
+def fft_case(data, dtype):
+    shape = data.draw(shapes(min_dims=1))
+    kind = data.draw(st.sampled_from(list(lax.FftType)))
+    rank = data.draw(st.integers(1, len(shape)))
+    lengths = shape[len(shape) - rank:]
+    if kind.name == "RFFT":
+        return (lambda x: lax.fft(x, kind, lengths)), [values(data, shape, dtype)]
+    if kind.name == "IRFFT":
+        x = complex_values(data, (*shape[:-1], shape[-1] // 2 + 1))
+        return (lambda x: lax.fft(x, kind, lengths)), [x]
+    return (lambda x: lax.fft(x, kind, lengths)), [complex_values(data, shape)]
+
+
 FLOAT, NUMBERS = (f32,), (f32, i32)
 
 # name -> (the dtypes to run it at, the case)
@@ -435,6 +486,17 @@ LAW_CASES: dict[str, tuple[tuple[np.dtype, ...], Case]] = {
     "top_k": (NUMBERS, top_k_case),
     "dynamic_slice": (NUMBERS, dynamic_slice_case),
     "dynamic_update_slice": (NUMBERS, dynamic_update_slice_case),
+    "real": (FLOAT, complex_part_case(lax.real)),  # complex_numbers.py
+    "imag": (FLOAT, complex_part_case(lax.imag)),
+    "conj": (FLOAT, complex_part_case(lax.conj)),
+    "complex": (FLOAT, complex_case),
+    "fft": (FLOAT, fft_case),  # fft.py
+    "cholesky": (FLOAT, linalg_case(lax.cholesky)),  # linalg.py
+    "triangular_solve": (FLOAT, triangular_solve_case),
+    "lu": (FLOAT, linalg_case(lax.lu, square=False)),
+    "qr": (FLOAT, linalg_case(lambda x: lax.qr(x, full_matrices=False), square=False)),
+    "eigh": (FLOAT, linalg_case(lax.eigh)),
+    "svd": (FLOAT, linalg_case(lax.svd, square=False)),
 }
 
 

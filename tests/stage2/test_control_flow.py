@@ -62,7 +62,7 @@ def test_switch_clamps_its_index():
 
 def test_cond_prints_as_jax_does():
     text = str(jax.make_jaxpr(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(1.0))
-    assert "cond[\n      branches=(\n        { lambda ; a:f32[]. let b:f32[] = cos a" in text
+    assert "cond[\n      branches=(\n        { lambda ; e:f32[]. let f:f32[] = cos e" in text
     assert "] c a\n" in text
 
 

@@ -328,7 +328,7 @@ def test_dot_general_loops(case):
 
 LOOP_INVARIANT_HASH = """
 import numpy as np, stage2_jit as jax, stage2_jit.numpy as jnp
-from stage1_autodiff import primitives as lax
+from stage1_autodiff import prims as lax
 def f(key):
     zeros = jnp.zeros((5,), jnp.uint32)
     a, b = lax.threefry2x32_p.bind(jnp.broadcast_to(key[0], (5,)),

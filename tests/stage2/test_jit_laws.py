@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import pytest
 from backend_under_test import BACKEND, examples
@@ -1285,6 +1286,15 @@ def test_shape_error_under_jit_is_the_eager_error(name):
 @pytest.mark.parametrize("value", [np.ones(3, np.float16), np.float16(1.0),
                                    np.ones((2, 2), np.int8), np.ones(2, np.complex64)],
                          ids=["float16 array", "float16 scalar", "int8", "complex64"])
+def test_a_narrow_or_complex_dtype_is_jitted_and_kept(value):
+    out = jax.jit(lambda x: x * 2)(value)
+    assert np.asarray(out).dtype == value.dtype
+    np.testing.assert_array_equal(np.asarray(out), value * 2)
+
+
+@pytest.mark.parametrize("value", [np.ones(3, np.longdouble),
+                                   np.ones(2, ml_dtypes.float8_e4m3fn)],
+                         ids=["longdouble", "float8_e4m3fn"])
 def test_unsupported_dtype_is_a_type_error_naming_it(value):
     f = jax.jit(lambda x: x * 2)
     with pytest.raises(TypeError, match=str(value.dtype)):

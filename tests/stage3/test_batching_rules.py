@@ -31,7 +31,8 @@ from stage3_vmap.batching import batching_rules
 import stage3_vmap as jax
 from stage1_autodiff import complex_numbers as cn
 from stage1_autodiff import linalg
-from stage1_autodiff import primitives as p
+from stage1_autodiff import prims as p
+from stage1_autodiff import random_distributions
 from stage3_vmap import numpy as jnp
 
 f32, i32, u32, b1 = (np.dtype(d) for d in (np.float32, np.int32, np.uint32, np.bool_))
@@ -471,6 +472,22 @@ def dynamic_update_slice_case(draw):
 CASES[p.dynamic_slice_p] = dynamic_slice_case
 CASES[p.dynamic_update_slice_p] = dynamic_update_slice_case
 CASES[p.threefry2x32_p] = elementwise(p.threefry2x32_p, *[number(u32)] * 4)
+# random_distributions.py: gamma draws per element (two key words each), its gradient in a,
+# and poisson draws from one key
+CASES[random_distributions.random_gamma_p] = elementwise(
+    random_distributions.random_gamma_p, number(u32), number(u32), number(f32, (0.5, 3.0)),
+    log_space=st.booleans())
+CASES[random_distributions.random_gamma_grad_p] = elementwise(
+    random_distributions.random_gamma_grad_p, number(f32, (0.5, 3.0)), number(f32, (0.5, 3.0)))
+
+
+def random_poisson_case(draw):
+    shape = draw(shapes())
+    fn = lambda k, lam: random_distributions.random_poisson_p.bind(k, lam, dtype=i32)
+    return fn, [Operand((2,), u32, 0, 2**32), Operand(shape, f32, 0.5, 20.0)]
+
+
+CASES[random_distributions.random_poisson_p] = random_poisson_case
 
 
 def reduce_window_case(prim: p.Primitive) -> Case:

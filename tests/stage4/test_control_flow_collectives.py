@@ -298,7 +298,7 @@ def test_a_reductions_cotangent_is_laid_out_as_its_operand(mesh):
     (broadcast_in_dim's out_sharding), so the backward loop's carry keeps its layout."""
     x = put(F, mesh, "d")
     text = str(jax.make_jaxpr(jax.grad(lambda v: v.sum()))(x))
-    assert "out_sharding=NamedSharding" in text and "f32[8@d,16] = broadcast_in_dim" in text
+    assert "sharding=NamedSharding" in text and "f32[8@d,16] = broadcast_in_dim" in text
     eager = lax.broadcast_in_dim(np.float32(1.0), (8, 16), (),
                                  out_sharding=NamedSharding(mesh, P("d")))
     assert str(jax.typeof(eager)) == "float32[8@d,16]"

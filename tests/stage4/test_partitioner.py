@@ -17,7 +17,7 @@ from stage4_sharding.sharding import NamedSharding, P
 from stage4_sharding.sharding_rules import ShardingTypeError, sharding_rules
 
 import stage4_sharding as jax
-from stage1_autodiff import primitives
+from stage1_autodiff import prims as primitives
 from stage4_sharding import lax, runtime
 from stage4_sharding import numpy as jnp
 
@@ -187,6 +187,10 @@ CASES: dict[str, tuple[Callable, tuple]] = {
         lax.linalg.svd(x, compute_uv=False)), (SPD8,)),
     "random": (lambda u, v: (*primitives.threefry2x32(u, v, v, u),
                              jax.random.normal(jax.random.key(0), (8, 16))), (U, U[::-1])),
+    "random samplers": (lambda a: (  # gamma per element, its gradient in a, poisson
+        jax.random.gamma(jax.random.key(1), a),
+        jax.grad(lambda a: jax.random.gamma(jax.random.key(1), a).sum())(a),
+        jax.random.poisson(jax.random.key(2), a)), (np.abs(F) + 0.5,)),
 }
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
-from . import primitives as lax
+from . import prims as lax
 from .autodiff import (
     JVPTracer,
     Tape,

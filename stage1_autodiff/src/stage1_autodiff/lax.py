@@ -7,7 +7,7 @@ Example:
 """
 
 from .autodiff import stop_gradient
-from .primitives import (
+from .prims import (
     abs,
     add,
     argmax,

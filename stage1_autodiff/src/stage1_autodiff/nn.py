@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import numpy as jnp
-from . import primitives as lax
+from . import prims as lax
 from .autodiff import stop_gradient
 from .numpy.promotion import as_value, promote_inexact
 

@@ -955,23 +955,6 @@ jvp_rules[dot_general_p] = dot_general_jvp
 # --8<-- [end:dot_general]
 
 # ------------------------------------------------------------------------------------------
-# Gather, scatter and sort live in slicing.py (they are built on the primitives above); named
-# here too, in their place, so that ``primitives`` stays the one table of stage 1's primitives.
-# ------------------------------------------------------------------------------------------
-from .slicing import *  # noqa: E402, F403 (the names in slicing.__all__)
-# The hyperbolic and inverse trigonometric functions, cbrt and exp2 live in more_math.py.
-from .more_math import *  # noqa: E402, F403 (the names in more_math.__all__)
-# rsqrt, erf, erfc, lgamma, digamma, polygamma, clamp and nextafter live in special.py.
-from .special import *  # noqa: E402, F403 (the names in special.__all__)
-# cumsum, cumprod, cummax, cummin, associative_scan, reduce and top_k live in cumulative.py.
-from .cumulative import *  # noqa: E402, F403 (the names in cumulative.__all__)
-# dynamic_slice and dynamic_update_slice live in dynamic_slicing.py.
-from .dynamic_slicing import *  # noqa: E402, F403 (the names in dynamic_slicing.__all__)
-# reduce_window_sum, _max and _min live in windowed.py; conv_general_dilated in convolution.py.
-from .windowed import *  # noqa: E402, F403 (the names in windowed.__all__)
-from .convolution import *  # noqa: E402, F403 (the names in convolution.__all__)
-
-# ------------------------------------------------------------------------------------------
 # The PRNG's hash
 # ------------------------------------------------------------------------------------------
 

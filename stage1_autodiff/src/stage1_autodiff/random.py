@@ -25,7 +25,7 @@ import numpy as np
 
 from . import dtypes
 from . import numpy as jnp
-from . import primitives as lax
+from . import prims as lax
 from .config import config
 from .core import Array, Tracer, get_aval
 from .numpy.promotion import as_value, canonicalize_axis, convert

@@ -28,7 +28,8 @@ import numpy as np
 
 from . import dtypes
 from . import numpy as jnp
-from . import primitives as lax
+from . import prims as lax
+from .primitives import _zero_jvp, _zero_vjp
 from .core import ELEMENTWISE, Primitive, get_aval, impl_rules, jvp_rules, vjp_rules
 from .numpy.promotion import (as_value, broadcast_shapes, canonicalize_axis, convert,
                                promote_inexact)
@@ -289,8 +290,8 @@ def random_poisson_impl(key_data, lam, *, dtype):
         out[index] = np.where(rate == 0, dtype.type(0), result)
     return out
 impl_rules[random_poisson_p] = random_poisson_impl
-vjp_rules[random_poisson_p] = lax._zero_vjp
-jvp_rules[random_poisson_p] = lax._zero_jvp(random_poisson_p)
+vjp_rules[random_poisson_p] = _zero_vjp
+jvp_rules[random_poisson_p] = _zero_jvp(random_poisson_p)
 
 # This module's primitives: each runs its NumPy loops on the host under every backend.
 RANDOM_LOOPS = (random_gamma_p, random_gamma_grad_p, random_poisson_p)

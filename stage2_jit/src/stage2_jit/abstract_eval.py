@@ -41,7 +41,7 @@ from stage1_autodiff import (
     random_distributions,
     windowed,
 )
-from stage1_autodiff import primitives as p
+from stage1_autodiff import prims as p
 
 AbstractEvalRule = Callable[..., ShapedArray | list[ShapedArray]]
 abstract_eval_rules: dict[Primitive, AbstractEvalRule] = {}
@@ -389,6 +389,22 @@ def dot_general_abstract_eval(x: ShapedArray, y: ShapedArray, *, dimension_numbe
 abstract_eval_rules[p.dot_general_p] = dot_general_abstract_eval
 # --8<-- [end:abstract_eval_dot_general]
 
+
+# ------------------------------------------------------------------------------------------
+# The PRNG's hash (two results)
+# ------------------------------------------------------------------------------------------
+
+
+def threefry2x32_abstract_eval(key1: ShapedArray, key2: ShapedArray, x1: ShapedArray,
+                               x2: ShapedArray) -> list[ShapedArray]:
+    args = (key1, key2, x1, x2)
+    if any(a.dtype != _UINT32 or a.shape != x1.shape for a in args):
+        raise TypeError(f"threefry2x32 requires four uint32 arrays of one shape, got "
+                        f"{_types(args)}.")
+    out = ShapedArray(x1.shape, _UINT32, _weak_type(_UINT32, *args))
+    return [out, out]
+abstract_eval_rules[p.threefry2x32_p] = threefry2x32_abstract_eval
+
 # ------------------------------------------------------------------------------------------
 # Gather and scatter, with XLA's dimension numbers (stage1_autodiff/slicing.py says what they
 # mean): the index vectors are the last dim of ``indices``.
@@ -460,7 +476,7 @@ abstract_eval_rules[p.scatter_min_p] = _scatter(p.scatter_min_p)
 abstract_eval_rules[p.scatter_max_p] = _scatter(p.scatter_max_p)
 
 # ------------------------------------------------------------------------------------------
-# Sorting, and the PRNG's hash (multiple results)
+# Sorting (multiple results)
 # ------------------------------------------------------------------------------------------
 
 
@@ -499,15 +515,6 @@ for prim in p.SPECIAL:
         _unary(prim, _FLOAT))
 
 
-def threefry2x32_abstract_eval(key1: ShapedArray, key2: ShapedArray, x1: ShapedArray,
-                               x2: ShapedArray) -> list[ShapedArray]:
-    args = (key1, key2, x1, x2)
-    if any(a.dtype != _UINT32 or a.shape != x1.shape for a in args):
-        raise TypeError(f"threefry2x32 requires four uint32 arrays of one shape, got "
-                        f"{_types(args)}.")
-    out = ShapedArray(x1.shape, _UINT32, _weak_type(_UINT32, *args))
-    return [out, out]
-abstract_eval_rules[p.threefry2x32_p] = threefry2x32_abstract_eval
 
 
 # ------------------------------------------------------------------------------------------
@@ -601,6 +608,61 @@ abstract_eval_rules[p.conv_general_dilated_p] = conv_general_dilated_abstract_ev
 
 
 # ------------------------------------------------------------------------------------------
+# Complex numbers and the FFT (stage 1's complex_numbers.py and fft.py)
+# ------------------------------------------------------------------------------------------
+
+
+def _complex_part(prim: Primitive) -> AbstractEvalRule:
+    """``real`` and ``imag``: a complex operand, a real result of its precision."""
+    def rule(x: ShapedArray) -> ShapedArray:
+        _check_kinds(prim, "c", x)
+        return x._replace(dtype=dtypes.real_dtype(x.dtype))
+    return rule
+abstract_eval_rules[complex_numbers.real_p] = _complex_part(complex_numbers.real_p)
+abstract_eval_rules[complex_numbers.imag_p] = _complex_part(complex_numbers.imag_p)
+
+
+def conj_abstract_eval(x: ShapedArray) -> ShapedArray:
+    _check_kinds(complex_numbers.conj_p, "c", x)
+    return x
+abstract_eval_rules[complex_numbers.conj_p] = conj_abstract_eval
+
+
+def complex_abstract_eval(x: ShapedArray, y: ShapedArray) -> ShapedArray:
+    """Two floats of one type make the complex type of that precision."""
+    _check_equal(complex_numbers.complex_p, *_scalar_as(x, y))
+    _check_kinds(complex_numbers.complex_p, _FLOAT, x, y)
+    return ShapedArray(x.shape or y.shape, dtypes.complex_dtype(x.dtype),
+                       x.weak_type and y.weak_type)
+abstract_eval_rules[complex_numbers.complex_p] = complex_abstract_eval
+
+
+def fft_abstract_eval(x: ShapedArray, *, fft_type, fft_lengths) -> ShapedArray:
+    """The transformed dims are the last ``len(fft_lengths)``; RFFT halves the last one
+    (``n // 2 + 1`` frequencies) and IRFFT restores it to ``fft_lengths[-1]``."""
+    rank, kind = len(fft_lengths), fft_type.name
+    real_in = fft_type == FftType.RFFT
+    expected = list(fft_lengths)
+    if fft_type == FftType.IRFFT:
+        expected[-1] = fft_lengths[-1] // 2 + 1
+    if not 1 <= rank <= x.ndim or list(x.shape[x.ndim - rank:]) != expected:
+        raise TypeError(f"fft {kind} with fft_lengths={tuple(fft_lengths)} requires an operand "
+                        f"whose last dims are {tuple(expected)}, got {x.str_short()}.")
+    _check_kinds(fft_p, _FLOAT if real_in else "c", x)
+    out_shape = list(x.shape)
+    if fft_type == FftType.RFFT:
+        out_shape[-1] = fft_lengths[-1] // 2 + 1
+        dtype = dtypes.complex_dtype(x.dtype)
+    elif fft_type == FftType.IRFFT:
+        out_shape[-1] = fft_lengths[-1]
+        dtype = dtypes.real_dtype(x.dtype)
+    else:
+        dtype = x.dtype
+    return ShapedArray(tuple(out_shape), dtype, x.weak_type)
+abstract_eval_rules[fft_p] = fft_abstract_eval
+
+
+# ------------------------------------------------------------------------------------------
 # Linear algebra (stage 1's linalg.py): its declaration gives the result types
 # ------------------------------------------------------------------------------------------
 
@@ -655,7 +717,7 @@ def random_gamma_abstract_eval(k1: ShapedArray, k2: ShapedArray, a: ShapedArray,
         raise TypeError(f"random_gamma requires two uint32 key words of the shape of `a`, got "
                         f"{_types((k1, k2, a))}.")
     _check_kinds(random_distributions.random_gamma_p, _FLOAT, a)
-    return ShapedArray(a.shape, a.dtype, False)
+    return ShapedArray(a.shape, a.dtype, _weak_type(a.dtype, k1, k2, a))
 abstract_eval_rules[random_distributions.random_gamma_p] = random_gamma_abstract_eval
 abstract_eval_rules[random_distributions.random_gamma_grad_p] = _binary(
     random_distributions.random_gamma_grad_p, _FLOAT)
@@ -671,58 +733,3 @@ def random_poisson_abstract_eval(key_data: ShapedArray, lam: ShapedArray, *,
     _check_kinds(random_distributions.random_poisson_p, _FLOAT, lam)
     return ShapedArray(lam.shape, np.dtype(dtype), False)
 abstract_eval_rules[random_distributions.random_poisson_p] = random_poisson_abstract_eval
-
-
-# ------------------------------------------------------------------------------------------
-# Complex numbers and the FFT (stage 1's complex_numbers.py and fft.py)
-# ------------------------------------------------------------------------------------------
-
-
-def _complex_part(prim: Primitive) -> AbstractEvalRule:
-    """``real`` and ``imag``: a complex operand, a real result of its precision."""
-    def rule(x: ShapedArray) -> ShapedArray:
-        _check_kinds(prim, "c", x)
-        return x._replace(dtype=dtypes.real_dtype(x.dtype))
-    return rule
-abstract_eval_rules[complex_numbers.real_p] = _complex_part(complex_numbers.real_p)
-abstract_eval_rules[complex_numbers.imag_p] = _complex_part(complex_numbers.imag_p)
-
-
-def conj_abstract_eval(x: ShapedArray) -> ShapedArray:
-    _check_kinds(complex_numbers.conj_p, "c", x)
-    return x
-abstract_eval_rules[complex_numbers.conj_p] = conj_abstract_eval
-
-
-def complex_abstract_eval(x: ShapedArray, y: ShapedArray) -> ShapedArray:
-    """Two floats of one type make the complex type of that precision."""
-    _check_equal(complex_numbers.complex_p, *_scalar_as(x, y))
-    _check_kinds(complex_numbers.complex_p, _FLOAT, x, y)
-    return ShapedArray(x.shape or y.shape, dtypes.complex_dtype(x.dtype),
-                       x.weak_type and y.weak_type)
-abstract_eval_rules[complex_numbers.complex_p] = complex_abstract_eval
-
-
-def fft_abstract_eval(x: ShapedArray, *, fft_type, fft_lengths) -> ShapedArray:
-    """The transformed dims are the last ``len(fft_lengths)``; RFFT halves the last one
-    (``n // 2 + 1`` frequencies) and IRFFT restores it to ``fft_lengths[-1]``."""
-    rank, kind = len(fft_lengths), fft_type.name
-    real_in = fft_type == FftType.RFFT
-    expected = list(fft_lengths)
-    if fft_type == FftType.IRFFT:
-        expected[-1] = fft_lengths[-1] // 2 + 1
-    if not 1 <= rank <= x.ndim or list(x.shape[x.ndim - rank:]) != expected:
-        raise TypeError(f"fft {kind} with fft_lengths={tuple(fft_lengths)} requires an operand "
-                        f"whose last dims are {tuple(expected)}, got {x.str_short()}.")
-    _check_kinds(fft_p, _FLOAT if real_in else "c", x)
-    out_shape = list(x.shape)
-    if fft_type == FftType.RFFT:
-        out_shape[-1] = fft_lengths[-1] // 2 + 1
-        dtype = dtypes.complex_dtype(x.dtype)
-    elif fft_type == FftType.IRFFT:
-        out_shape[-1] = fft_lengths[-1]
-        dtype = dtypes.real_dtype(x.dtype)
-    else:
-        dtype = x.dtype
-    return ShapedArray(tuple(out_shape), dtype, x.weak_type)
-abstract_eval_rules[fft_p] = fft_abstract_eval

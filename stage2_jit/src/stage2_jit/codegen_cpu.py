@@ -32,7 +32,7 @@ from stage1_autodiff.core import Primitive
 from stage1_autodiff import linalg, random_distributions
 from stage1_autodiff.complex_numbers import COMPLEX_PRIMITIVES
 from stage1_autodiff.fft import fft_p
-from stage1_autodiff import primitives as p
+from stage1_autodiff import prims as p
 
 from . import kernel_math
 from .callback import pure_callback_p

@@ -46,7 +46,7 @@ from stage1_autodiff.primitives import ERFINV_CENTRAL, ERFINV_TAIL
 from stage1_autodiff import linalg, random_distributions
 from stage1_autodiff.complex_numbers import COMPLEX_PRIMITIVES
 from stage1_autodiff.fft import fft_p
-from stage1_autodiff import primitives as p
+from stage1_autodiff import prims as p
 
 from .callback import pure_callback_p
 from .debug import debug_print_p

@@ -53,7 +53,7 @@ from stage1_autodiff.tree_util import (
 
 from stage1_autodiff import dtypes
 from stage1_autodiff import numpy as jnp
-from stage1_autodiff import primitives as lax
+from stage1_autodiff import prims as lax
 
 from .abstract_eval import abstract_eval_rules
 from .derived import is_float, jvp_program, split_tangents, trace_flat, vjp_program

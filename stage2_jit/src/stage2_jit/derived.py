@@ -22,7 +22,7 @@ from stage1_autodiff.autodiff import jvp, vjp
 from stage1_autodiff.core import ShapedArray, get_aval
 
 from stage1_autodiff import dtypes
-from stage1_autodiff import primitives as lax
+from stage1_autodiff import prims as lax
 
 from .jaxpr import ClosedJaxpr
 from .tracing import closed_with_consts_as_args, jaxpr_as_fun, trace_to_jaxpr

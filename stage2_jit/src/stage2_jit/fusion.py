@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from stage1_autodiff.core import Primitive, PrimitiveKind
 from stage1_autodiff.slicing import window_operand_dims
 
-from stage1_autodiff import primitives as p
+from stage1_autodiff import prims as p
 
 from .control_flow import cond_p, scan_p, while_p
 from .jaxpr import Jaxpr, JaxprEqn, Literal, Var, names_in_order

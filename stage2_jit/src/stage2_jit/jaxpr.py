@@ -214,18 +214,19 @@ def _display_params(eqn: JaxprEqn, params: dict[str, Any]) -> dict[str, Any]:
             params["preferred_element_type"] = eqn.outvars[0].aval.dtype
     if prim.name == "custom_vjp_call":
         params = {k: v for k, v in params.items() if k != "out_trees"}
-    if prim.name == "custom_jvp_call" and not params["num_consts"]:  # JAX shows none
+    if prim.name in ("custom_jvp_call", "custom_vjp_call") and not params.get("num_consts"):
         params = {k: v for k, v in params.items() if k != "num_consts"}
     if prim.name == "pure_callback":
         params = dict(params, callback=_without_address(repr(params["callback"])),
                       result_avals=_avals_text(params["result_avals"]))
     params = {**_SHOWN_DEFAULTS.get(prim.name, {}), **params}
-    if prim.name in ("reshape", "iota") and "out_sharding" in params:
+    if prim.name in ("reshape", "iota", "broadcast_in_dim") and "out_sharding" in params:
         params["sharding"] = params.pop("out_sharding")  # JAX's name for it there
     hidden = _HIDDEN.get(prim.name, ())
     shown = _SHOWN_DEFAULTS.get(prim.name, {})
     return {k: v for k, v in params.items()
-            if not (k in hidden or k == "out_sharding" and v is None and k not in shown
+            if not (k in hidden or k in ("out_sharding", "sharding") and v is None
+                    and k not in shown
                     or k == "broadcast_dimensions" and v == () and prim.name == "broadcast_in_dim"
                     or k == "linear" and not any(v)
                     or k == "backend" and v == _default_backend())}
@@ -246,10 +247,11 @@ def _avals_text(avals: tuple[ShapedArray, ...]) -> str:
 # Params JAX 0.10 prints though ours leave them out at their default, and those it never
 # prints (the shape a result's type states).
 _SHOWN_DEFAULTS = {"reduce_sum": {"out_sharding": None}, "reshape": {"sharding": None},
+                   "custom_vjp_call": {"symbolic_zeros": False},
                    "iota": {"sharding": None},
                    "conv_general_dilated": {"out_sharding": None},
                    "gather": {"indices_are_sorted": False, "unique_indices": False}}
-_HIDDEN = {"broadcast_in_dim": ("shape", "sharding", "out_sharding")}
+_HIDDEN = {"broadcast_in_dim": ("shape",)}
 
 
 def _default_backend() -> str:
@@ -258,10 +260,10 @@ def _default_backend() -> str:
 
 
 def _param_order(eqn: JaxprEqn, params: dict[str, Any]) -> list[str]:
-    """Sorted by name, as JAX prints params; a jit's name first and its program last."""
-    order = sorted(params)
+    """Sorted by name, as JAX prints params; a call's ``name`` first, a jit's program last."""
+    order = sorted(params, key=lambda k: (k != "name", k))  # a call's name first
     if eqn.primitive.name == "jit":
-        order = ["name"] + [k for k in order if k not in ("name", "jaxpr")] + ["jaxpr"]
+        order = [k for k in order if k != "jaxpr"] + ["jaxpr"]
     return order
 
 

@@ -28,6 +28,7 @@ from stage1_autodiff.config import config
 from stage1_autodiff.core import (
     Array,
     Primitive,
+    PrimitiveKind,
     ShapedArray,
     Tracer,
     asarray,
@@ -523,7 +524,8 @@ class Compiled:
 # --8<-- [start:cost_analysis]
 def cost_analysis(jaxpr: Jaxpr) -> dict[str, float]:
     """Flops and bytes moved, counted per equation: an elementwise op or reduction is one
-    flop per element, a contraction two per multiply-add; bytes are every operand read and
+    flop per element, a contraction two per multiply-add, a shape op (reshape, transpose,
+    slice...) none, as in XLA's cost analysis; bytes are every operand read and
     every result written once (an upper bound: fusion in the compiled code moves less)."""
     flops = 0.0
     bytes_accessed = 0.0
@@ -539,7 +541,8 @@ def cost_analysis(jaxpr: Jaxpr) -> dict[str, float]:
             (lc, _), _ = eqn.params["dimension_numbers"]
             contracted = np.prod([eqn.invars[0].aval.shape[d] for d in lc])
             flops += 2 * float(sum(out_sizes)) * float(contracted)
-        else:  # one flop per element of the larger side (a reduction reads more than it writes)
+        elif eqn.primitive.kind is not PrimitiveKind.SHAPE:  # moving elements is no flop
+            # one flop per element of the larger side (a reduction reads more than it writes)
             flops += float(max(max(in_sizes, default=0), sum(out_sizes)))
         itemsizes = [v.aval.dtype.itemsize for v in eqn.outvars]
         bytes_accessed += sum(float(n) * s for n, s in zip(out_sizes, itemsizes))

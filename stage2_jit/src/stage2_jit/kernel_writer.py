@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from stage1_autodiff.core import Primitive
 
-from stage1_autodiff import primitives as p
+from stage1_autodiff import prims as p
 
 from .control_flow import cond_p, scan_p, while_p
 from .fusion import (

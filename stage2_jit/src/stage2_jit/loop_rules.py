@@ -18,7 +18,7 @@ from stage1_autodiff.core import Primitive
 from stage1_autodiff.slicing import GatherScatterMode
 
 from stage1_autodiff import dtypes
-from stage1_autodiff import primitives as p
+from stage1_autodiff import prims as p
 
 from .fusion import batch_and_window, index_dims, strided, window_layout
 from .jaxpr import JaxprEqn, Var

@@ -48,7 +48,7 @@ from stage1_autodiff.core import (
 )
 from stage1_autodiff.primitives import broadcast_in_dim_p
 
-from stage1_autodiff import primitives as p
+from stage1_autodiff import prims as p
 from stage1_autodiff import windowed
 
 from .debug import debug_print_p
@@ -148,7 +148,9 @@ def dce_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
         >>> table = jnp.arange(3.0)
         >>> closed = jax.make_jaxpr(lambda x: (x, jnp.sum(table))[0])(1.0)
         >>> print(closed)
-        { lambda a:f32[3]; b:f32[]. let _:f32[] = reduce_sum[axes=(0,)] a in (b,) }
+        { lambda a:f32[3]; b:f32[]. let
+            _:f32[] = reduce_sum[axes=(0,) out_sharding=None] a
+          in (b,) }
         >>> print(dce_closed(closed))
         { lambda ; a:f32[]. let  in (a,) }
     """

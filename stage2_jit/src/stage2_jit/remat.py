@@ -48,7 +48,7 @@ from stage1_autodiff.core import (
 from stage1_autodiff.numpy.promotion import as_value
 from stage1_autodiff.tree_util import tree_flatten, tree_unflatten
 
-from stage1_autodiff import primitives as lax
+from stage1_autodiff import prims as lax
 
 from .abstract_eval import abstract_eval_rules
 from .derived import is_float, jvp_program, split_tangents, trace_flat

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from stage1_autodiff import primitives as p
+from stage1_autodiff import prims as p
 from stage1_autodiff.config import config
 from stage1_autodiff.core import Array, PrimitiveKind, numpy_warnings_off
 

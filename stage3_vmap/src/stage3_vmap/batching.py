@@ -46,7 +46,7 @@ from stage2_jit.remat import remat_p
 from stage2_jit.tracing import closed_with_consts_as_args, jaxpr_as_fun, trace_to_jaxpr
 
 from stage1_autodiff import numpy as jnp
-from stage1_autodiff import primitives as lax
+from stage1_autodiff import prims as lax
 
 not_mapped = None  # the batch dim of a value that is the same for every example
 

@@ -35,7 +35,7 @@ from stage2_jit.control_flow import scan
 from stage2_jit.debug import debug_print_p
 
 from stage1_autodiff import linalg, random_distributions
-from stage1_autodiff import primitives as lax
+from stage1_autodiff import prims as lax
 
 from .batching import AxisData, BatchingRule, batching_rules, bdim_at, moveaxis, not_mapped
 

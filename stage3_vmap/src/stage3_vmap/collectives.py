@@ -35,7 +35,7 @@ from stage1_autodiff.tree_util import tree_map
 from stage2_jit.abstract_eval import abstract_eval_rules
 
 from stage1_autodiff import numpy as jnp
-from stage1_autodiff import primitives as lax
+from stage1_autodiff import prims as lax
 
 from .batching import (
     AxisData,

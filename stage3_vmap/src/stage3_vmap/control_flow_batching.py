@@ -28,7 +28,7 @@ from stage2_jit.derived import trace_flat
 from stage2_jit.jaxpr import ClosedJaxpr
 from stage2_jit.tracing import jaxpr_as_fun
 
-from stage1_autodiff import primitives as lax
+from stage1_autodiff import prims as lax
 
 from .batching import AxisData, _with_batch, batch_fun, batching_rules, bdim_at, not_mapped
 

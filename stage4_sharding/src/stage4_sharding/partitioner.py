@@ -71,7 +71,7 @@ from stage3_vmap.collectives import (
 )
 
 from stage1_autodiff import linalg, random_distributions
-from stage1_autodiff import primitives as p
+from stage1_autodiff import prims as p
 
 from .mesh import Mesh
 from .sharded_types import spec_of_aval

@@ -56,7 +56,7 @@ from stage3_vmap.collectives import (
     psum_scatter_p,
 )
 
-from stage1_autodiff import primitives as lax
+from stage1_autodiff import prims as lax
 
 from .arrays import run_primitive
 from .mesh import Mesh, get_mesh

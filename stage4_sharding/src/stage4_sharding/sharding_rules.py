@@ -33,7 +33,7 @@ from stage1_autodiff.slicing import window_operand_dims
 from stage2_jit.abstract_eval import abstract_eval_rules
 
 from stage1_autodiff import linalg, random_distributions
-from stage1_autodiff import primitives as p
+from stage1_autodiff import prims as p
 
 Spec = tuple[tuple[str, ...], ...]
 ShardingRule = Callable[..., list[Spec]]
@@ -332,20 +332,10 @@ for _prim in linalg.LINALG:
 
 
 def random_poisson_sharding_rule(avals, specs, *, dtype):
-    """The rates' layout. Their sample dims must be whole: every element of one key's block
-    runs as many rounds as the slowest, which one device alone cannot know; the keys' batch
-    dims may be split, alike in the keys and the rates."""
-    (key_aval, lam_aval), (key_spec, lam_spec) = avals, specs
-    batch = key_aval.ndim - 1
-    if any(lam_spec[batch:]) or key_spec[-1]:
-        raise _error(random_distributions.random_poisson_p, avals, specs,
-                     "a sample dim is split, but one key's samples are drawn together",
-                     "Reshard the rates' sample dims unsplit first (jax.sharding.reshard).")
-    if tuple(key_spec[:batch]) != tuple(lam_spec[:batch]):
-        raise _error(random_distributions.random_poisson_p, avals, specs,
-                     "the keys and the rates split their batch dims differently",
-                     "Reshard them alike first (jax.sharding.reshard).")
-    return [lam_spec]
+    """The rates' layout, whatever it is: the partitioner draws the samples whole (every
+    element of one key's block runs as many rounds as the slowest, which one device alone
+    cannot know) and each device keeps its block, so sharded equals unsharded."""
+    return [specs[1]]
 sharding_rules[random_distributions.random_poisson_p] = random_poisson_sharding_rule
 
 

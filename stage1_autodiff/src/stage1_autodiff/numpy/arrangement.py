@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from .. import primitives as lax
+from .. import prims as lax
 from ..core import Tracer, get_aval
 from .creation import asarray, zeros
 from .indexing import take

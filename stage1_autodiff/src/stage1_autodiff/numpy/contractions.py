@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import primitives as lax
+from .. import prims as lax
 from ..core import get_aval
 from .promotion import broadcast_shapes, broadcast_to_shape, promote
 from .reductions import sum as _sum

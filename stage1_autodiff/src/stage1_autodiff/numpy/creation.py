@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import dtypes
-from .. import primitives as lax
+from .. import prims as lax
 from ..core import Array, Tracer, get_aval
 from ..core import asarray as _core_asarray
 from ..errors import ConcretizationTypeError

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from .. import primitives as lax
+from .. import prims as lax
 from ..core import Tracer, get_aval
 from .promotion import as_value, canonicalize_axis, convert
 from .reductions import _accumulation_dtype, _check_no_out, any, sum

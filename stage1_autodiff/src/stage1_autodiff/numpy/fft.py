@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import dtypes
-from .. import primitives as lax
+from .. import prims as lax
 from ..core import get_aval
 from ..fft import FftType
 from ..fft import fft as lax_fft

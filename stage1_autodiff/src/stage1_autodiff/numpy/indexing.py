@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import dtypes
-from .. import primitives as lax
+from .. import prims as lax
 from ..core import Array, Tracer, get_aval
 from ..errors import ConcretizationTypeError, NonConcreteBooleanIndexError
 from .promotion import as_value, broadcast_shapes, broadcast_to_shape, convert

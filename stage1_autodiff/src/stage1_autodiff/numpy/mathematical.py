@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import complex_numbers, dtypes
-from .. import primitives as lax
+from .. import prims as lax
 from ..core import get_aval
 from .promotion import as_value, promote, promote_inexact
 from .ufuncs import (

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from .. import primitives as lax
+from .. import prims as lax
 from ..core import get_aval
 from .mathematical import log2
 from .promotion import as_value, convert, promote, promote_and_broadcast, promote_inexact

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from .. import primitives as lax
+from .. import prims as lax
 from ..core import Array, Tracer, asarray, get_aval
 
 
@@ -130,15 +130,18 @@ def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
     return lax.broadcast_in_dim(x, shape, tuple(range(leading, len(shape))))
 
 
-def promote_and_broadcast(op_name: str, *args: Any, inexact: bool = False) -> list[Any]:
-    """The operands of an elementwise op: one dtype, one shape."""
+def promote_and_broadcast(op_name: str, *args: Any, inexact: bool = False,
+                          keep_scalars: bool = True) -> list[Any]:
+    """The operands of an elementwise op: one dtype, one shape; but a scalar beside an array
+    stays a scalar when ``keep_scalars`` (the caller binds one binary primitive, which takes
+    it as it is, as JAX's do: ``mul a 2.0:f32[]``)."""
     values = promote_inexact(*args) if inexact else promote(*args)
     shapes = [v.shape for v in values]
     if all(s == shapes[0] for s in shapes):
         return values
     shape = broadcast_shapes(*shapes, op_name=op_name)
-    if len(values) == 2 and () in shapes:
-        return values  # an array and a scalar: a binary op takes the scalar as it is, as JAX's
+    if keep_scalars and len(values) == 2 and () in shapes:
+        return values
     return [broadcast_to_shape(v, shape) for v in values]
 
 

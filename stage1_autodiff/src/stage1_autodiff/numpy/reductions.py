@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from .. import primitives as lax
+from .. import prims as lax
 from ..core import get_aval
 from .promotion import as_value, canonicalize_axes, convert, promote_inexact
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import primitives as lax
+from .. import prims as lax
 from ..core import get_aval
 from .promotion import (
     as_value,

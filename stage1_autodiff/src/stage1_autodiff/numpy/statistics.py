@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from .. import primitives as lax
+from .. import prims as lax
 from ..core import Array, Tracer, get_aval
 from .creation import arange, linspace
 from .indexing import take

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from .. import primitives as lax
+from .. import prims as lax
 from ..core import get_aval
 from .promotion import (
     as_value,
@@ -202,7 +202,7 @@ def floor_divide(x, y):
         >>> jnp.floor_divide(jnp.array([7, -7, 7]), jnp.array([2, 2, 0]))
         Array([ 3, -4, -2], dtype=int32)
     """
-    x, y = promote_and_broadcast("floor_divide", x, y)
+    x, y = promote_and_broadcast("floor_divide", x, y, keep_scalars=False)
     dtype = get_aval(x).dtype
     if dtypes.is_float(dtype):
         return _float_floor_divide(x, y)
@@ -249,7 +249,7 @@ def remainder(x, y):
         >>> jnp.remainder(jnp.array([7, -7, 7]), jnp.array([3, 3, 0]))
         Array([1, 2, 0], dtype=int32)
     """
-    x, y = promote_and_broadcast("remainder", x, y)
+    x, y = promote_and_broadcast("remainder", x, y, keep_scalars=False)
     y = _nonzero_divisor(y)
     r = lax.rem(x, y)
     nonzero = lax.ne(r, lax.zeros_like(r))
@@ -269,7 +269,7 @@ def fmod(x, y):
         >>> jnp.fmod(jnp.array([7, -7, 7]), jnp.array([3, 3, 0]))
         Array([ 1, -1,  0], dtype=int32)
     """
-    x, y = promote_and_broadcast("fmod", x, y)
+    x, y = promote_and_broadcast("fmod", x, y, keep_scalars=False)
     return lax.rem(x, _nonzero_divisor(y))
 
 

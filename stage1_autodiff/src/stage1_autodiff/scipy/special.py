@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import numpy as jnp
-from .. import primitives as lax
+from .. import prims as lax
 from ..core import get_aval
 from ..nn import logsumexp
 from ..numpy.promotion import convert, promote_and_broadcast, promote_inexact
@@ -69,7 +69,7 @@ def polygamma(n: Any, x: Any) -> Any:
     if get_aval(n).dtype.kind not in "iu":
         raise ValueError(f"Argument `n` to polygamma must be of integer type. Got dtype "
                          f"{get_aval(n).dtype}.")
-    n, x = promote_and_broadcast("polygamma", n, x, inexact=True)
+    n, x = promote_and_broadcast("polygamma", n, x, inexact=True, keep_scalars=False)
     return lax.polygamma(n, x)
 
 

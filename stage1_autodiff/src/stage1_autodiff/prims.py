@@ -1,0 +1,23 @@
+"""Every primitive of stage 1 under one name: the table a later stage reads its rules from
+(``from stage1_autodiff import prims as p``; ``p.mul_p``, ``p.gather_p``, ``p.cholesky_p``).
+
+``primitives.py`` makes the elementwise, shape, reduction and contraction primitives and the
+PRNG's hash; each module below builds further primitives on those, and none of them imports
+this one, so the modules read in one direction: ``primitives.py`` first, then any of these.
+
+NB: JAX's primitives live beside their wrappers in ``jax/_src/lax/`` (``lax.py``,
+``slicing.py``, ``control_flow/``, ``linalg.py``, ``fft.py``, ``convolution.py``,
+``windowed_reductions.py``, ``special.py``).
+"""
+
+from .primitives import *  # noqa: F403 (elementwise, shape, reductions, dot_general, threefry)
+from .slicing import *  # noqa: F403 (gather, the scatters, sort)
+from .more_math import *  # noqa: F403 (hyperbolic and inverse trigonometric functions, cbrt, exp2)
+from .special import *  # noqa: F403 (rsqrt, erf, erfc, lgamma, digamma, polygamma, clamp, nextafter)
+from .cumulative import *  # noqa: F403 (cumsum, cumprod, cummax, cummin, reduce, top_k)
+from .dynamic_slicing import *  # noqa: F403 (dynamic_slice, dynamic_update_slice)
+from .windowed import *  # noqa: F403 (reduce_window_sum, _max, _min)
+from .convolution import *  # noqa: F403 (conv_general_dilated)
+from .complex_numbers import *  # noqa: F403 (real, imag, conj, complex)
+from .fft import *  # noqa: F403 (fft)
+from .linalg import *  # noqa: F403 (cholesky, triangular_solve, lu, qr, eigh, svd)
