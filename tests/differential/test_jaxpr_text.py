@@ -52,6 +52,9 @@ PROGRAMS = {
               (x3,)),
     "fori_loop": ("lambda x: jax.lax.fori_loop(0, 3, lambda i, c: c + i, x)", (x3,)),
     "stop_gradient": ("lambda x: jax.lax.stop_gradient(x) * x", (x3,)),
+    "a mean over a dim: a scalar divisor": ("lambda x: jnp.mean(x, 0)", (x23,)),
+    "vmap keeps a literal": ("jax.vmap(lambda x: x * 2.0)", (x3,)),
+    "vmap of a comparison": ("jax.vmap(lambda x: (x > 1.0) & (x < 2.0))", (x3,)),
 }
 
 

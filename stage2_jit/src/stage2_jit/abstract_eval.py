@@ -109,7 +109,7 @@ def _unary(prim: Primitive, kinds: str) -> AbstractEvalRule:
 def _binary(prim: Primitive, kinds: str) -> AbstractEvalRule:
     """An elementwise op on two operands of one shape and dtype: the result has that type,
     weak only when both operands are. A scalar stands for an array of the other's shape,
-    as in JAX (eager ``x * 2.0`` binds it so; traced programs broadcast it first)."""
+    as in JAX (``x * 2.0`` binds it so: ``mul a 2.0:f32[]``)."""
     def rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
         _check_equal(prim, *_scalar_as(x, y))
         _check_kinds(prim, kinds, x, y)

@@ -85,6 +85,8 @@ def _aligned_with_scalars(axis_data: AxisData, vals: Sequence[Any],
     is broadcast over its example's shape, since the op takes a scalar, not a vector of
     them."""
     ranks = [get_aval(x).ndim - (d is not not_mapped) for x, d in zip(vals, dims)]
+    if ranks == [0, 0] and not_mapped in dims:
+        return list(vals), next(d for d in dims if d is not not_mapped)  # x * 2.0, batched
     if 0 not in ranks or ranks == [0, 0]:
         return _aligned(axis_data, vals, dims)
     batched = {d for d in dims if d is not not_mapped}

@@ -95,7 +95,8 @@ def mean(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False):
     shape = get_aval(a).shape
     axes = canonicalize_axes(axis, len(shape), "mean")
     total = sum(a, axes, keepdims=keepdims)
-    return lax.div(total, lax.full_like(total, _count(shape, axes)))
+    aval = get_aval(total)  # divided by a scalar, as JAX's: div b 3.0:f32[]
+    return lax.div(total, lax.full((), _count(shape, axes), aval.dtype, aval.weak_type))
 
 
 def var(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False):
