@@ -11,7 +11,8 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
 import api_coverage  # noqa: E402
 
 
-@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX (the oracle) is not installed")
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                    reason="JAX (the oracle) is not installed")
 def test_every_name_the_measure_counts_is_one_of_jaxs():
     assert {m: n for m, n in api_coverage.coverage("jax").items() if n} == {}
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from stage1_autodiff.config import config
+
 from stage2_jit import tiers
 
 REPO = Path(__file__).resolve().parents[2]

@@ -422,6 +422,214 @@ def test_hermitian_is_accepted_and_ignored() -> None:
 
 
 # ------------------------------------------------------------------------------------------
+# Convolutions and pooling
+# ------------------------------------------------------------------------------------------
+
+
+def _pool(L, op: str, x, window, strides, padding, **dilations):
+    """Max or min pooling by ``lax.reduce_window`` from the identity."""
+    init = -np.inf if op == "max" else np.inf
+    return L.reduce_window(x, init, getattr(L, op), window, strides, padding, **dilations)
+
+
+def test_a_pooling_jvp_on_ties_reads_the_tap_its_vjp_writes() -> None:
+    """The first 2x2 window of [[0, 1, 0], [1, 0, 0]] (stride 2, 'SAME') holds two 1s. Both
+    VJPs send its cotangent to the first in window order, (0, 1); our JVP reads the tangent
+    there too, JAX's reads it at (1, 0)."""
+    x = np.array([[0, 1, 0], [1, 0, 0]], np.float32)
+    tangent = np.arange(6, dtype=np.float32).reshape(2, 3)
+    found = []
+    for lib, L in ((jax, lax), (sj, slax)):
+        first = lambda x: _pool(L, "max", x, (2, 2), (2, 2), "SAME")[0, 0]  # noqa: B023, E731
+        cotangent = np.asarray(lib.grad(first)(x))
+        found.append((np.argwhere(cotangent).tolist(),
+                      float(lib.jvp(first, (x,), (tangent,))[1])))
+    theirs, ours = found
+    assert theirs == ([[0, 1]], 3.0)
+    assert ours == ([[0, 1]], 1.0)
+
+
+def _dilated_pool(op: str):
+    return lambda L: lambda x: _pool(L, op, x, (2,), (1,), "VALID", window_dilation=(2,))
+
+
+def _pool_from(computation: str, init: float):
+    return lambda L: lambda x: L.reduce_window(x, init, getattr(L, computation), (2,), (1,),
+                                               "VALID")
+
+
+def test_pooling_has_more_gradients_than_jax() -> None:
+    """With ``window_dilation`` JAX's max and min pooling have no VJP (NotImplementedError),
+    and with an init value other than the identity ``reduce_window`` has none (ValueError);
+    both have a JVP. Here both have a VJP, and our reverse mode equals JAX's forward mode."""
+    x = np.array([3.0, 1.0, 4.0, 0.0, 5.0, 9.0, 2.0, 6.0], np.float32)
+    cases = [(_dilated_pool("max"), NotImplementedError),
+             (_dilated_pool("min"), NotImplementedError),
+             (_pool_from("max", 4.0), ValueError), (_pool_from("min", 2.0), ValueError),
+             (_pool_from("add", 1.0), ValueError)]
+    for f, refused in cases:
+        raises(refused, jax.grad(lambda x: f(lax)(x).sum()), x)  # noqa: B023
+        columns = [jax.jvp(f(lax), (x,), (e,))[1] for e in np.eye(8, dtype=np.float32)]
+        theirs = np.stack([np.asarray(c) for c in columns], axis=1)
+        ours = np.asarray(sj.jacrev(f(slax))(x))
+        assert ours.tolist() == theirs.tolist()
+    raises(NotImplementedError, jax.grad(lambda x: _dilated_pool("max")(lax)(x).sum()), x,
+           match="window dilation")
+
+
+def test_reduce_window_takes_three_computations() -> None:
+    """``lax.add``, ``lax.max``, ``lax.min`` and jnp's ``add``, ``maximum``, ``minimum`` are
+    pooling here as in JAX; any other computation, and so a pytree operand (which needs one
+    of its own), raises NotImplementedError here and runs in JAX."""
+    x = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0], np.float32)
+    for name, init in (("add", 0.0), ("maximum", -np.inf), ("minimum", np.inf)):
+        theirs = lax.reduce_window(x, init, getattr(jnp, name), (2,), (1,), "VALID")
+        ours = slax.reduce_window(x, init, getattr(sjnp, name), (2,), (1,), "VALID")
+        assert np.asarray(ours).tolist() == np.asarray(theirs).tolist(), name
+
+    def pair(a, b):
+        return a[0] + b[0], a[1] * b[1]
+
+    others = [(x, 1.0, lax.mul, slax.mul),
+              (x, 0.0, lambda a, b: a + 2 * b, lambda a, b: a + 2 * b),
+              ((x, x), (0.0, 1.0), pair, pair)]
+    for operand, init, theirs, ours in others:
+        lax.reduce_window(operand, init, theirs, (2,), (1,), "VALID")
+        raises(NotImplementedError, slax.reduce_window, operand, init, ours, (2,), (1,),
+               "VALID", match="Only lax.add, lax.max and lax.min")
+
+
+CONV_LHS = np.random.RandomState(1).randn(2, 2, 6, 6).astype(np.float32)
+CONV_RHS = np.random.RandomState(2).randn(3, 2, 3, 3).astype(np.float32)
+
+
+def test_conv_precision_is_kept_as_given_and_ignored() -> None:
+    """JAX makes ``precision`` a pair of ``lax.Precision``; here it is kept as it was given,
+    and every precision gives the same bits (as JAX's CPU backend does for float32)."""
+    def precision_param(lib, L, precision) -> str:
+        text = str(lib.make_jaxpr(lambda x, k: L.conv_general_dilated(
+            x, k, (1, 1), "SAME", precision=precision))(CONV_LHS, CONV_RHS))
+        (line,) = [line.strip() for line in text.splitlines() if "precision=" in line]
+        return line
+
+    assert precision_param(jax, lax, "highest") == \
+        "precision=(Precision.HIGHEST, Precision.HIGHEST)"
+    assert precision_param(sj, slax, "highest") == "precision=highest"
+    for L in (lax, slax):
+        bits = [np.asarray(L.conv_general_dilated(CONV_LHS, CONV_RHS, (1, 1), "SAME",
+                                                  precision=p)).view(np.uint32).tolist()
+                for p in (None, "bfloat16", "highest")]
+        assert bits[0] == bits[1] == bits[2]
+
+
+def test_conv_out_sharding_must_be_none() -> None:
+    spec = ("d",)
+    mesh = jax.make_mesh((8,), ("d",))
+    with jax.set_mesh(mesh):
+        out = lax.conv_general_dilated(CONV_LHS.repeat(4, 0), CONV_RHS, (1, 1), "SAME",
+                                       out_sharding=jax.sharding.PartitionSpec(*spec))
+    assert tuple(out.sharding.spec)[:1] == spec
+    mesh = sj.make_mesh((8,), ("d",))
+    with sj.set_mesh(mesh):
+        raises(NotImplementedError, slax.conv_general_dilated, CONV_LHS.repeat(4, 0),
+               CONV_RHS, (1, 1), "SAME", out_sharding=sj.sharding.PartitionSpec(*spec),
+               match="out_sharding is not supported")
+
+
+def test_a_pooling_window_whose_max_is_nan_gives_no_cotangent() -> None:
+    """Windows of 2 over [1, nan, 2, 3]: the first two are NaN. JAX sends each one's
+    cotangent to an element (the NaN in the first, the 2 in the second), and its JVP reads
+    them there; here neither window sends or reads anything."""
+    x = np.array([1.0, np.nan, 2.0, 3.0], np.float32)
+    tangent = np.array([1.0, 10.0, 100.0, 1000.0], np.float32)
+    found = []
+    for lib, L in ((jax, lax), (sj, slax)):
+        pool = lambda x: _pool(L, "max", x, (2,), (1,), "VALID")  # noqa: B023, E731
+        found.append((np.asarray(lib.grad(lambda x: pool(x).sum())(x)).tolist(),
+                      np.asarray(lib.jvp(pool, (x,), (tangent,))[1]).tolist()))
+    theirs, ours = found
+    assert theirs == ([0.0, 1.0, 1.0, 1.0], [10.0, 100.0, 1000.0])
+    assert ours == ([0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1000.0])
+
+
+# ------------------------------------------------------------------------------------------
+# Complex numbers and the FFT
+# ------------------------------------------------------------------------------------------
+
+
+def test_the_fft_is_numpys_pocketfft() -> None:
+    """Each kind of transform gives NumPy's bits, within float32 rounding of JAX's (XLA's
+    FFT). The sum of 1e8 and 1023 ones is 100001023: its nearest float32 here, 8 below in
+    JAX."""
+    x = np.random.RandomState(3).randn(4, 64).astype(np.float32)
+    z = (x + 1j * x[::-1]).astype(np.complex64)
+    for name, operand in (("fft", z), ("ifft", z), ("rfft", x), ("irfft", z)):
+        ours = np.asarray(getattr(sjnp.fft, name)(operand))
+        theirs = np.asarray(getattr(jnp.fft, name)(operand))
+        assert ours.dtype == theirs.dtype
+        assert ours.tobytes() == getattr(np.fft, name)(operand).tobytes(), name
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=2e-6 * np.abs(ours).max())
+    spike = np.ones(1024, np.complex64)
+    spike[0] = 1e8
+    assert np.asarray(sjnp.fft.fft(spike))[0] == np.float32(100001023)
+    assert np.asarray(jnp.fft.fft(spike))[0] == np.float32(100001023) - 8
+
+
+def test_the_fft_primitive_transforms_any_number_of_dims() -> None:
+    z = np.arange(16.0, dtype=np.float32).reshape(2, 2, 2, 2).astype(np.complex64)
+    raises(Exception, lax.fft, z, lax.FftType.FFT, (2, 2, 2, 2),
+           match="rank must be between 1 and 3")
+    np.testing.assert_allclose(np.asarray(slax.fft(z, "fft", (2, 2, 2, 2))), np.fft.fftn(z),
+                               rtol=1e-6)
+
+
+def test_an_fft_jaxpr_has_no_inner_jit_and_one_multiply_for_norm() -> None:
+    y = np.arange(8.0, dtype=np.float32)
+    ortho = lambda np_: lambda y: np_.fft.fft(y, norm="ortho")  # noqa: E731
+    theirs = str(jax.make_jaxpr(ortho(jnp))(y))
+    ours = str(sj.make_jaxpr(ortho(sjnp))(y))
+    assert "name=fft" in theirs and "reduce_prod" in theirs and "sqrt" in theirs
+    assert [line.split(" = ")[1].split("[")[0].split(" ")[0] for line in ours.splitlines()
+            if " = " in line] == ["convert_element_type", "fft", "mul"]
+    assert "mul c (0.3535533845424652+0j):c64[]" in ours
+
+
+def test_real_and_imag_of_a_real_operand_are_accepted_eagerly() -> None:
+    """``lax.real(x)`` is x and ``lax.imag(x)`` zeros for a real x, eagerly; JAX raises a
+    TypeError. Under ``jit`` both raise one."""
+    x = np.array([1.0, -2.0], np.float32)
+    for name, want in (("real", [1.0, -2.0]), ("imag", [0.0, 0.0])):
+        raises(TypeError, getattr(lax, name), x, match="does not accept dtype float32")
+        raises(TypeError, jax.jit(getattr(lax, name)), x)
+        got = getattr(slax, name)(x)
+        assert got.dtype == np.float32 and np.asarray(got).tolist() == want
+        raises(TypeError, sj.jit(getattr(slax, name)), x, match="requires complex arguments")
+
+
+def test_astype_from_complex_to_real_keeps_the_real_part_silently() -> None:
+    import warnings
+
+    z = np.array([1 + 2j, 3 - 4j], np.complex64)
+    with pytest.warns(DeprecationWarning, match="Casting from complex to real"):
+        assert np.asarray(jnp.asarray(z).astype(np.float32)).tolist() == [1.0, 3.0]
+    with pytest.warns(np.exceptions.ComplexWarning):
+        lax.convert_element_type(z, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.asarray(sjnp.asarray(z).astype(np.float32)).tolist() == [1.0, 3.0]
+        assert np.asarray(sjnp.astype(z, np.float32)).tolist() == [1.0, 3.0]
+        assert np.asarray(slax.convert_element_type(z, np.float32)).tolist() == [1.0, 3.0]
+
+
+def test_hfft_and_ihfft_are_missing() -> None:
+    for name in ("hfft", "ihfft"):
+        assert callable(getattr(jnp.fft, name)) and not hasattr(sjnp.fft, name)
+    others = [name for name in dir(jnp.fft)
+              if not name.startswith("_") and name not in ("hfft", "ihfft")]
+    assert len(others) == 16 and all(callable(getattr(sjnp.fft, name)) for name in others)
+
+
+# ------------------------------------------------------------------------------------------
 # Random numbers
 # ------------------------------------------------------------------------------------------
 
@@ -865,6 +1073,28 @@ def test_a_slice_across_devices_gathers_the_dim_whole() -> None:
     assert [(c.kind, c.bytes_sent) for c in log] == [("all-gather", 7 * 4 * 4)]
 
 
+def test_a_spatially_split_convolution_gathers_its_input_whole() -> None:
+    """A 3x3 'SAME' convolution of an input split 8 ways along its height: the values and
+    the type are JAX's; XLA exchanges the one-row halos by collective permutes, we all-gather
+    the input (7 blocks of 2x2x1x6 float32 per device), which the cost model counts."""
+    conv = lambda L: lambda x: L.conv_general_dilated(x, CONV_RHS, (1, 1), "SAME")  # noqa: E731
+    value = np.random.RandomState(4).randn(2, 2, 8, 6).astype(np.float32)
+    mesh = jax.make_mesh((8,), ("d",))
+    with jax.set_mesh(mesh):
+        x = _split(jax, mesh, value, None, None, "d")
+        want = jax.jit(conv(lax))(x)
+        hlo = jax.jit(conv(lax)).lower(x).compile().as_text()
+    assert "collective-permute" in hlo and "all-gather" not in hlo
+    mesh = sj.make_mesh((8,), ("d",))
+    with sj.set_mesh(mesh):
+        x = _split(sj, mesh, value, None, None, "d")
+        with sj.record_collectives() as log:
+            got = sj.jit(conv(slax))(x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+    assert str(sj.typeof(got)) == str(jax.typeof(want)) == "float32[2,3,8@d,6]"
+    assert [(c.kind, c.bytes_sent) for c in log] == [("all-gather", 7 * 2 * 2 * 1 * 6 * 4)]
+
+
 # ------------------------------------------------------------------------------------------
 # Compiled kernels
 # ------------------------------------------------------------------------------------------
@@ -908,6 +1138,17 @@ def test_a_first_call_on_the_interpreter_tier_equals_jax_bit_for_bit() -> None:
     assert first.view(np.uint32).tolist() == later.view(np.uint32).tolist()
     assert first.dtype == theirs.dtype
     np.testing.assert_array_equal(first, theirs)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "complex64"])
+def test_narrow_float_and_complex_programs_run_on_the_interpreter(dtype: str) -> None:
+    x = np.arange(4).astype(getattr(jnp, dtype))
+    program = lambda x: x * 2 + 1  # noqa: E731
+    text = sj.jit(program).lower(sjnp.asarray(x)).as_text()
+    assert f"# Not generated: a value of dtype {dtype}" in text
+    assert "@njit" not in text and "@njit" in sj.jit(program).lower(np.float32(1)).as_text()
+    ours, theirs = np.asarray(sj.jit(program)(sjnp.asarray(x))), np.asarray(jax.jit(program)(x))
+    assert ours.dtype == theirs.dtype and ours.tolist() == theirs.tolist()
 
 
 def test_lower_as_text_shows_the_jaxprs_plan_and_source_where_jax_shows_stablehlo() -> None:

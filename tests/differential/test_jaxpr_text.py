@@ -17,9 +17,9 @@ if importlib.util.find_spec("jax") is None:
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+import stage4_sharding.numpy  # noqa: E402
 
 import stage4_sharding  # noqa: E402
-import stage4_sharding.numpy  # noqa: E402
 
 x3 = np.arange(3, dtype=np.float32)
 x23 = np.arange(6, dtype=np.float32).reshape(2, 3)

@@ -14,9 +14,9 @@ import pytest
 
 jax_ = pytest.importorskip("jax")
 import jax.numpy as jjnp  # noqa: E402
+import stage4_sharding.numpy as jnp  # noqa: E402
 
 import stage4_sharding as ours  # noqa: E402
-import stage4_sharding.numpy as jnp  # noqa: E402
 
 SEEDS = [0, 1, 42, 2**31 + 5]
 

@@ -68,7 +68,8 @@ def test_choice_without_replacement_draws_distinct_items():
 
 def test_typed_and_raw_keys_agree():
     raw = jax.random.PRNGKey(0)
-    for fn in (lambda k: jax.random.gamma(k, 2.0, (5,)), lambda k: jax.random.poisson(k, 2.0, (5,))):
+    for fn in (lambda k: jax.random.gamma(k, 2.0, (5,)),
+               lambda k: jax.random.poisson(k, 2.0, (5,))):
         np.testing.assert_array_equal(np.asarray(fn(KEY)), np.asarray(fn(raw)))
 
 

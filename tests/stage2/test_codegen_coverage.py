@@ -8,7 +8,7 @@ import pytest
 from stage1_autodiff.core import Primitive
 
 import stage2_jit  # noqa: F401 -- every stage-2 primitive made
-from stage2_jit import codegen_cpu, codegen_cuda
+from stage2_jit import codegen_cpu, codegen_cuda, coverage
 
 
 def stage1_and_2_primitives() -> list[Primitive]:
@@ -20,8 +20,8 @@ def stage1_and_2_primitives() -> list[Primitive]:
 
 
 BACKENDS = {
-    "cpu": (codegen_cpu.has_cpu_rule, codegen_cpu.CPU_FALLBACK),
-    "cuda": (codegen_cuda.has_cuda_rule, codegen_cuda.CUDA_MISSING),
+    "cpu": (codegen_cpu.has_cpu_rule, coverage.CPU_FALLBACK),
+    "cuda": (codegen_cuda.has_cuda_rule, coverage.CUDA_MISSING),
 }
 
 

@@ -14,8 +14,7 @@ import stage2_jit.numpy as jnp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from stage2_jit.callback import pure_callback_p
-from stage2_jit.codegen_cpu import CPU_FALLBACK
-from stage2_jit.codegen_cuda import CUDA_MISSING
+from stage2_jit.coverage import CPU_FALLBACK, CUDA_MISSING
 from stage2_jit.passes import optimize
 
 import stage2_jit as jax

@@ -10,10 +10,10 @@ import stage2_jit.numpy as jnp
 from backend_under_test import cpu_only
 from stage1_autodiff.config import config
 from stage1_autodiff.core import Array
-from stage2_jit import runtime, tiers
 from stage2_jit.runtime import CpuExecutable
 
 import stage2_jit as jax
+from stage2_jit import runtime, tiers
 
 lax = jax.lax
 pytestmark = cpu_only

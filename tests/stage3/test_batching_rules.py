@@ -30,9 +30,8 @@ from stage3_vmap.batching import batching_rules
 
 import stage3_vmap as jax
 from stage1_autodiff import complex_numbers as cn
-from stage1_autodiff import linalg
+from stage1_autodiff import linalg, random_distributions
 from stage1_autodiff import prims as p
-from stage1_autodiff import random_distributions
 from stage3_vmap import numpy as jnp
 
 f32, i32, u32, b1 = (np.dtype(d) for d in (np.float32, np.int32, np.uint32, np.bool_))

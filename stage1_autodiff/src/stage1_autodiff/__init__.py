@@ -12,8 +12,8 @@ Use it as JAX:
 from . import core, dtypes, errors, lax, nn, numpy, random, scipy, tree, tree_util
 from .autodiff import custom_vjp, grad, jvp, value_and_grad, vjp
 from .config import config
-from .custom_derivatives import custom_jvp
 from .core import Array
+from .custom_derivatives import custom_jvp
 from .dtypes import float0
 from .errors import ConcretizationTypeError, TracerArrayConversionError
 from .test_util import check_grads

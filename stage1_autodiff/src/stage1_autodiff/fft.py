@@ -34,8 +34,15 @@ import numpy as np
 
 from . import dtypes
 from .complex_numbers import conj, real
-from .core import (Array, Primitive, get_aval, impl_rules, jvp_rules, vjp_rules,
-                   weak_when_operands_weak)
+from .core import (
+    Array,
+    Primitive,
+    get_aval,
+    impl_rules,
+    jvp_rules,
+    vjp_rules,
+    weak_when_operands_weak,
+)
 from .primitives import broadcast_in_dim, convert_element_type, full, mul, pad
 
 __all__ = ["FftType", "fft", "fft_p"]

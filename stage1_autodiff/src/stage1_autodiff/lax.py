@@ -6,7 +6,28 @@ Example:
     Array([2., 2.], dtype=float32)
 """
 
+from . import linalg  # lax.linalg, as jax.lax.linalg
 from .autodiff import stop_gradient
+from .complex_numbers import complex, conj, imag, real
+from .convolution import (
+    ConvDimensionNumbers,
+    conv,
+    conv_dimension_numbers,
+    conv_general_dilated,
+    conv_transpose,
+    conv_with_general_padding,
+)
+from .cumulative import associative_scan, cummax, cummin, cumprod, cumsum, reduce, top_k
+from .dynamic_slicing import (
+    dynamic_index_in_dim,
+    dynamic_slice,
+    dynamic_slice_in_dim,
+    dynamic_update_index_in_dim,
+    dynamic_update_slice,
+    dynamic_update_slice_in_dim,
+)
+from .fft import FftType, fft
+from .more_math import acos, acosh, asin, asinh, atan, atanh, cbrt, cosh, exp2, sinh
 from .prims import (
     abs,
     add,
@@ -80,21 +101,15 @@ from .prims import (
     transpose,
     zeros_like,
 )
-from .more_math import acos, acosh, asin, asinh, atan, atanh, cbrt, cosh, exp2, sinh
-from . import linalg  # lax.linalg, as jax.lax.linalg
-from .special import (clamp, digamma, erf, erfc, lgamma, nextafter, polygamma,
-                      rsqrt)
 from .slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, tile
-from .cumulative import associative_scan, cummax, cummin, cumprod, cumsum, reduce, top_k
-from .dynamic_slicing import (dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim,
-                              dynamic_update_index_in_dim, dynamic_update_slice,
-                              dynamic_update_slice_in_dim)
-from .windowed import (padtype_to_pads, reduce_window, reduce_window_max, reduce_window_min,
-                       reduce_window_sum)
-from .convolution import (ConvDimensionNumbers, conv, conv_dimension_numbers,
-                          conv_general_dilated, conv_transpose, conv_with_general_padding)
-from .complex_numbers import complex, conj, imag, real
-from .fft import FftType, fft
+from .special import clamp, digamma, erf, erfc, lgamma, nextafter, polygamma, rsqrt
+from .windowed import (
+    padtype_to_pads,
+    reduce_window,
+    reduce_window_max,
+    reduce_window_min,
+    reduce_window_sum,
+)
 
 
 def select(pred, on_true, on_false):

@@ -245,50 +245,6 @@ def integer_pow_vjp(ct, x, *, out, y):
 vjp_rules[integer_pow_p] = integer_pow_vjp
 jvp_rules[integer_pow_p] = _unary_elementwise_jvp(integer_pow_p)
 
-erf_inv_p = Primitive("erf_inv", kind=ELEMENTWISE)
-def erf_inv(x): return erf_inv_p.bind(x)
-
-# Giles' single-precision approximation of erfinv ("Approximating the erfinv function",
-# GPU Computing Gems, 2011): a polynomial in w = -log(1 - x^2), one for each of two ranges.
-# Public: stage 2's kernels evaluate the same polynomials.
-ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
-                  0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
-               0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
-
-
-def erf_inv_impl(x):
-    dtype = x.dtype
-    w = -np.log1p(-x * x)
-    central, tail = w - dtype.type(2.5), np.sqrt(w) - dtype.type(3.0)
-    p_central = np.full_like(x, ERFINV_CENTRAL[0])
-    p_tail = np.full_like(x, ERFINV_TAIL[0])
-    for c_central, c_tail in zip(ERFINV_CENTRAL[1:], ERFINV_TAIL[1:]):
-        # Each step c + p*w rounds once, like the fused multiply-add XLA emits.
-        p_central = (c_central + p_central.astype(np.float64) * central).astype(dtype)
-        p_tail = (c_tail + p_tail.astype(np.float64) * tail).astype(dtype)
-    out = np.where(w < 5, p_central, p_tail) * x
-    if dtype == np.float64:
-        out = _refine_erf_inv(out, x)
-    return np.where(np.abs(x) == 1, x * dtype.type(np.inf), out).astype(dtype)
-
-
-_erf = np.frompyfunc(math.erf, 1, 1)
-
-
-def _refine_erf_inv(z, x):
-    """Two Newton steps on erf(z) = x take the float32-accurate guess to float64 accuracy.
-    NB: JAX uses a separate double-precision polynomial (Giles) for float64 instead."""
-    for _ in range(2):
-        residual = np.asarray(_erf(z), np.float64) - x
-        z = z - residual / (2 / math.sqrt(math.pi) * np.exp(-z * z))
-    return z
-impl_rules[erf_inv_p] = erf_inv_impl
-def erf_inv_vjp(ct, x, *, out):  # d erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2)
-    return [mul(ct, mul(full_like(out, math.sqrt(math.pi) / 2), exp(mul(out, out))))]
-vjp_rules[erf_inv_p] = erf_inv_vjp
-jvp_rules[erf_inv_p] = _unary_elementwise_jvp(erf_inv_p)
-
 not_p = Primitive("not", kind=ELEMENTWISE)
 def bitwise_not(x): return not_p.bind(x)
 impl_rules[not_p] = np.invert

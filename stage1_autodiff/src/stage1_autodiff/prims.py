@@ -10,10 +10,12 @@ NB: JAX's primitives live beside their wrappers in ``jax/_src/lax/`` (``lax.py``
 ``windowed_reductions.py``, ``special.py``).
 """
 
+# The order is the table's: each module builds on those above it.
+# isort: off
 from .primitives import *  # noqa: F403 (elementwise, shape, reductions, dot_general, threefry)
 from .slicing import *  # noqa: F403 (gather, the scatters, sort)
-from .more_math import *  # noqa: F403 (hyperbolic and inverse trigonometric functions, cbrt, exp2)
-from .special import *  # noqa: F403 (rsqrt, erf, erfc, lgamma, digamma, polygamma, clamp, nextafter)
+from .more_math import *  # noqa: F403 (sinh... asin... atanh, cbrt, exp2)
+from .special import *  # noqa: F403 (erf_inv, rsqrt, erf, lgamma, digamma, clamp...)
 from .cumulative import *  # noqa: F403 (cumsum, cumprod, cummax, cummin, reduce, top_k)
 from .dynamic_slicing import *  # noqa: F403 (dynamic_slice, dynamic_update_slice)
 from .windowed import *  # noqa: F403 (reduce_window_sum, _max, _min)
@@ -21,3 +23,4 @@ from .convolution import *  # noqa: F403 (conv_general_dilated)
 from .complex_numbers import *  # noqa: F403 (real, imag, conj, complex)
 from .fft import *  # noqa: F403 (fft)
 from .linalg import *  # noqa: F403 (cholesky, triangular_solve, lu, qr, eigh, svd)
+# isort: on

@@ -29,12 +29,22 @@ import numpy as np
 from . import dtypes
 from . import numpy as jnp
 from . import prims as lax
-from .primitives import _zero_jvp, _zero_vjp
 from .core import ELEMENTWISE, Primitive, get_aval, impl_rules, jvp_rules, vjp_rules
-from .numpy.promotion import (as_value, broadcast_shapes, canonicalize_axis, convert,
-                               promote_inexact)
-from .random import (Shape, _float_dtype, _key_data_and_kind, _shape, _single_key, bernoulli,
-                     gumbel, normal, permutation, randint, split, uniform)
+from .numpy.promotion import as_value, broadcast_shapes, canonicalize_axis, convert, promote_inexact
+from .primitives import _zero_jvp, _zero_vjp
+from .random import (
+    Shape,
+    _key_data_and_kind,
+    _shape,
+    _single_key,
+    bernoulli,
+    gumbel,
+    normal,
+    permutation,
+    randint,
+    split,
+    uniform,
+)
 
 __all__ = ["beta", "cauchy", "chisquare", "choice", "dirichlet", "double_sided_maxwell",
            "exponential", "f", "gamma", "geometric", "laplace", "loggamma", "logistic",
@@ -125,7 +135,7 @@ def random_gamma_impl(k1, k2, a, *, log_space):
     u = _np_uniform(sk1, sk2, dtype)
     with np.errstate(divide="ignore", invalid="ignore"):
         if log_space:
-            log_u = -(-np.log1p(-u))
+            log_u = np.log1p(-u)
             log_boost = np.where(boost | (log_u == 0), dtype.type(0), log_u * (one / a))
             out = (np.log(d) + np.log(v)) + log_boost
         else:

@@ -57,9 +57,10 @@ from .primitives import (
     zeros_like,
 )
 
-__all__ = ["DIGAMMA_SERIES", "DIGAMMA_SHIFT", "SPECIAL", "clamp", "clamp_p", "digamma",
-           "digamma_p", "erf", "erf_p", "erfc", "erfc_p", "lgamma", "lgamma_p", "nextafter",
-           "nextafter_p", "polygamma", "polygamma_p", "rsqrt", "rsqrt_p"]
+__all__ = ["DIGAMMA_SERIES", "DIGAMMA_SHIFT", "ERFINV_CENTRAL", "ERFINV_TAIL", "SPECIAL", "clamp",
+           "clamp_p", "digamma", "digamma_p", "erf", "erf_inv", "erf_inv_p", "erf_p", "erfc",
+           "erfc_p", "lgamma", "lgamma_p", "nextafter", "nextafter_p", "polygamma", "polygamma_p",
+           "rsqrt", "rsqrt_p"]
 
 # The even Bernoulli numbers B_2 ... B_14, and psi's asymptotic coefficients B_2k / (2k).
 _BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6)
@@ -106,8 +107,53 @@ def _unary(name: str, impl, slope) -> tuple[Primitive, object]:
 
 
 # ------------------------------------------------------------------------------------------
-# rsqrt, erf, erfc, lgamma
+# erf_inv (the random normals' inverse CDF), rsqrt, erf, erfc, lgamma
 # ------------------------------------------------------------------------------------------
+
+erf_inv_p = Primitive("erf_inv", kind=ELEMENTWISE)
+def erf_inv(x): return erf_inv_p.bind(x)
+
+# Giles' single-precision approximation of erfinv ("Approximating the erfinv function",
+# GPU Computing Gems, 2011): a polynomial in w = -log(1 - x^2), one for each of two ranges.
+# Public: stage 2's kernels evaluate the same polynomials.
+ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                  0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+               0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def erf_inv_impl(x):
+    dtype = x.dtype
+    w = -np.log1p(-x * x)
+    central, tail = w - dtype.type(2.5), np.sqrt(w) - dtype.type(3.0)
+    p_central = np.full_like(x, ERFINV_CENTRAL[0])
+    p_tail = np.full_like(x, ERFINV_TAIL[0])
+    for c_central, c_tail in zip(ERFINV_CENTRAL[1:], ERFINV_TAIL[1:]):
+        # Each step c + p*w rounds once, like the fused multiply-add XLA emits.
+        p_central = (c_central + p_central.astype(np.float64) * central).astype(dtype)
+        p_tail = (c_tail + p_tail.astype(np.float64) * tail).astype(dtype)
+    out = np.where(w < 5, p_central, p_tail) * x
+    if dtype == np.float64:
+        out = _refine_erf_inv(out, x)
+    return np.where(np.abs(x) == 1, x * dtype.type(np.inf), out).astype(dtype)
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _refine_erf_inv(z, x):
+    """Two Newton steps on erf(z) = x take the float32-accurate guess to float64 accuracy.
+    NB: JAX uses a separate double-precision polynomial (Giles) for float64 instead."""
+    for _ in range(2):
+        residual = np.asarray(_erf(z), np.float64) - x
+        z = z - residual / (2 / math.sqrt(math.pi) * np.exp(-z * z))
+    return z
+impl_rules[erf_inv_p] = erf_inv_impl
+def erf_inv_vjp(ct, x, *, out):  # d erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2)
+    return [mul(ct, mul(full_like(out, math.sqrt(math.pi) / 2), exp(mul(out, out))))]
+vjp_rules[erf_inv_p] = erf_inv_vjp
+jvp_rules[erf_inv_p] = _unary_elementwise_jvp(erf_inv_p)
+
 
 def _rsqrt_impl(x):
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -273,4 +319,5 @@ vjp_rules[nextafter_p] = nextafter_vjp
 jvp_rules[nextafter_p] = lambda primals, tangents: nextafter_vjp(None, *primals, out=None)
 
 # This module's primitives: each takes floats and gives a float of their dtype.
-SPECIAL = (rsqrt_p, erf_p, erfc_p, lgamma_p, digamma_p, polygamma_p, clamp_p, nextafter_p)
+SPECIAL = (erf_inv_p, rsqrt_p, erf_p, erfc_p, lgamma_p, digamma_p, polygamma_p, clamp_p,
+           nextafter_p)

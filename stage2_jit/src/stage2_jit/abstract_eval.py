@@ -139,7 +139,7 @@ _UNARY_KINDS = {
     **dict.fromkeys([p.neg_p, p.abs_p, p.sign_p, p.integer_pow_p], _NUMERIC),
     **dict.fromkeys([p.exp_p, p.log_p, p.log1p_p, p.expm1_p, p.sin_p, p.cos_p, p.tan_p,
                      p.tanh_p, p.logistic_p, p.sqrt_p], _INEXACT),
-    **dict.fromkeys([p.floor_p, p.ceil_p, p.erf_inv_p], _FLOAT),
+    **dict.fromkeys([p.floor_p, p.ceil_p], _FLOAT),
     p.not_p: _INT_OR_BOOL}
 _BINARY_KINDS = {
     **dict.fromkeys([p.add_p, p.mul_p, p.max_p, p.min_p], _ANY),

@@ -29,14 +29,10 @@ from typing import Any
 import numpy as np
 from stage1_autodiff.core import Primitive
 
-from stage1_autodiff import linalg, random_distributions
-from stage1_autodiff.complex_numbers import COMPLEX_PRIMITIVES
-from stage1_autodiff.fft import fft_p
 from stage1_autodiff import prims as p
 
 from . import kernel_math
-from .callback import pure_callback_p
-from .debug import debug_print_p
+from .coverage import CPU_FALLBACK
 from .fusion import Loop, can_join, in_place_inputs, is_blas_dot, row_local
 from .jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from .kernel_cache import source_hash
@@ -577,36 +573,12 @@ CpuWriter.LOOP_RULES = {**SHARED_LOOP_RULES, p.threefry2x32_p: CpuWriter._emit_t
 # --8<-- [end:loop_rules]
 
 
-# --8<-- [start:cpu_coverage]
-# Primitives the CPU backend does not generate, each with its reason: a program that uses one
-# runs on the interpreter backend instead (a test checks that every primitive of stages 1
-# and 2 has a rule or is listed here).
-CPU_FALLBACK: dict[Primitive, str] = {
-    **dict.fromkeys(COMPLEX_PRIMITIVES, "complex values: the elementwise rules and kernel_math's "
-                    "intrinsics are written for real numbers (KernelWriter.DTYPES), so a "
-                    "program with a complex value runs on the interpreter"),
-    fft_p: "NumPy's pocketfft is not callable from Numba, and a hand-written FFT kernel is "
-           "not yet written; the interpreter calls NumPy's",
-    p.polygamma_p: "its Hurwitz zeta sum takes a number of terms that depends on each element "
-                   "(and on m), not yet written as a kernel_math function; NumPy's impl runs",
-    p.top_k_p: "a partial sort of each line (a selection of the k largest, NaN first, ties in "
-               "index order), not yet written as a loop rule; NumPy's impl runs",
-    debug_print_p: "an effect (printing on every call), which a compiled kernel cannot do",
-    pure_callback_p: "a call of a Python function, which a compiled kernel cannot make; the "
-                     "interpreter calls it with NumPy arrays",
-    **dict.fromkeys(random_distributions.RANDOM_LOOPS,
-                    "rejection loops whose step count depends on the numbers drawn (and, for "
-                    "the gamma gradient, a series whose length depends on x); NumPy's impl runs"),
-    **dict.fromkeys(linalg.LINALG, "a factorization or solve per matrix (LAPACK's potrf, "
-                    "geqrf, syevd, gesdd; getrf and trsm as substitution loops), not a loop nest "
-                    "to fuse; the interpreter runs NumPy's, which a kernel would only re-wrap"),
-}
-
-
+# --8<-- [start:has_cpu_rule]
 def has_cpu_rule(prim: Primitive) -> bool:
-    """Whether the CPU backend writes code for ``prim`` (``kernel_writer.has_rule``)."""
+    """Whether the CPU backend writes code for ``prim`` (``kernel_writer.has_rule``): not
+    when it is on ``coverage.CPU_FALLBACK``, the list of those it leaves to the interpreter."""
     return prim not in CPU_FALLBACK and has_rule(CpuWriter, prim)
-# --8<-- [end:cpu_coverage]
+# --8<-- [end:has_cpu_rule]
 
 
 # --8<-- [start:scratch]

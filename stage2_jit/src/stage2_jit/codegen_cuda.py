@@ -41,15 +41,11 @@ from typing import Any
 
 import numpy as np
 from stage1_autodiff.core import Primitive
-from stage1_autodiff.primitives import ERFINV_CENTRAL, ERFINV_TAIL
+from stage1_autodiff.special import ERFINV_CENTRAL, ERFINV_TAIL
 
-from stage1_autodiff import linalg, random_distributions
-from stage1_autodiff.complex_numbers import COMPLEX_PRIMITIVES
-from stage1_autodiff.fft import fft_p
 from stage1_autodiff import prims as p
 
-from .callback import pure_callback_p
-from .debug import debug_print_p
+from .coverage import CUDA_MISSING
 from .fusion import Step, is_reduction, kept_dims, row_index
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from .kernel_cache import load_kernel_module
@@ -277,36 +273,6 @@ CUDA_ELEMENTWISE: dict[Primitive, Rule] = {
 REPEATED_OPERANDS = {p.sign_p, p.floor_p, p.ceil_p, p.div_p, p.rem_p, p.max_p, p.min_p,
                      p.shift_left_p, p.shift_right_logical_p, p.shift_right_arithmetic_p,
                      p.convert_element_type_p, p.clamp_p}
-
-# No CUDA rule, each with its reason: a program with one of these runs on the host
-# (its arrays copied there and back); a test checks every primitive is covered or listed.
-CUDA_MISSING: dict[Primitive, str] = {
-    **dict.fromkeys(COMPLEX_PRIMITIVES, "complex values: the kernels compute in real dtypes "
-                    "only (KernelWriter.DTYPES); runs on the host"),
-    fft_p: "cuFFT is not exposed by numba-cuda, and a hand-written FFT kernel is not yet "
-           "written; NumPy's pocketfft runs on the host",
-    p.digamma_p: "its recurrence and asymptotic series are written for the CPU only "
-                 "(kernel_math.digamma_f64); CUDA has no digamma in its math module",
-    p.polygamma_p: "its Hurwitz zeta sum takes a number of terms that depends on each "
-                   "element; not yet written for either backend",
-    p.nextafter_p: "numba-cuda's math module has no nextafter, and the bit arithmetic it "
-                   "needs is not yet written for CUDA",
-    p.sort_p: "a sort of each line needs a parallel sorting network (bitonic or radix), not "
-              "yet written; the CPU backend calls NumPy's argsort",
-    p.top_k_p: "a selection of the k largest of each line needs a parallel sort or a "
-               "per-thread heap, not yet written; runs on the host",
-    debug_print_p: "an effect (printing on every call), which a kernel cannot do",
-    pure_callback_p: "a call of a Python function, which a kernel cannot make; the host "
-                     "calls it with NumPy arrays",
-    p.cbrt_p: "numba-cuda has no cube root in its math module (libdevice's cbrtf is not "
-              "exposed the same way under the simulator), and pow(x, 1/3) is not exact",
-    **dict.fromkeys(linalg.LINALG, "a matrix decomposition or triangular solve per matrix: "
-                    "cuSOLVER's work, which numba-cuda does not expose, and a hand-written "
-                    "kernel would be a solver library of its own; runs on the host's NumPy"),
-    **dict.fromkeys(random_distributions.RANDOM_LOOPS,
-                    "rejection loops whose step count depends on the numbers drawn; not yet "
-                    "written as kernels, so NumPy's impl runs on the host"),
-}
 
 # --8<-- [start:cuda_statements]
 # Rules written as statements (temporaries, both branches computed, then selected): each

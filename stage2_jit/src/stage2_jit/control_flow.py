@@ -186,8 +186,8 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
             c:i32[] = convert_element_type[new_dtype=int32 weak_type=False] b
             d:f32[] = cond[
               branches=(
-                { lambda ; a:f32[]. let b:f32[] = cos a in (b,) }
-                { lambda ; a:f32[]. let b:f32[] = sin a in (b,) }
+                { lambda ; e:f32[]. let f:f32[] = cos e in (f,) }
+                { lambda ; g:f32[]. let h:f32[] = sin g in (h,) }
               )
             ] c a
           in (d,) }

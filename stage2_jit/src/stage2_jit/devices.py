@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import numpy as np
 from stage1_autodiff.config import config
 from stage1_autodiff.core import CPU_DEVICE, Array, Device, asarray
 from stage1_autodiff.extension import set_memory_limit

@@ -248,6 +248,7 @@ def _avals_text(avals: tuple[ShapedArray, ...]) -> str:
 # prints (the shape a result's type states).
 _SHOWN_DEFAULTS = {"reduce_sum": {"out_sharding": None}, "reshape": {"sharding": None},
                    "custom_vjp_call": {"symbolic_zeros": False},
+                   "pure_callback": {"sharding": None},
                    "iota": {"sharding": None},
                    "conv_general_dilated": {"out_sharding": None},
                    "gather": {"indices_are_sorted": False, "unique_indices": False}}

@@ -32,8 +32,7 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
-from stage1_autodiff.primitives import ERFINV_CENTRAL, ERFINV_TAIL
-from stage1_autodiff.special import DIGAMMA_SERIES, DIGAMMA_SHIFT
+from stage1_autodiff.special import DIGAMMA_SERIES, DIGAMMA_SHIFT, ERFINV_CENTRAL, ERFINV_TAIL
 
 _REDUCTION_FLAGS = ("reassoc", "nsz")  # may reorder, may ignore the sign of zero
 

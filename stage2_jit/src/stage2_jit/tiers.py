@@ -41,9 +41,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from stage1_autodiff import prims as p
 from stage1_autodiff.config import config
 from stage1_autodiff.core import Array, PrimitiveKind, numpy_warnings_off
+
+from stage1_autodiff import prims as p
 
 from . import kernel_math
 from .jaxpr import Jaxpr, Literal, Var

@@ -2,7 +2,8 @@
 replicated, the jitted step's gradient reduced across devices by the partitioner."""
 import jax
 import jax.numpy as jnp
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 
 def main():

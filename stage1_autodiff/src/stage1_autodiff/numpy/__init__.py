@@ -39,7 +39,6 @@ from .arrangement import (
     vstack,
 )
 from .contractions import dot, einsum, inner, matmul, outer, tensordot, vdot
-from .cumulative import around, cumprod, cumsum, nancumprod, nancumsum, round, unique
 from .creation import (
     arange,
     array,
@@ -58,9 +57,8 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .cumulative import around, cumprod, cumsum, nancumprod, nancumsum, round, unique
 from .indexing import take, take_along_axis
-from .more_ufuncs import (float_power, frexp, gcd, isneginf, isposinf, lcm, ldexp,
-                          logaddexp2, nextafter)
 from .mathematical import (
     angle,
     conj,
@@ -83,6 +81,17 @@ from .mathematical import (
     sinc,
     trunc,
 )
+from .more_ufuncs import (
+    float_power,
+    frexp,
+    gcd,
+    isneginf,
+    isposinf,
+    lcm,
+    ldexp,
+    logaddexp2,
+    nextafter,
+)
 from .reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, std, sum, var
 from .scalar_types import (
     bfloat16,
@@ -100,6 +109,27 @@ from .scalar_types import (
     uint16,
     uint32,
     uint64,
+)
+from .shapes import (
+    atleast_1d,
+    atleast_2d,
+    broadcast_arrays,
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    flip,
+    moveaxis,
+    ndim,
+    ravel,
+    reshape,
+    shape,
+    size,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    tile,
+    transpose,
 )
 from .statistics import (
     allclose,
@@ -129,27 +159,6 @@ from .statistics import (
     select,
     sort,
     unravel_index,
-)
-from .shapes import (
-    atleast_1d,
-    atleast_2d,
-    broadcast_arrays,
-    broadcast_to,
-    concatenate,
-    expand_dims,
-    flip,
-    moveaxis,
-    ndim,
-    ravel,
-    reshape,
-    shape,
-    size,
-    split,
-    squeeze,
-    stack,
-    swapaxes,
-    tile,
-    transpose,
 )
 from .ufuncs import (
     abs,

@@ -188,7 +188,6 @@ def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = Fa
     a, b = promote(a, b)
     if not dtypes.is_float(get_aval(a).dtype):
         a, b = promote_inexact(a, b)
-    dtype = get_aval(a).dtype
     rtol, atol = _constant_like(a, rtol), _constant_like(a, atol)
     close = less_equal(abs(a - b), atol + rtol * abs(b))
     a_inf, b_inf = isinf(a), isinf(b)
