@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stage1_autodiff import core, primitives
+from stage1_autodiff import core, prims
 from stage1_autodiff import numpy as jnp
 from stage1_autodiff import random as jr
 
 Array = core.Array
-erf_inv, threefry2x32 = primitives.erf_inv, primitives.threefry2x32
+erf_inv, threefry2x32 = prims.erf_inv, prims.threefry2x32
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "jax_random_reference.json").read_text())
 

@@ -35,7 +35,17 @@ from .core import (
     vjp_rules,
     weak_when_operands_weak,
 )
-from .primitives import abs_p, div, eq, full_like, mul, neg, select_n, zeros_like
+from .primitives import (
+    abs_p,
+    convert_element_type,
+    div,
+    eq,
+    full_like,
+    mul,
+    neg,
+    select_n,
+    zeros_like,
+)
 
 __all__ = ["COMPLEX_PRIMITIVES", "complex", "complex_p", "conj", "conj_p",
            "imag", "imag_p", "real", "real_p"]
@@ -63,7 +73,13 @@ vjp_rules[imag_p] = imag_vjp
 jvp_rules[imag_p] = _linear_jvp(imag_p)
 
 conj_p = Primitive("conj", kind=ELEMENTWISE)
-def conj(x): return conj_p.bind(x)
+def conj(x):
+    """The complex conjugate; a real operand is made complex first, as JAX's ``lax.conj``
+    gives a complex result for one."""
+    aval = get_aval(x)
+    if aval.dtype.kind != "c":
+        x = convert_element_type(x, dtypes.complex_dtype(aval.dtype))
+    return conj_p.bind(x)
 impl_rules[conj_p] = np.conjugate
 def conj_vjp(ct, x, *, out): return [conj(ct)]
 vjp_rules[conj_p] = conj_vjp
