@@ -40,6 +40,7 @@ from .core import (
     vjp_rules,
     vjp_rules_take_needs,
 )
+from .more_math import _unary as _unary_primitive
 from .primitives import (
     _unary_elementwise_jvp,
     add,
@@ -90,18 +91,13 @@ def _math_function(function, *, pole=math.nan):
 
 
 def _unary(name: str, impl, slope) -> tuple[Primitive, object]:
-    """A unary elementwise primitive on floats; ``slope(x, out)`` is its derivative."""
-    prim = Primitive(name, kind=ELEMENTWISE)
-    impl_rules[prim] = impl
-
-    def vjp(ct, x, *, out):
-        return [mul(ct, slope(x, out))]
-    vjp_rules[prim] = vjp
-    jvp_rules[prim] = _unary_elementwise_jvp(prim)
+    """A unary elementwise primitive on floats (more_math's, whose wrapper here checks the
+    operand's dtype first); ``slope(x, out)`` is its derivative."""
+    prim, bind = _unary_primitive(name, impl, slope)
 
     def apply(x):
         _check_float(name, x)
-        return prim.bind(x)
+        return bind(x)
     apply.__name__ = apply.__qualname__ = name
     return prim, apply
 
