@@ -197,16 +197,6 @@ def _rem(args: list[str], eqn: JaxprEqn) -> str:
     return f"({x} if {y} == {zero} else {remainder})"
 
 
-def _log(args: list[str], eqn: JaxprEqn) -> str:
-    """``math.log``, with -inf at 0 and NaN below decided first: what libdevice's ``logf``
-    gives on the GPU, and what Python's ``math.log``, which the simulator runs, raises on."""
-    dtype, (x,) = eqn.outvars[0].aval.dtype, args
-    zero = typed_constant(0, dtype)
-    inf, nan = typed_constant(np.inf, dtype), typed_constant(np.nan, dtype)
-    return (f"({_math('log')(args, eqn)} if {x} > {zero} else "
-            f"(-{inf} if {x} == {zero} else {nan}))")
-
-
 def _convert(args: list[str], eqn: JaxprEqn) -> str:
     """XLA's conversion, as kernel_math's ``float_to_int`` on the CPU: a float becomes an
     integer rounded toward zero, NaN gives 0, and a value past the integer's range (inf too)
@@ -246,7 +236,7 @@ def _shift(direction: str) -> Callable[[list[str], JaxprEqn], str]:
 CUDA_ELEMENTWISE: dict[Primitive, Rule] = {
     **common_rules(select, extremum),  # operators, comparisons, select_n, max, min...
     p.exp_p: _math("exp"),
-    p.log_p: _log,
+    p.log_p: _math("log"),
     p.log1p_p: _math("log1p"),
     p.expm1_p: _math("expm1"),
     p.sin_p: _math("sin"),
@@ -282,7 +272,7 @@ CUDA_ELEMENTWISE: dict[Primitive, Rule] = {
 # Rules whose expression uses an operand more than once.
 REPEATED_OPERANDS = {p.sign_p, p.floor_p, p.ceil_p, p.div_p, p.rem_p, p.max_p, p.min_p,
                      p.shift_left_p, p.shift_right_logical_p, p.shift_right_arithmetic_p,
-                     p.convert_element_type_p, p.clamp_p, p.log_p}
+                     p.convert_element_type_p, p.clamp_p}
 
 # --8<-- [start:cuda_statements]
 # Rules written as statements (temporaries, both branches computed, then selected): each

@@ -32,6 +32,7 @@ from stage1_autodiff.core import Array, ShapedArray, asarray, numpy_warnings_off
 from . import codegen_cpu, tiers
 from .arrays import GpuArray
 from .buffers import POOL, Lease, device_empty, to_device
+from .cuda_simulator import use_ieee_math
 from .devices import cuda_unavailable_reason, gpu_device
 from .jaxpr import ClosedJaxpr
 from .kernel_cache import call_kernel, compile_kernel, load_kernel_module
@@ -264,6 +265,7 @@ class CudaExecutable:
         self.source = source
         self.plan = writer.plan.text()
         self.module = load_kernel_module(source)
+        use_ieee_math(self.module)  # under the simulator: math's values as a GPU's
         self.program = self.module.program
         self.consts = [to_device(np.asarray(c)) for c in optimized.consts]  # copied once
         self.dims_host = np.array([var.aval.shape[k] for var, k in writer.dims], dtype=np.int64)
