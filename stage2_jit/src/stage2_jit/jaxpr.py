@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -212,24 +213,15 @@ def _display_params(eqn: JaxprEqn, params: dict[str, Any]) -> dict[str, Any]:
         params = dict(params, dimension_numbers=shown)  # already formatted
         if params.get("preferred_element_type") is None:  # the result's dtype, as JAX says
             params["preferred_element_type"] = eqn.outvars[0].aval.dtype
-    if prim.name == "custom_vjp_call":
-        params = {k: v for k, v in params.items() if k != "out_trees"}
-    if prim.name in ("custom_jvp_call", "custom_vjp_call") and not params.get("num_consts"):
-        params = {k: v for k, v in params.items() if k != "num_consts"}
     if prim.name == "pure_callback":
         params = dict(params, callback=_without_address(repr(params["callback"])),
                       result_avals=_avals_text(params["result_avals"]))
     params = {**_SHOWN_DEFAULTS.get(prim.name, {}), **params}
     if prim.name in ("reshape", "iota", "broadcast_in_dim") and "out_sharding" in params:
         params["sharding"] = params.pop("out_sharding")  # JAX's name for it there
-    hidden = _HIDDEN.get(prim.name, ())
     shown = _SHOWN_DEFAULTS.get(prim.name, {})
     return {k: v for k, v in params.items()
-            if not (k in hidden or k in ("out_sharding", "sharding") and v is None
-                    and k not in shown
-                    or k == "broadcast_dimensions" and v == () and prim.name == "broadcast_in_dim"
-                    or k == "linear" and not any(v)
-                    or k == "backend" and v == _default_backend())}
+            if k in shown or not _HIDDEN.get(k, lambda name, v: False)(prim.name, v)}
 
 
 def _without_address(text: str) -> str:
@@ -244,15 +236,25 @@ def _avals_text(avals: tuple[ShapedArray, ...]) -> str:
     return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
 
 
-# Params JAX 0.10 prints though ours leave them out at their default, and those it never
-# prints (the shape a result's type states).
+# Params JAX 0.10 prints though ours leave them out at their default (shown even where the
+# table below would hide them).
 _SHOWN_DEFAULTS = {"reduce_sum": {"out_sharding": None}, "reshape": {"sharding": None},
                    "custom_vjp_call": {"symbolic_zeros": False},
                    "pure_callback": {"sharding": None},
                    "iota": {"sharding": None},
                    "conv_general_dilated": {"out_sharding": None},
                    "gather": {"indices_are_sorted": False, "unique_indices": False}}
-_HIDDEN = {"broadcast_in_dim": ("shape",)}
+# When JAX 0.10 does not print a param: given the primitive's name and the param's value.
+_HIDDEN: dict[str, Callable[[str, Any], bool]] = {
+    "shape": lambda name, v: name == "broadcast_in_dim",  # the result's type states it
+    "broadcast_dimensions": lambda name, v: name == "broadcast_in_dim" and v == (),
+    "out_trees": lambda name, v: name == "custom_vjp_call",  # a thunk
+    "num_consts": lambda name, v: name in ("custom_jvp_call", "custom_vjp_call") and not v,
+    "out_sharding": lambda name, v: v is None,
+    "sharding": lambda name, v: v is None,
+    "linear": lambda name, v: not any(v),  # a scan's flags, all off
+    "backend": lambda name, v: v == _default_backend(),
+}
 
 
 def _default_backend() -> str:
