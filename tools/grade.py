@@ -133,10 +133,10 @@ def run_tests(repo: Path, ids: list[str], collect_only: bool = False,
 
 
 def _files_marking(repo: Path, folder: str, ids: list[str]) -> list[str]:
-    """The test files of a suite that name one of the ids (a task's marker), without the
-    folders of other suites: pytest then collects only those, not the whole suite (most of a
-    grading run's time), and a suite that names none is not run."""
-    pattern = re.compile(r"\b(" + "|".join(map(re.escape, ids)) + r")\b")
+    """The test files of a suite that mark a test with one of the ids (``mark.task1_1``),
+    without the folders of other suites: pytest then collects only those, not the whole suite
+    (most of a grading run's time), and a suite that marks none is not run."""
+    pattern = re.compile(r"\bmark\.(" + "|".join(map(re.escape, ids)) + r")\b")
     others = [repo / name for name, _ in SUITES if name != folder and name.startswith(folder + "/")]
     return sorted(str(path.relative_to(repo)) for path in (repo / folder).rglob("test_*.py")
                   if not any(other in path.parents for other in others)
@@ -149,7 +149,8 @@ def _run_suite(repo: Path, files: list[str], ids: list[str], collect_only: bool,
         lines_path = Path(tmp) / "outcomes.jsonl"
         # One hypothesis seed: a grade is the same each time the same code is graded.
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "grade",
-                   "--hypothesis-seed=0", "--continue-on-collection-errors",
+                   "--hypothesis-seed=0", "--hypothesis-profile=fail-fast",
+                   "--continue-on-collection-errors",
                    "-m", " or ".join(ids), *files]
         if collect_only:
             command.append("--collect-only")

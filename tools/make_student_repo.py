@@ -12,9 +12,11 @@ the tests (with their task markers), the course, the packaging. Which solutions 
 - the chosen stages and every later one lose theirs, so no later solution ships with an
   earlier assignment; the same repository can take the next stage's assignment later.
 
-``tools/assignment.json`` records the chosen stages (what ``tools/grade.py`` grades by
-default) and each task's tests as collected from this, the reference, repository, so that a
-test that no longer imports in a student's work counts as failed rather than vanishing. This
+The repository is a git repository with one commit, so that a student's ``git diff`` shows
+their own work. ``tools/assignment.json`` records the chosen stages (what ``tools/grade.py``
+grades by default) and each task's tests as collected from this, the reference, repository,
+so that a test that no longer imports in a student's work counts as failed rather than
+vanishing. This
 script, and the tests that check the assignments against the solutions, are for instructors
 and are not copied.
 """
@@ -55,9 +57,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def make_student_repo(repo: Path, out: Path, stages: Iterable[int], keep: Iterable[str] = (),
-                      tests: dict[str, list[str]] | None = None) -> dict:
-    """Writes the student repository to ``out``; returns its manifest. ``tests``, each task's
-    tests, is collected from ``repo`` when not given."""
+                      tests: dict[str, list[str]] | None = None, git: bool = True) -> dict:
+    """Writes the student repository to ``out``, as one git commit unless ``git`` is false;
+    returns its manifest. ``tests``, each task's tests, is collected from ``repo`` when not
+    given."""
     stages, keep = sorted(set(stages)), set(keep)
     tasks = {t.id: t for t in read_tasks(repo)}
     unknown = keep - set(tasks)
@@ -83,7 +86,24 @@ def make_student_repo(repo: Path, out: Path, stages: Iterable[int], keep: Iterab
     manifest = {"stages": stages, "tasks": assigned,
                 "tests": {task_id: tests.get(task_id, []) for task_id in assigned}}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    if git:
+        first_commit(out, f"The assignment: stage {', '.join(map(str, stages))}, tasks "
+                          f"{', '.join(assigned) or 'none'} to do")
     return manifest
+
+
+def first_commit(out: Path, message: str) -> None:
+    """Makes ``out`` a git repository whose one commit holds every file."""
+    author = ["-c", "user.name=JAX from NumPy", "-c", "user.email=course@jax-from-numpy.invalid"]
+    for command in (["init", "--quiet"], ["add", "--all"], ["commit", "--quiet", "-m", message]):
+        try:
+            subprocess.run(["git", *author, *command], cwd=out, check=True, capture_output=True,
+                           text=True)
+        except FileNotFoundError:
+            raise SystemExit(f"{out} is written, but git is not installed, so it is not a git "
+                             "repository: install git, or run `git init` there later.") from None
+        except subprocess.CalledProcessError as error:
+            raise SystemExit(f"git {command[0]} in {out} failed: {error.stderr.strip()}") from None
 
 
 def repository_files(repo: Path) -> list[Path]:

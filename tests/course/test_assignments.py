@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -162,6 +163,13 @@ def test_the_skeleton_of_every_stage_imports(skeleton_repo):
     for name in INSTRUCTOR_ONLY:
         assert not (out / name).exists()
     assert (out / "tools" / "grade.py").is_file() and (out / "course" / "index.md").is_file()
+    # a git repository of one commit, holding everything: a student's git diff is their work
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=out, capture_output=True, text=True)
+    assert log.returncode == 0 and len(log.stdout.splitlines()) == 1, log.stderr
+    assert log.stdout.startswith("The assignment: stage 1, tasks task1_1")
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=out, capture_output=True,
+                            text=True)
+    assert status.stdout == ""
     path = os.pathsep.join(str(out / source) for source in STAGE_SOURCES)
     script = ("import stage1_autodiff, stage2_jit, stage3_vmap, stage4_sharding, "
               "stage2_jit.codegen_cuda; print(stage4_sharding.__file__)")
@@ -204,7 +212,7 @@ def _prefix_runs(tmp_path: Path, expected: dict[str, list[str]]) -> list[str]:
         ids = [t.id for t in GRADED if t.stage == stage]
         for k in range(len(ids) + 1):
             out = tmp_path / f"stage{stage}_keep{k}"
-            make_student_repo(REPO, out, [stage], keep=ids[:k], tests=expected)
+            make_student_repo(REPO, out, [stage], keep=ids[:k], tests=expected, git=False)
             jobs.append((out, ids[max(k - 1, 0):k], ids[k:k + 1]))
 
     def run(job) -> list[str]:
@@ -227,3 +235,48 @@ def test_each_task_fails_without_its_solution_and_passes_with_it_alone(tmp_path,
                                                                        expected_tests):
     problems = _prefix_runs(tmp_path, expected_tests)
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_the_tour_of_a_student_repository_lists_the_tasks_that_remain(skeleton_repo):
+    path = os.pathsep.join(str(skeleton_repo / source) for source in STAGE_SOURCES)
+    result = subprocess.run([sys.executable, "tour.py"], cwd=skeleton_repo, capture_output=True,
+                            text=True, env=dict(os.environ, PYTHONPATH=path), timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "The tour stops here: Task 1.1 (task1_1)" in result.stdout
+    remaining = re.findall(r"^  Task \d+\.\d+ \((task\d+_\d+)\)", result.stdout, flags=re.M)
+    assert remaining == [t.id for t in GRADED]  # every stage's tasks, in the course's order
+
+
+@pytest.mark.slow
+def test_a_student_repositorys_tests_refuse_to_run_against_another_copy(skeleton_repo):
+    """Here the environment's stages are this, the reference, repository's: run from the
+    student repository, its tests must stop rather than pass on the reference code."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             "-m", "task1_6"], cwd=skeleton_repo, capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert result.returncode != 0
+    assert f"These tests check the repository {skeleton_repo}" in result.stderr + result.stdout
+
+
+@pytest.mark.slow
+def test_the_instructors_workflow_from_the_command_line(tmp_path):
+    """course/index.md's workflow, as an instructor types it: generate a student repository,
+    then grade it (stage 4: the quickest to grade)."""
+    out = tmp_path / "students"
+    made = subprocess.run([sys.executable, "tools/make_student_repo.py", "--stages", "4",
+                           "--out", str(out)], cwd=REPO, capture_output=True, text=True,
+                          env=dict(os.environ, **_env()), timeout=300)
+    assert made.returncode == 0, made.stderr
+    stage4 = [t.id for t in GRADED if t.stage == 4]
+    assert f"tasks {', '.join(stage4)} to do" in made.stdout
+    graded = subprocess.run([sys.executable, "tools/grade.py", "--json", "grades.json"],
+                            cwd=out, capture_output=True, text=True,
+                            env=dict(os.environ, **_env()), timeout=300)
+    assert graded.returncode == 0, graded.stderr
+    report = json.loads((out / "grades.json").read_text())
+    assert sorted(report["tasks"]) == sorted(stage4)
+    assert report["total"]["score"] == 0 and report["total"]["passed"] == 0
+    assert report["total"]["failed"] > 0 and not report["problems"]

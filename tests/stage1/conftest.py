@@ -4,14 +4,10 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import stage1_autodiff as jax
-
-settings.register_profile("ci", max_examples=25, deadline=None)
-settings.load_profile("ci")
 
 
 @pytest.fixture
