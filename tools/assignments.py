@@ -17,10 +17,11 @@ A task is described once, in the course, and found in the source by its id:
           return Jaxpr(...)
           # --8<-- [end:task2_4]
 
-  ``grep -rn "start:task"`` lists them. They are snippet markers so that the course's own
-  snippet includes skip them: a chapter that shows a function shows it without the task's
-  marker lines. A task may have several regions (its rules spread over one file, say); a
-  region is always inside a function, so a skeleton still imports;
+  ``grep -rn "start:task"`` lists them. They are snippet markers, and the site's snippet
+  extension (course/extensions/hidden_solutions.py) shows each region as one line,
+  ``# Task 2.4 (task2_4): your code here``: a chapter that shows a function shows the code
+  around a task, never its solution. A task may have several regions (its rules spread over
+  one file, say); a region is always inside a function, so a skeleton still imports;
 - the tests that check a task carry its pytest marker, ``@pytest.mark.task2_4``, registered in
   ``pyproject.toml``, so ``pytest -m task2_4`` runs them.
 
@@ -152,6 +153,36 @@ def find_regions(text: str, where: str = "<text>") -> list[Region]:
     if open_start is not None:
         raise ValueError(f"{where}: region {open_start['id']} has no end marker.")
     return regions
+
+
+def marker(task: str) -> str:
+    """The line shown in place of a region of ``task`` (without its indentation), on the
+    site and in the notebooks.
+
+    Example:
+        >>> marker("task2_10")
+        '# Task 2.10 (task2_10): your code here'
+    """
+    stage, number = task.removeprefix("task").split("_")
+    return f"# Task {stage}.{number} ({task}): your code here"
+
+
+def hide_solutions(lines: list[str], where: str) -> list[str]:
+    """``lines`` (one file, without line endings) as the course shows them: each solution
+    region, its two marker lines included, one ``marker`` line at the region's indentation.
+    ``where`` names the file in errors (a region without its end, say).
+
+    Example:
+        >>> hide_solutions(["def f(x):", "    # --8<-- [start:task1_1]", "    return x",
+        ...                 "    # --8<-- [end:task1_1]"], "f.py")
+        ['def f(x):', '    # Task 1.1 (task1_1): your code here']
+    """
+    shown, position = [], 0
+    for region in find_regions("\n".join(lines), where):
+        shown.extend(lines[position:region.start])
+        shown.append(region.indent + marker(region.task))
+        position = region.end + 1
+    return shown + lines[position:]
 
 
 def source_files(repo: Path = REPO) -> list[Path]:

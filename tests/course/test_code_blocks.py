@@ -1,92 +1,42 @@
-"""Every ```python block of the course runs, so the course cannot drift from the code.
+"""The course's code blocks are well formed, so the course cannot drift from the code.
 
-The blocks of one page run in order, in one namespace (a fresh module per page), so a later
-block can use what an earlier one defined. A block is not run when:
+Every ```python block of a page that is an example runs, in order, in one namespace per page:
+as the cells of the page's notebook, in ``test_notebooks.py``, which also checks the
+``# prints TEXT`` comments against the output. A block is not an example (and is no code cell)
+when:
 
 - its body is a snippet include (a ``--8<--`` line): that is library code, tested elsewhere;
 - its fence has a title (```python title="..."), which marks a listing, not an example;
 - its first line is the comment ``# skip-test``.
 
-Where a comment ``# prints TEXT`` ends a line (or stands on a line of its own), the block's
-output must contain the line TEXT, and those lines must come in the order of the comments.
-
-Besides running the blocks, this file checks that every snippet include names a file and a
-section that exist, and that exercise ids (``task1_3``) are well formed and unique.
+Those rules, and the parser that finds the blocks, are in ``tools/make_notebooks.py``. This
+file checks that every page with examples has a notebook (so that they run), that their lines
+fit in 100 columns, that every snippet include names a file and a section that exist, and that
+exercise ids (``task1_3``) are well formed and unique; and it tests the parser.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import io
 import re
 import sys
-import traceback
-import types
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from stage1_autodiff.config import config
-
-from stage2_jit import tiers
 
 REPO = Path(__file__).resolve().parents[2]
 COURSE = REPO / "course"
+sys.path.insert(0, str(REPO / "tools"))
 
-_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`]*)$")
-_PRINTS = re.compile(r"#\s*prints\s+(?P<text>.+?)\s*$")
+from make_notebooks import (  # noqa: E402
+    Block,
+    notebook_pages,
+    parse_blocks,
+    read_nav,
+    runnable_blocks,
+)
+
 _SNIPPET = re.compile(r'^\s*--8<--\s+"(?P<target>[^"]+)"\s*$')
 _EXERCISE = re.compile(r'^\s*!!! example "Task (?P<number>\d+\.\d+) \((?P<id>[^)]*)\): .+"\s*$')
-
-
-@dataclass(frozen=True)
-class Block:
-    """One fenced code block: its language, fence info, body and first body line (1-based)."""
-
-    language: str
-    info: str
-    body: str
-    line: int
-
-    @property
-    def is_snippet_include(self) -> bool:
-        lines = [line for line in self.body.splitlines() if line.strip()]
-        return bool(lines) and all(_SNIPPET.match(line) for line in lines)
-
-    @property
-    def skip_reason(self) -> str | None:
-        if self.is_snippet_include:
-            return "snippet include"
-        if "title=" in self.info:
-            return "titled listing"
-        if self.body.lstrip().startswith("# skip-test"):
-            return "marked # skip-test"
-        return None
-
-
-def _dedent(line: str, indent: str) -> str:
-    return line[len(indent):] if line.startswith(indent) else line.lstrip()
-
-
-def parse_blocks(text: str) -> list[Block]:
-    """The fenced code blocks of a Markdown page, including ones indented in admonitions."""
-    blocks, lines, i = [], text.splitlines(), 0
-    while i < len(lines):
-        opening = _FENCE_OPEN.match(lines[i])
-        if not opening:
-            i += 1
-            continue
-        indent, fence, info = opening["indent"], opening["fence"], opening["info"].strip()
-        closing = re.compile(rf"^{re.escape(indent)}{re.escape(fence[0])}{{{len(fence)},}}\s*$")
-        body, j = [], i + 1
-        while j < len(lines) and not closing.match(lines[j]):
-            body.append(_dedent(lines[j], indent))
-            j += 1
-        language = info.split()[0].lstrip(".").lower() if info else ""
-        blocks.append(Block(language, info, "\n".join(body) + "\n", i + 2))
-        i = j + 1
-    return blocks
 
 
 def _pages() -> list[Path]:
@@ -94,70 +44,19 @@ def _pages() -> list[Path]:
 
 
 def _runnable(page: Path) -> list[Block]:
-    blocks = parse_blocks(page.read_text(encoding="utf-8"))
-    return [b for b in blocks if b.language == "python" and b.skip_reason is None]
+    return runnable_blocks(page.read_text(encoding="utf-8"))
 
 
 PAGES_WITH_CODE = [p for p in _pages() if _runnable(p)]
 
 
-def _check_printed(page: Path, number: int, block: Block, output: str) -> None:
-    expected = []
-    for offset, line in enumerate(block.body.splitlines()):
-        match = _PRINTS.search(line)
-        if match:
-            expected.append((offset, match["text"]))
-    printed = [line.strip() for line in output.splitlines()]
-    position = 0
-    for offset, text in expected:
-        found = [i for i in range(position, len(printed)) if printed[i] == text.strip()]
-        if not found:
-            pytest.fail(
-                f"{page.relative_to(REPO)}, block {number} (line {block.line + offset}): "
-                f"expected a printed line {text!r} (after the ones before it), but the block "
-                f"printed:\n{output}", pytrace=False)
-        position = found[0] + 1
-
-
-def _run(source: str, filename: str, module: types.ModuleType, output: io.StringIO) -> str | None:
-    """Runs one block in the page's module; returns the traceback text if it raised."""
-    try:
-        code = compile(source, filename, "exec")
-        with contextlib.redirect_stdout(output):
-            exec(code, module.__dict__)
-    except Exception as error:
-        # Leave out this function's own frame: the traceback starts in the Markdown file.
-        frames = error.__traceback__.tb_next if error.__traceback__ else None
-        return "".join(traceback.format_exception(type(error), error, frames))
-    return None
-
-
-@pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=lambda p: str(p.relative_to(COURSE)))
-def test_page_code_blocks_run(page: Path) -> None:
-    # What earlier pages (and tests) left in reference cycles is freed first, as in a reader's
-    # fresh session: a page that counts a device's bytes must not see it freed midway.
-    gc.collect()
-    module = types.ModuleType(f"course_page_{page.stem.replace('-', '_')}")
-    module.__file__ = str(page)
-    sys.modules[module.__name__] = module  # dataclasses and pickling look modules up here
-    settings = dict(config._values)  # a page may change options: the next page sees none
-    try:
-        for number, block in enumerate(_runnable(page), start=1):
-            # Blank lines in front make traceback line numbers those of the Markdown file.
-            source = "\n" * (block.line - 1) + block.body
-            output = io.StringIO()
-            error = _run(source, str(page), module, output)
-            if error is not None:
-                pytest.fail(
-                    f"{page.relative_to(REPO)}, block {number} (starting at line {block.line}) "
-                    f"raised:\n{error}\nIt printed:\n{output.getvalue()}", pytrace=False)
-            _check_printed(page, number, block, output.getvalue())
-    finally:
-        del sys.modules[module.__name__]
-        tiers.wait()  # a page's kernels compiling in the background
-        for name, value in settings.items():
-            if config._values[name] != value:
-                config.update(name, value)
+def test_every_page_with_examples_has_a_notebook_that_runs_them() -> None:
+    """test_notebooks.py runs the nav's pages that have examples; a page with examples that
+    is not in the nav would have none run."""
+    notebooks = set(notebook_pages(read_nav()))
+    missing = [str(p.relative_to(COURSE)) for p in PAGES_WITH_CODE
+               if str(p.relative_to(COURSE)) not in notebooks]
+    assert not missing, f"pages with examples that are not in mkdocs.yml's nav: {missing}"
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=lambda p: str(p.relative_to(COURSE)))
@@ -240,3 +139,5 @@ def test_parser_finds_indented_blocks_and_skip_markers() -> None:
     assert blocks[1].body == "y = x + 1\n    z = 2\n"
     assert [b.skip_reason for b in blocks[:5]] == [
         None, None, "titled listing", "marked # skip-test", "snippet include"]
+    assert [b.runs for b in blocks] == [True, True, False, False, False, False]
+    assert blocks[0].end == 4 and blocks[1].indent == "    " and blocks[1].end == 9

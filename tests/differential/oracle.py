@@ -383,8 +383,9 @@ def compare_values(path: str, got: np.ndarray, want: np.ndarray, tol: Tolerance,
 
 
 def documented(got: Outcome, want: Outcome) -> str | None:
-    """The entry of course/differences-from-jax.md that explains this difference, if one
-    does (a random program can meet these; each is asserted in test_documented_differences)."""
+    """The entry of the course's "Differences from JAX" pages (course/differences/) that
+    explains this difference, if one does (a random program can meet these; each is asserted
+    in test_documented_differences)."""
     # JAX stops at the multiplying scatter; ours goes on (and may stop at a later error,
     # a while_loop's under grad, say, which JAX would have met next)
     if isinstance(want.error, NotImplementedError) and "scatter_mul gradients" in str(

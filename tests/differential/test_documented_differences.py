@@ -1,7 +1,8 @@
 """The differences from JAX that the library keeps on purpose, each asserted exactly as the
-course page ``course/differences-from-jax.md`` states it: what JAX does, and what we do.
+course's "Differences from JAX" pages (``course/differences/``) state it: what JAX does, and
+what we do.
 
-The page names each test here, and ``test_the_page_and_these_tests_name_each_other`` checks
+The pages name each test here, and ``test_the_page_and_these_tests_name_each_other`` checks
 both ways, so neither a difference nor its description can drift: if a difference goes away
 (or changes), its test fails and the page is corrected with it.
 """
@@ -23,7 +24,7 @@ from jax import lax  # noqa: E402
 import stage4_sharding as sj  # noqa: E402
 from stage4_sharding import lax as slax  # noqa: E402
 
-PAGE = Path(__file__).resolve().parents[2] / "course" / "differences-from-jax.md"
+PAGES = sorted((Path(__file__).resolve().parents[2] / "course" / "differences").glob("*.md"))
 
 
 def raises(cls: type, fn, *args, match: str | None = None, **kwargs) -> None:
@@ -1182,7 +1183,7 @@ def test_each_distinct_closure_compiles_a_kernel_of_its_own() -> None:
 
 
 def test_the_page_and_these_tests_name_each_other() -> None:
-    text = PAGE.read_text(encoding="utf-8")
+    text = "\n".join(page.read_text(encoding="utf-8") for page in PAGES)
     named = set(re.findall(r"`(test_[a-z0-9_]+)`", text))
     here = {name for name in globals() if name.startswith("test_")}
     here.discard("test_the_page_and_these_tests_name_each_other")

@@ -169,10 +169,14 @@ def test_tiered_execution_can_be_turned_off():
     assert not isinstance(_executable(lambda x: x + 1.0, np.ones(3, np.float32)), tiers.Tiered)
 
 
-def test_donation_on_the_interpreter_tier_deletes_the_donated_argument():
+def test_a_donating_first_call_waits_for_the_kernel_which_writes_in_place():
+    """Only the kernel writes into a donated buffer, so a call that donates does not run on
+    the interpreter tier (course/stage2/buffers.md, "Donation", shows the same)."""
     step = jax.jit(lambda w, g: w - 0.5 * g, donate_argnums=0)
-    w = jnp.asarray(np.ones((64, 64), np.float32)) + 0.0
-    g = jnp.ones((64, 64), np.float32)
+    w = jax.jit(lambda w: w + 0.0)(jnp.ones((256, 256), np.float32))  # a pooled buffer
+    g = jnp.ones((256, 256), np.float32)
+    where = np.asarray(w).ctypes.data
     new = step(w, g)
     assert w.is_deleted()
+    assert np.asarray(new).ctypes.data == where
     np.testing.assert_array_equal(np.asarray(new), 0.5)

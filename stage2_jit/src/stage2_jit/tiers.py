@@ -26,6 +26,10 @@ Not admitted, so compiled before their first call as before: float reductions (t
 reassociates its sums so that they vectorise), other transcendental functions (the C library's
 and NumPy's differ in the last bit), matrix products, and everything else.
 
+A call that donates arguments waits for the kernel (or compiles it), since only the kernel
+writes its outputs into donated buffers; the interpreter's results are copied into memory from
+the runtime's pool, as the kernel's are, so that donating them later reuses their buffers.
+
 ``jax_from_numpy_tiered`` (environment variable ``JAX_FROM_NUMPY_TIERED``) turns this off;
 :func:`wait` waits for the compilations in flight (benchmarks call it before timing kernels).
 
@@ -47,6 +51,7 @@ from stage1_autodiff.core import Array, PrimitiveKind, numpy_warnings_off
 from stage1_autodiff import prims as p
 
 from . import kernel_math
+from .buffers import POOL
 from .jaxpr import Jaxpr, Literal, Var
 
 config.define("jax_from_numpy_tiered", True,
@@ -165,6 +170,12 @@ class Tiered:
         return self.run_donating(list(args), {})
 
     def run_donating(self, args: list[np.ndarray], donated: dict[int, int]) -> list[Array]:
+        if donated and not self.ready:  # only the kernel writes in place: wait for it
+            if self.thread is None:
+                self.compiled.compile_for(args)
+                self.ready = True
+            else:
+                self.thread.join()
         if self.ready:
             return self.compiled.run_donating(args, donated)
         if self.thread is None:
@@ -176,8 +187,8 @@ class Tiered:
         arrays = [Array(np.asarray(x), aval.weak_type)
                   for x, aval in zip(args, self.compiled.in_avals)]
         outs = interpret(optimized.jaxpr, optimized.consts, arrays)
-        return [Array(o._value if isinstance(o, Array) else np.asarray(o, aval.dtype),
-                      aval.weak_type) for o, aval in zip(outs, self.compiled.out_avals)]
+        return [Array(_pooled(o._value if isinstance(o, Array) else o, aval), aval.weak_type)
+                for o, aval in zip(outs, self.compiled.out_avals)]
 
     def compile_now(self) -> Any:
         """Compiles the kernel in this thread, for arguments of the program's types, and
@@ -196,6 +207,14 @@ class Tiered:
             self.ready = True
             _in_flight.discard(threading.current_thread())
 # --8<-- [end:tiered]
+
+
+def _pooled(value: Any, aval: Any) -> np.ndarray:
+    """An interpreter tier's result in memory from the runtime's pool, as a kernel's result
+    is: donating it later reuses its buffer, whichever tier made it."""
+    out = POOL.empty(aval.shape, aval.dtype)
+    np.copyto(out, value, casting="unsafe")
+    return out
 
 
 def wait() -> None:
