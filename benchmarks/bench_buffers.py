@@ -18,17 +18,15 @@ user runs it.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
-import textwrap
-from pathlib import Path
 
 import numpy as np
 from common import Timing, format_seconds, machine_summary, time_call
+from plotting import SizesPanel, write_sizes_plot  # benchmarks/plotting.py
 
 import stage2_jit as jax
-
-ASSETS = Path(__file__).resolve().parent.parent / "course" / "assets"
 
 
 def _kernels():
@@ -79,30 +77,19 @@ def measure(n: int, repeat: int, min_time: float) -> list[tuple[str, Timing, flo
     return rows
 
 
-def plot(results: dict[int, list[tuple[str, Timing, float]]], path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def plot(results: dict[int, list[tuple[str, Timing, float]]], load_at_start: float) -> None:
+    """Time and page faults per call against the output's size, a curve per variant."""
     sizes = sorted(results)
-    megabytes = [4 * n * n / 2**20 for n in sizes]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for k, (name, _, _) in enumerate(results[sizes[0]]):
-        style = dict(marker="o", lw=2.5 if name.startswith("ours") else 1.5)
-        left.plot(megabytes, [results[n][k][1].best * 1e3 for n in sizes], label=name, **style)
-        right.plot(megabytes, [results[n][k][2] for n in sizes], label=name, **style)
-    left.set(xlabel="output size (MB)", ylabel="ms per call", title="time per call")
-    right.set(xlabel="output size (MB)", ylabel="minor page faults per call",
-              title="page faults per call")
-    for ax in (left, right):
-        ax.set_xscale("log", base=2)
-        ax.grid(alpha=0.3)
-    left.legend(fontsize=8)
-    fig.suptitle("y = x*x + x*2.0, float32\n" + textwrap.fill(machine_summary(), 150),
-                 fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    names = [name for name, _, _ in results[sizes[0]]]
+    times = {name: [results[n][k][1].best * 1e3 for n in sizes] for k, name in enumerate(names)}
+    faults = {name: [results[n][k][2] for n in sizes] for k, name in enumerate(names)}
+    write_sizes_plot([SizesPanel("time per call", "ms per call (best of 7; log scale)", "log",
+                                 times),
+                      SizesPanel("page faults per call", "minor page faults per call "
+                                 "(log scale above 1)", "symlog", faults)],
+                     [4 * n * n / 2**20 for n in sizes], "bench_buffers",
+                     "Where the time of y = x*x + x*2.0 (float32) goes: its output's memory",
+                     "ours", load_at_start)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -112,6 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     sizes = [256, 512] if args.quick else [512, 1024, 2048, 4096, 5000]
     repeat, min_time = (2, 0.01) if args.quick else (7, 0.2)
+    load_at_start = os.getloadavg()[0]
     print(machine_summary())
     results = {}
     for n in sizes:
@@ -122,11 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         numpy_time = rows[0][1].best
         print(f"  target: ours at least 3x NumPy: {numpy_time / rows[-1][1].best:.1f}x")
     if not args.no_plot and not args.quick:
-        try:
-            plot(results, ASSETS / "bench_buffers.png")
-            print(f"\nwrote {ASSETS / 'bench_buffers.png'}")
-        except ImportError:
-            print("\nno plot: matplotlib is not installed (pip install -e '.[dev]')")
+        plot(results, load_at_start)
 
 
 if __name__ == "__main__":

@@ -428,8 +428,7 @@ def bench_fori(sizes: Sizes, timing, others: dict, verdicts: Verdicts,
         ("  Numba by hand: (1,)-array steps", lambda: numba_array_steps(*array_args)),
     ])
     print_table(title, timed)
-    plot.append(speedups(f"fori_loop, {sizes.steps} RK4 steps: speed-up over NumPy", timed,
-                         "NumPy"))
+    plot.append(speedups(f"fori_loop: a pendulum, {sizes.steps} RK4 steps", timed, "NumPy"))
     allocations = step_allocations(compiled, *args)
     print(per_step("per step", timed, (*MAIN_LABELS, "NumPy (2,)", "our kernel",
                                        "Numba scalars", "Numba (1,) arrays"), sizes.steps))
@@ -468,8 +467,7 @@ def bench_scan(sizes: Sizes, timing, others: dict, verdicts: Verdicts,
     timed.append(jax_row(others, title, "JAX jit(scan)"))
     timed += timing([("  our kernel alone, no dispatch", kernel)])
     print_table(title, timed)
-    plot.append(speedups(f"scan, {sizes.steps} RK4 steps and the trajectory: speed-up over "
-                         f"NumPy", timed, "NumPy"))
+    plot.append(speedups(f"scan: {sizes.steps} RK4 steps and the trajectory", timed, "NumPy"))
     print(per_step("per step", timed, (*MAIN_LABELS, "our kernel"), sizes.steps))
 
     t_ours, t_numpy, t_jax = (best(t) for _, t in timed[:3])
@@ -500,7 +498,7 @@ def bench_batched(sizes: Sizes, timing, others: dict, verdicts: Verdicts,
     ])
     timed.append(jax_row(others, title, "JAX jit(vmap(fori_loop))"))
     print_table(title, timed)
-    plot.append(speedups(f"vmap of fori_loop over {sizes.batch} pendulums: speed-up over NumPy",
+    plot.append(speedups(f"vmap of fori_loop: {sizes.batch} pendulums, {sizes.steps} steps",
                          timed, "NumPy"))
     print(per_step("per pendulum and step", timed, MAIN_LABELS, sizes.steps * sizes.batch))
 
@@ -580,8 +578,8 @@ def main(argv: list[str] | None = None) -> None:
     bench_grad(sizes, timing, others, verdicts)
     print_verdicts(verdicts, "targets (issue 7), each ratio of best times")
     if not run.quick:
-        write_course_plot(plot, "bench_control_flow", "control-flow benchmark", "stage3_vmap",
-                          load_at_start)
+        write_course_plot(plot, "bench_control_flow", "Control flow: jit of lax loops against "
+                          "NumPy's Python loop", "stage3_vmap", load_at_start)
     finish(run)
 
 

@@ -52,7 +52,7 @@ from common import (  # benchmarks/common.py
     time_in_child,
     time_rows,
 )
-from plotting import ASSETS, PlotPanel, speedups, write_plot  # benchmarks/plotting.py
+from plotting import PlotPanel, speedups, write_course_plot  # benchmarks/plotting.py
 
 import stage1_autodiff
 import stage2_jit as jax
@@ -73,7 +73,6 @@ ROWWISE_SHAPE = (4096, 1024)
 LAYERNORM_EPS = 1e-5
 SIZES, BATCH = (784, 512, 512, 10), 256
 TANH_SIZE = 1000
-PLOT_PATH = ASSETS / "bench_stage2.png"
 
 ELEMENTWISE_TITLE = (f"x*x + x*2.0 on a {ELEMENTWISE_SHAPE[0]}x{ELEMENTWISE_SHAPE[1]} "
                      f"float32 array")
@@ -526,7 +525,7 @@ def bench_elementwise(timing, others: dict[str, TimedRows], plot: list[PlotPanel
     else:
         print(f"  target jax.jit / ours >= {ELEMENTWISE_VS_JAX}: {t_jax / t_ours:.2f}x, "
               f"{verdict(t_jax / t_ours >= ELEMENTWISE_VS_JAX)}")
-    plot.append(speedups("x*x + x*2.0, 5000x5000 float32: speed-up over NumPy", timed, "NumPy",
+    plot.append(speedups("x*x + x*2.0 on a 5000x5000 float32 array", timed, "NumPy",
                          skip=("  ",)))
 
 
@@ -571,7 +570,8 @@ def bench_rowwise(timing, others: dict[str, TimedRows], plot: list[PlotPanel]) -
         ratio = best_of(timed, "NumPy") / best_of(timed, "stage2_jit")
         print(f"  target NumPy / ours >= {ROWWISE_VS_NUMPY}: {ratio:.2f}x, "
               f"{verdict(ratio >= ROWWISE_VS_NUMPY)}")
-        plot.append(speedups(f"{short}, 4096x1024 float32: speed-up over NumPy", timed, "NumPy"))
+        plot.append(speedups(f"{short} over the rows of a 4096x1024 float32 array", timed,
+                             "NumPy"))
 
 
 def bench_mlp(timing, others: dict[str, TimedRows], plot: list[PlotPanel], repeat: int,
@@ -609,7 +609,7 @@ def bench_mlp(timing, others: dict[str, TimedRows], plot: list[PlotPanel], repea
     else:
         print(f"  target ours / JAX <= {MLP_VS_JAX}: {t_ours / t_jax:.2f}x, "
               f"{verdict(t_ours / t_jax <= MLP_VS_JAX)}")
-    plot.append(speedups("MLP training step: speed-up over stage-1 eager", timed, "stage-1",
+    plot.append(speedups("MLP 784-512-512-10 training step, batch 256", timed, "stage-1",
                          skip=("  ",)))
 
 
@@ -787,10 +787,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         print("\n--quick: no plot written (its times are not measurements)")
     else:
-        how = write_plot(plot, PLOT_PATH, f"stage 2 benchmark (higher is faster; orange: "
-                         f"ours): {machine_summary().split(';')[0]}; {numba_summary()}; "
-                         f"load average {load_at_start:.2f} at the start", ours="stage2_jit")
-        print(f"\nplot: {PLOT_PATH}, drawn with {how}")
+        write_course_plot(plot, "bench_stage2", "Stage 2: jit(backend=\"cpu\") against NumPy "
+                          "and JAX", "stage2_jit", load_at_start,
+                          note=f"Numba's {numba.threading_layer()} threading layer, "
+                          f"{numba.get_num_threads()} threads")
 
 
 if __name__ == "__main__":

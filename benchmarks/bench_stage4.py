@@ -286,8 +286,8 @@ def bench_data_parallel(layers: tuple[int, ...], batch: int, timing, others: dic
                                  "not installed" if not installed("jax") else
                                  "not measured (JAX has fewer CPU devices)")))
     print_table(title, timed)
-    plot.append(speedups(f"MLP {mlp_name(layers)}, batch {batch}, a training step: speed-up",
-                         timed, "ours, 1 device"))
+    plot.append(speedups(f"MLP {mlp_name(layers)} training step, batch {batch}", timed,
+                         "ours, 1 device"))
     print(f"  (1) one device's share of the batch, timed on one device and multiplied by "
           f"{DEVICES}:\n      what the devices compute, without the collectives")
     print(f"  gradients: {DEVICES} devices against 1, max abs difference {difference:.3g}; "
@@ -428,8 +428,8 @@ def main(argv: list[str] | None = None) -> None:
     bench_bytes(sizes, verdicts)
     print_verdicts(verdicts, "targets (issue 6)")
     if not run.quick:
-        write_course_plot(plot, "bench_stage4", f"stage 4 benchmark, {DEVICES} simulated devices "
-                          f"run one after another", "ours", load_at_start)
+        write_course_plot(plot, "bench_stage4", f"Stage 4: data parallelism on {DEVICES} "
+                          f"simulated devices (run one after another)", "ours", load_at_start)
     finish(run)
 
 

@@ -105,13 +105,18 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds / 1e-9:.3g} ns"
 
 
+def numpy_blas() -> str:
+    """The BLAS NumPy was built with, and its version: ``scipy-openblas 0.3.31.188.0``."""
+    blas = np.show_config(mode="dicts").get("Build Dependencies", {}).get("blas", {})
+    return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
+
+
 def machine_summary() -> str:
     """Python, NumPy and its BLAS, cores, thread settings from the environment, load average."""
-    blas = np.show_config(mode="dicts").get("Build Dependencies", {}).get("blas", {})
     threads = ", ".join(f"{name}={os.environ.get(name, 'unset')}" for name in (
         "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_CORETYPE"))
     return (f"python {platform.python_version()}, numpy {np.__version__} "
-            f"({blas.get('name', '?')} {blas.get('version', '')}), {os.cpu_count()} cores; "
+            f"({numpy_blas()}), {os.cpu_count()} cores; "
             f"{threads}; load average {os.getloadavg()[0]:.2f}")
 
 
@@ -199,4 +204,5 @@ def print_verdicts(verdicts: Verdicts, title: str) -> None:
 
 def finish(run: Run) -> None:
     if run.quick:
-        print("\n--quick: the sizes are small and the times are not measurements")
+        print("\n--quick: the sizes are small and the times are not measurements; no plot "
+              "written")
