@@ -79,8 +79,11 @@ def make_student_repo(repo: Path, out: Path, stages: Iterable[int], keep: Iterab
         target = out / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         if path.suffix == ".py" and any(source in path.parents for source in sources):
-            text = path.read_text(encoding="utf-8")
-            target.write_text(skeleton(text, remove, tasks, relative), encoding="utf-8")
+            text = skeleton(path.read_text(encoding="utf-8"), remove, tasks, relative)
+            # Unchanged files keep their time stamp (and Python its compiled copy of them):
+            # a repository written again with another task kept recompiles one file.
+            if not target.is_file() or target.read_text(encoding="utf-8") != text:
+                target.write_text(text, encoding="utf-8")
         else:
             shutil.copy2(path, target)
     manifest = {"stages": stages, "tasks": assigned,
