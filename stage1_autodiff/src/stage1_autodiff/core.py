@@ -608,6 +608,7 @@ class Device:
     platform: str  # "cpu" or "gpu", as JAX names them
     id: int = 0
     device_kind: str = "cpu"
+    process_index: int = 0  # the process that drives it (stage 4, on several processes)
 
     def __repr__(self) -> str:
         return f"{'Cpu' if self.platform == 'cpu' else 'Cuda'}Device(id={self.id})"

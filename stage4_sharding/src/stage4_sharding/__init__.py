@@ -41,8 +41,6 @@ from stage3_vmap import (  # noqa: F401
     linearize,
     make_jaxpr,
     named_scope,
-    process_count,
-    process_index,
     pure_callback,
     remat,
     tree_flatten,
@@ -58,7 +56,9 @@ from stage3_vmap import (  # noqa: F401
 from . import (  # noqa: F401
     control_flow_sharding,  # the rules of cond, while and scan
     debug,
+    distributed,  # several processes, one program: jax.distributed.initialize()
     errors,
+    experimental,
     lax,
     nn,
     numpy,
@@ -69,8 +69,15 @@ from . import (  # noqa: F401
     tree,
     tree_util,
 )
-from .arrays import device_put, typeof, visualize_array_sharding  # noqa: F401
+from .arrays import (  # noqa: F401
+    device_put,
+    make_array_from_callback,
+    make_array_from_process_local_data,
+    typeof,
+    visualize_array_sharding,
+)
 from .cost_model import record_collectives  # noqa: F401
+from .distributed import process_count, process_index  # noqa: F401
 from .jit import jit  # noqa: F401
 from .mesh import (  # noqa: F401
     AxisType,

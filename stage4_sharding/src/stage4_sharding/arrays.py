@@ -33,6 +33,7 @@ from stage2_jit.jit import jit_p
 from stage2_jit.runtime import BACKEND_COMPILERS
 from stage2_jit.tracing import trace_to_jaxpr
 
+from . import distributed
 from .mesh import Mesh, devices
 from .named_sharding import NamedSharding, P, PartitionSpec, as_sharding, type_string
 from .partitioner import is_sharded, partition
@@ -63,14 +64,19 @@ class ShardedArray(PlacedArray):
         """The global array, assembled from the blocks; where several devices hold a copy
         of a block, the first device's (they are equal unless shard_map's replication
         check was turned off)."""
-        out = np.empty(self._aval.shape, self._aval.dtype)
-        placed = set()
-        for device, index in self._sharding.devices_indices_map(self._aval.shape).items():
-            key = tuple((s.start, s.stop) for s in index)
-            if key not in placed:
-                placed.add(key)
-                out[index] = self._shards[device]
-        return out
+        if not self.is_fully_addressable:
+            raise RuntimeError(
+                "Fetching value for `jax.Array` that spans non-addressable (non process "
+                "local) devices is not possible. You can use "
+                "`jax.experimental.multihost_utils.process_allgather` to print the global "
+                "array or use `.addressable_shards` method of jax.Array to inspect the "
+                "addressable (process local) shards.")
+        return assemble(self._shards, self._sharding, self._aval)
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        """Whether this process holds every block (always, on one process)."""
+        return len(self._shards) == self._sharding.mesh.devices.size
 
     @property
     def sharding(self) -> NamedSharding: return self._sharding
@@ -98,6 +104,19 @@ class ShardedArray(PlacedArray):
         return run_primitive(prim, arrays, params)
 
 
+def assemble(shards: dict[Device, np.ndarray], sharding: NamedSharding,
+             aval: ShapedArray) -> np.ndarray:
+    """The global array from the blocks of every device."""
+    out = np.empty(aval.shape, aval.dtype)
+    placed = set()
+    for device, index in sharding.devices_indices_map(aval.shape).items():
+        key = tuple((s.start, s.stop) for s in index)
+        if key not in placed:
+            placed.add(key)
+            out[index] = shards[device]
+    return out
+
+
 def _release(sizes: list[tuple[Device, int]]) -> None:
     for device, nbytes in sizes:
         track_device_memory(device, -nbytes)
@@ -118,7 +137,8 @@ def run_program(program: ClosedJaxpr, arrays: list[Any], backend: str) -> list[S
     results = []
     for blocks, aval in zip(outs, program.out_avals):
         sharding = aval.sharding or NamedSharding(mesh, P())
-        results.append(ShardedArray(dict(zip(device_list, blocks)), aval, sharding))
+        results.append(ShardedArray({d: b for d, b in zip(device_list, blocks)
+                                     if b is not None}, aval, sharding))
     return results
 # --8<-- [end:run_program]
 
@@ -128,13 +148,15 @@ def blocks_of(x: Any, spec: Spec, mesh: Mesh, device_list: list[Device]) -> list
     or slices of a plain one (the same array on every device when not split)."""
     if isinstance(x, ShardedArray) and x.sharding.mesh == mesh and \
             spec_of(x.sharding.spec, x.ndim) == tuple(spec):
-        return [x._shards[d] for d in device_list]
+        return [x._shards.get(d) for d in device_list]  # None: another process's device
     value = np.asarray(x._value if isinstance(x, Array) else x)
     if not any(spec):
         return [value] * len(device_list)
     sharding = NamedSharding(mesh, P(*(axes or None for axes in spec)))
     index = sharding.devices_indices_map(value.shape)
-    return [np.array(value[index[d]], order="C") for d in device_list]
+    here = distributed.process_index()
+    return [np.array(value[index[d]], order="C") if d.process_index == here else None
+            for d in device_list]
 
 
 _one_equation: dict[Any, ClosedJaxpr] = {}
@@ -181,9 +203,76 @@ def shard(x: Any, sharding: NamedSharding) -> ShardedArray:
     array = asarray(x)
     sharding.check(array.shape)
     value = np.asarray(array._value)
+    here = distributed.process_index()  # on several processes, each keeps its own blocks
     blocks = {device: np.array(value[index], order="C")
-              for device, index in sharding.devices_indices_map(array.shape).items()}
+              for device, index in sharding.devices_indices_map(array.shape).items()
+              if device.process_index == here}
     return ShardedArray(blocks, array.aval, sharding)
+
+
+def make_array_from_callback(shape: tuple[int, ...], sharding: NamedSharding,
+                             data_callback: Any) -> ShardedArray:
+    """A global array of ``shape``, each of this process's blocks
+    ``data_callback(index)``: the block's index (a tuple of slices) into the global array.
+
+    Example:
+        >>> import numpy as np, stage4_sharding as jax
+        >>> from stage4_sharding.sharding import NamedSharding, P
+        >>> mesh = jax.make_mesh((8,), ("data",))
+        >>> whole = np.arange(16.0, dtype=np.float32).reshape(8, 2)
+        >>> x = jax.make_array_from_callback((8, 2), NamedSharding(mesh, P("data")),
+        ...                                  lambda index: whole[index])
+        >>> print(jax.typeof(x), float(x.sum()))
+        float32[8@data,2] 120.0
+    """
+    shape = tuple(shape)
+    sharding.check(shape)
+    here = distributed.process_index()
+    blocks = {device: np.ascontiguousarray(asarray(data_callback(index))._value)
+              for device, index in sharding.devices_indices_map(shape).items()
+              if device.process_index == here}
+    dtype = next(iter(blocks.values())).dtype
+    return ShardedArray(blocks, ShapedArray(shape, dtype), sharding)
+
+
+def make_array_from_process_local_data(sharding: NamedSharding, local_data: Any,
+                                       global_shape: tuple[int, ...] | None = None
+                                       ) -> ShardedArray:
+    """A global array from each process's part of it: ``local_data`` is the part this
+    process's devices hold (a slab of the global array: every row of a batch split over
+    the processes, say). Without ``global_shape``, each dim is the local one times the
+    number of process-level parts along it."""
+    local_data = np.asarray(local_data)
+    indices = sharding.devices_indices_map(global_shape or local_data.shape)
+    if global_shape is None:
+        global_shape = tuple(n * _process_parts(sharding, local_data.shape, d)
+                             for d, n in enumerate(local_data.shape))
+        indices = sharding.devices_indices_map(global_shape)
+    here = distributed.process_index()
+    mine = {d: index for d, index in indices.items() if d.process_index == here}
+    start = [min(index[d].start or 0 for index in mine.values())
+             for d in range(len(global_shape))]
+    stop = [max(index[d].stop if index[d].stop is not None else global_shape[d]
+                for index in mine.values()) for d in range(len(global_shape))]
+    if tuple(b - a for a, b in zip(start, stop)) != local_data.shape:
+        raise ValueError(
+            f"make_array_from_process_local_data: process {here}'s devices hold "
+            f"{tuple(b - a for a, b in zip(start, stop))} of the global shape "
+            f"{tuple(global_shape)} under {sharding.spec}, but its local data has shape "
+            f"{local_data.shape}.")
+    return make_array_from_callback(global_shape, sharding, lambda index: local_data[
+        tuple(slice((s.start or 0) - a, (s.stop if s.stop is not None else n) - a)
+              for s, a, n in zip(index, start, global_shape))])
+
+
+def _process_parts(sharding: NamedSharding, shape: tuple[int, ...], dim: int) -> int:
+    """Into how many parts the processes divide ``dim``: the distinct blocks along it,
+    over the distinct blocks one process holds (counted on a shape every split divides)."""
+    indices = sharding.devices_indices_map((sharding.mesh.devices.size,) * len(shape))
+    starts = {index[dim].start for index in indices.values()}
+    here = distributed.process_index()
+    mine = {index[dim].start for d, index in indices.items() if d.process_index == here}
+    return len(starts) // len(mine)
 
 
 def device_put(x: Any, device: Any = None) -> Any:

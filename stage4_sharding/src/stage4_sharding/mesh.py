@@ -26,6 +26,8 @@ import numpy as np
 from stage1_autodiff.config import config
 from stage1_autodiff.core import Device
 
+from . import distributed
+
 config.define("jax_num_cpu_devices", 8,
               "How many simulated CPU devices stage 4 has; set it before the first use.")
 
@@ -47,13 +49,22 @@ def devices(backend: str | None = None) -> list[Device]:
         count = int(config.jax_num_cpu_devices)
         if count < 1:
             raise ValueError(f"jax_num_cpu_devices must be at least 1, got {count}.")
-        _started.extend(Device("cpu", i) for i in range(count))  # device 0 is the host's
-    elif len(_started) != config.jax_num_cpu_devices:
+        # Every process's devices, numbered in process order (distributed.py); one process:
+        # device 0 is the host's.
+        counts = distributed.STATE.local_counts or (count,)
+        _started.extend(Device("cpu", sum(counts[:p]) + i, process_index=p)
+                        for p, n in enumerate(counts) for i in range(n))
+    elif (local := sum(d.process_index == distributed.process_index() for d in _started)) \
+            != config.jax_num_cpu_devices:
         raise RuntimeError(
             f"jax_num_cpu_devices was changed to {config.jax_num_cpu_devices} after the "
-            f"{len(_started)} devices were created. Set it before the first use of devices "
+            f"{local} devices were created. Set it before the first use of devices "
             f"(jax.config.update at the top of the program, or JAX_NUM_CPU_DEVICES).")
     return list(_started)
+
+
+def devices_started() -> bool:
+    return bool(_started)
 
 
 def device_count() -> int:
@@ -62,8 +73,10 @@ def device_count() -> int:
 
 def local_devices(process_index: int | None = None, backend: str | None = None,
                   host_id: int | None = None) -> list[Device]:
-    """The devices this process drives: all of them until the multiprocess issue."""
-    return devices(backend)
+    """The devices process ``process_index`` drives (by default this one's): all of them
+    in a job of one process."""
+    index = distributed.process_index() if process_index is None else process_index
+    return [d for d in devices(backend) if d.process_index == index]
 
 
 def local_device_count(backend: str | None = None) -> int:

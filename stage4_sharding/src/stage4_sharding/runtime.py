@@ -44,6 +44,7 @@ from stage3_vmap.collectives import (
     psum_scatter_p,
 )
 
+from . import distributed
 from .cost_model import CollectiveCost, collective_cost, group_size, note_executed
 from .mesh import Mesh
 from .partitioner import shard_slice_p
@@ -94,6 +95,8 @@ def _per_group(combine: Callable[[list[np.ndarray]], list[np.ndarray]]) -> Devic
     def run(groups: list[list[int]], blocks: Blocks) -> Blocks:
         out: Blocks = [None] * len(blocks)  # type: ignore[list-item]
         for members in groups:
+            if any(blocks[i] is None for i in members):
+                continue  # another process's group (on several processes)
             for i, value in zip(members, combine([blocks[i] for i in members])):
                 out[i] = value
         return out
@@ -113,9 +116,9 @@ def _reduce(ufunc: np.ufunc) -> DeviceOp:
     return lambda groups, blocks, **params: _per_group(combine)(groups, blocks)
 
 
-device_ops[psum_p] = _reduce(np.add)
-device_ops[pmax_p] = _reduce(np.maximum)
-device_ops[pmin_p] = _reduce(np.minimum)
+REDUCTIONS = {psum_p: np.add, pmax_p: np.maximum, pmin_p: np.minimum}
+for _primitive, _ufunc in REDUCTIONS.items():
+    device_ops[_primitive] = _reduce(_ufunc)
 
 
 def _all_gather(groups, blocks, *, axis, tiled):
@@ -177,6 +180,9 @@ def _shard_slice(mesh_groups: MeshGroups, blocks: Blocks, axes) -> Blocks:
     out = []
     mesh = mesh_groups.mesh
     for i, block in enumerate(blocks):
+        if block is None:  # another process's device
+            out.append(None)
+            continue
         index = []
         for size, names in zip(block.shape, axes):
             if not names:
@@ -287,6 +293,10 @@ class SpmdExecutable:
         self.local, self.mesh, self.backend = local, mesh, backend
         self.groups = MeshGroups(mesh)
         self.n = len(self.groups.devices)
+        # On several processes (distributed.py), each runs the program on its own devices.
+        self.owner = [d.process_index for d in self.groups.devices]
+        self.mine = [p == distributed.process_index() for p in self.owner]
+        distributed.check_same_program(f"{mesh.shape} {backend}\n{local}")
         # id(program) -> (program, its steps, its segments' executables): the top-level
         # program's, and those of the loop bodies and branches the runtime steps through.
         self._scheduled: dict[int, tuple[ClosedJaxpr, list, dict[int, Any]]] = {}
@@ -327,10 +337,14 @@ class SpmdExecutable:
                 inputs = [read(v) for v in step.inputs]
                 results = []
                 for i, device in enumerate(self.groups.devices):
+                    if not self.mine[i]:
+                        results.append(None)  # another process's device
+                        continue
                     with allocating_for(device):  # the pool counts the outputs for device i
                         results.append(run(*[blocks[i] for blocks in inputs]))
                 for k, var in enumerate(step.outputs):
-                    env[var] = [np.asarray(r[k]._value) for r in results]
+                    env[var] = [None if r is None else np.asarray(r[k]._value)
+                                for r in results]
             elif step.primitive in host_rules:
                 outs = host_rules[step.primitive](self, [read(a) for a in step.invars],
                                                   **step.params)
@@ -349,14 +363,29 @@ class SpmdExecutable:
         cost = eqn_cost(eqn, self.mesh)
         if cost is not None:
             note_executed(cost)
-        return device_ops[eqn.primitive](self.groups.groups(names), operands[0], **params)
+        groups, blocks = self.groups.groups(names), operands[0]
+        if distributed.multiprocess():  # the other processes' blocks of this one's groups
+            what = f"{eqn.primitive.name} over {', '.join(names)}"
+            if eqn.primitive in REDUCTIONS:  # within each process first, then across
+                totals = distributed.reduce(groups, blocks, self.owner,
+                                            REDUCTIONS[eqn.primitive], what)
+                out: Blocks = [None] * self.n  # type: ignore[list-item]
+                for g, total in totals.items():
+                    for i in groups[g]:
+                        out[i] = total if self.mine[i] else None
+                return out
+            blocks = distributed.complete(groups, blocks, self.owner, what)
+        out = device_ops[eqn.primitive](groups, blocks, **params)
+        return [block if mine else None for block, mine in zip(out, self.mine)]
 
     def agreed(self, blocks: Blocks, programs: list[ClosedJaxpr], what: str,
                label: Callable[[int], str]) -> int:
         """The one value every device has for a scalar that decides a step (a branch index,
         a loop's predicate); an error if the devices disagree, since a collective inside
         the loop or branch needs every device of its group to get there."""
-        values = [int(np.asarray(b)) for b in blocks]
+        known = distributed.agree({i: int(np.asarray(b)) for i, b in enumerate(blocks)
+                                   if b is not None}, what)
+        values = [known[i] for i in range(len(blocks))]
         if len(set(values)) == 1:
             return values[0]
         where = "; ".join(f"{label(v)} on devices {[i for i, x in enumerate(values) if x == v]}"
@@ -413,7 +442,8 @@ def scan_host_rule(ex: SpmdExecutable, operands, *, jaxpr, length, reverse, num_
     xs = operands[num_consts + num_carry:]
     ys = []
     for i in (range(length - 1, -1, -1) if reverse else range(length)):
-        x = [[block[i] for block in blocks] for blocks in xs]  # each device's slice
+        x = [[None if block is None else block[i] for block in blocks]
+             for blocks in xs]  # each device's slice
         outs = ex.run(jaxpr, [*consts, *carry, *x])
         carry = outs[:num_carry]
         ys.append(outs[num_carry:])
@@ -421,8 +451,8 @@ def scan_host_rule(ex: SpmdExecutable, operands, *, jaxpr, length, reverse, num_
         ys.reverse()
     stacked = []
     for k, aval in enumerate(jaxpr.out_avals[num_carry:]):
-        stacked.append([np.stack([y[k][d] for y in ys]) if ys else
-                        np.zeros((0, *aval.shape), aval.dtype) for d in range(ex.n)])
+        stacked.append([None if not ex.mine[d] else np.stack([y[k][d] for y in ys]) if ys
+                        else np.zeros((0, *aval.shape), aval.dtype) for d in range(ex.n)])
     return [*carry, *stacked]
 
 

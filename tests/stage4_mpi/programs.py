@@ -1,0 +1,108 @@
+"""Programs run under ``mpiexec`` by test_multiprocess.py; also in one process, for the
+results they must equal. ``python programs.py NAME OUT`` runs program NAME and (process 0)
+writes its results to the ``.npz`` file OUT; every process checks what it can see itself.
+
+The examples are stage 4's own (stage4_sharding/examples.py): data parallelism, FSDP and
+tensor parallelism, on a mesh of all the job's devices, and shard_map with every collective.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from stage4_sharding.experimental import multihost_utils
+from stage4_sharding.sharding import NamedSharding, P
+
+import stage4_sharding as jax
+from stage4_sharding import examples
+
+
+def whole(x) -> np.ndarray:
+    """A global array's value, gathered from every process when this one lacks blocks."""
+    if x.is_fully_addressable:
+        return np.asarray(x)
+    return np.asarray(multihost_utils.process_allgather(x))
+
+
+def training(mesh_shape=(8,), names=("data",)) -> dict[str, np.ndarray]:
+    mesh = jax.make_mesh(mesh_shape, names)
+    sizes = examples.MlpSizes(batch=64, inputs=32, hidden=64, outputs=16, blocks=2)
+    out = {}
+    for name, make in (("dp", examples.data_parallel), ("fsdp", examples.fsdp),
+                       ("tp", examples.tensor_parallel)):
+        step, args = make(mesh, sizes)
+        result = step(*args)
+        out.update({f"{name}.{k}": whole(leaf)
+                    for k, leaf in enumerate(jax.tree_util.tree_leaves(result))})
+    return out
+
+
+def collectives() -> dict[str, np.ndarray]:
+    """shard_map with every collective, over an axis that crosses processes and one that
+    does not."""
+    mesh = jax.make_mesh((4, 2), ("x", "y"))
+    whole = np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32)
+    x = jax.make_array_from_callback((16, 8), NamedSharding(mesh, P("x", "y")),
+                                     lambda index: whole[index])
+
+    def body(block):
+        lax = jax.lax
+        return (lax.psum(block, "x"), lax.pmax(block, "x"), lax.pmin(block, ("x", "y")),
+                lax.pmean(block, "y"), lax.all_gather(block, "x", tiled=True),
+                lax.psum_scatter(block, "x", scatter_dimension=0, tiled=True) * 1.0,
+                lax.all_to_all(block, "x", 0, 0, tiled=True),
+                lax.ppermute(block, "x", [(i, (i + 1) % 4) for i in range(4)]),
+                block * 0 + lax.axis_index("x"))
+
+    specs = (P("x", "y"),) * 9
+    outs = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("x", "y"), out_specs=specs,
+                                 check_vma=False))(x)
+    return {f"c{k}": whole(o) for k, o in enumerate(outs)}
+
+
+def fail_on_one_process() -> dict[str, np.ndarray]:
+    """Process 1 raises before a collective that process 0 waits in."""
+    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    x = jax.device_put(np.ones((jax.device_count(), 4), np.float32),
+                       NamedSharding(mesh, P("data")))
+    if jax.process_index() == 1:
+        raise ValueError("process 1 fails here on purpose")
+    return {"total": whole(x.sum())}
+
+
+def different_programs() -> dict[str, np.ndarray]:
+    """Process 1 runs another program than the others."""
+    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    x = jax.device_put(np.ones((jax.device_count(), 4), np.float32),
+                       NamedSharding(mesh, P("data")))
+    f = jax.jit(lambda v: v * 2.0 if jax.process_index() == 1 else v.sum(axis=0))
+    return {"out": whole(f(x))}
+
+
+def late_process() -> dict[str, np.ndarray]:
+    """Process 1 arrives at a collective long after the timeout of the others."""
+    import time
+    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    x = jax.device_put(np.ones((jax.device_count(), 4), np.float32),
+                       NamedSharding(mesh, P("data")))
+    if jax.process_index() == 1:
+        time.sleep(60)
+    return {"total": whole(jax.jit(lambda v: v.sum())(x))}
+
+
+def main() -> None:
+    name, path = sys.argv[1], sys.argv[2]
+    if jax.distributed.launched_by_mpiexec():
+        jax.distributed.initialize()
+    programs = {"training": training, "collectives": collectives,
+                "fail_on_one_process": fail_on_one_process,
+                "different_programs": different_programs, "late_process": late_process}
+    results = programs[name]()
+    if jax.process_index() == 0:
+        np.savez(path, **results)
+    jax.distributed.shutdown()
+
+
+if __name__ == "__main__":
+    main()
