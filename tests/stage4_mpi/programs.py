@@ -42,9 +42,9 @@ def collectives() -> dict[str, np.ndarray]:
     """shard_map with every collective, over an axis that crosses processes and one that
     does not."""
     mesh = jax.make_mesh((4, 2), ("x", "y"))
-    whole = np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32)
+    data = np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32)
     x = jax.make_array_from_callback((16, 8), NamedSharding(mesh, P("x", "y")),
-                                     lambda index: whole[index])
+                                     lambda index: data[index])
 
     def body(block):
         lax = jax.lax
