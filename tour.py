@@ -445,6 +445,75 @@ def tour_stage4() -> None:
           f"  max abs difference {difference:.1e}")
     print("  (benchmarks/bench_stage4.py times the step on 8 devices against 1, and counts the "
           "bytes\n  of data parallelism, FSDP and tensor parallelism against their optimum)")
+    tour_processes()
+
+
+def tour_processes() -> None:
+    """The same kind of program on several processes, when the mpi extra is installed: the
+    tour starts ``mpiexec -n 2`` on itself (``--processes``) and shows process 0's output."""
+    import shutil
+    import subprocess
+
+    print("\nSeveral processes, one program (multi-controller SPMD, as JAX runs on many "
+          "hosts):")
+    mpiexec = shutil.which("mpiexec", path=f"{Path(sys.executable).parent}{os.pathsep}"
+                                           f"{os.environ.get('PATH', '')}")
+    if importlib.util.find_spec("mpi4py") is None or mpiexec is None:
+        print("  not run here: it needs the mpi extra (mpi4py and MPICH):\n"
+              "  python -m pip install -e './stage4_sharding[mpi]'")
+        return
+    print(f"  {Path(mpiexec).name} -n 2 python tour.py --processes   (4 devices per process, "
+          f"JAX_NUM_CPU_DEVICES=4)")
+    result = subprocess.run([mpiexec, "-n", "2", sys.executable, __file__, "--processes"],
+                            capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, JAX_NUM_CPU_DEVICES="4"))
+    print("\n".join("  " + line for line in result.stdout.splitlines()))
+    if result.returncode != 0:
+        print(f"  the job failed (exit {result.returncode}):\n{result.stderr[-2000:]}")
+
+
+def processes_main() -> int:
+    """What each process of ``tour_processes``'s job runs; process 0 prints."""
+    import numpy as np
+    from stage4_sharding.cost_model import report
+    from stage4_sharding.experimental import multihost_utils
+    from stage4_sharding.sharding import NamedSharding
+    from stage4_sharding.sharding import PartitionSpec as P
+
+    import stage4_sharding as jax
+
+    jax.distributed.initialize()  # finds the job mpiexec started
+    show = print if jax.process_index() == 0 else (lambda *args, **kwargs: None)
+    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    show(f"process {jax.process_index()} of {jax.process_count()}: local devices "
+         f"{jax.local_devices()} of {jax.device_count()}")
+    inputs, labels = make_blobs(jax, jax.numpy, jax.random.key(0), num_classes=4, per_class=64)
+    targets = jax.nn.one_hot(labels, 4)
+    params = init_mlp(jax, jax.numpy, jax.random.key(1), [2, 64, 64, 4])
+
+    def loss_fn(params, inputs, targets):
+        log_probs = jax.nn.log_softmax(mlp(jax.numpy, jax, params, inputs))
+        return -jax.numpy.mean(jax.numpy.sum(log_probs * targets, axis=1))
+
+    rows = inputs.shape[0] // jax.process_count()  # each process loads its own rows
+    mine = slice(jax.process_index() * rows, (jax.process_index() + 1) * rows)
+    split = NamedSharding(mesh, P("data"))
+    batch = [jax.make_array_from_process_local_data(split, np.asarray(a)[mine])
+             for a in (inputs, targets)]
+    show(f"the batch: {jax.typeof(batch[0])}, this process holds "
+         f"{len(batch[0].addressable_shards)} of its 8 blocks")
+    grad_fn = jax.jit(jax.grad(loss_fn))
+    grad_fn(params, *batch)
+    with jax.record_collectives() as log:
+        grads = grad_fn(params, *batch)
+    dw = multihost_utils.process_allgather(grads[0][0])
+    alone = jax.grad(loss_fn)(params, np.asarray(inputs), np.asarray(targets))[0][0]
+    show(f"dW of the first layer equals one process's: max abs difference "
+         f"{float(np.max(np.abs(dw - np.asarray(alone)))):.1e}")
+    show("the collectives of one step, bytes per device; 'across': what crosses processes")
+    show("\n".join(report(log).splitlines()[-4:]))
+    jax.distributed.shutdown()
+    return 0
 
 
 SECTIONS = [
@@ -507,4 +576,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(processes_main() if "--processes" in sys.argv[1:] else main())

@@ -61,6 +61,20 @@ def collectives() -> dict[str, np.ndarray]:
     return {f"c{k}": whole(o) for k, o in enumerate(outs)}
 
 
+def costs() -> dict[str, np.ndarray]:
+    """The cost model's bytes per device for one all-reduce over all devices: sent, and
+    sent across processes."""
+    from stage4_sharding.cost_model import totals
+    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    x = jax.device_put(np.ones((jax.device_count(), 1024), np.float32),
+                       NamedSharding(mesh, P("data")))
+    with jax.record_collectives() as log:
+        whole(jax.jit(lambda v: v.sum(axis=0))(x))
+    total = totals(log)
+    return {"sent": np.float64(total["bytes sent"]),
+            "across": np.float64(total.get("bytes sent across processes", 0.0))}
+
+
 def fail_on_one_process() -> dict[str, np.ndarray]:
     """Process 1 raises before a collective that process 0 waits in."""
     mesh = jax.make_mesh((jax.device_count(),), ("data",))
@@ -95,7 +109,7 @@ def main() -> None:
     name, path = sys.argv[1], sys.argv[2]
     if jax.distributed.launched_by_mpiexec():
         jax.distributed.initialize()
-    programs = {"training": training, "collectives": collectives,
+    programs = {"training": training, "collectives": collectives, "costs": costs,
                 "fail_on_one_process": fail_on_one_process,
                 "different_programs": different_programs, "late_process": late_process}
     results = programs[name]()

@@ -63,6 +63,18 @@ def test_several_processes_give_the_results_of_one(name, processes, one_process,
         np.testing.assert_allclose(got[key], value, rtol=1e-6, atol=1e-6, err_msg=key)
 
 
+@pytest.mark.parametrize("processes, share", [(2, 2 / 8), (4, 4 / 8)])
+def test_the_cost_model_counts_the_bytes_that_cross_processes(processes, share, tmp_path):
+    """An all-reduce over 8 devices is a ring of 8 links; with 4 devices per process, 2
+    of them join devices of different processes, with 2 per process, 4."""
+    result, out = run(processes, "costs", tmp_path)
+    assert result.returncode == 0, result.stderr
+    got, alone = np.load(out), programs.costs()
+    assert float(got["sent"]) == float(alone["sent"]) == 2 * 7 / 8 * 1024 * 4
+    assert float(alone["across"]) == 0.0
+    assert float(got["across"]) == pytest.approx(share * float(got["sent"]))
+
+
 def test_an_exception_on_one_process_ends_the_job_with_its_error(tmp_path):
     result, _ = run(2, "fail_on_one_process", tmp_path, timeout=60)
     assert result.returncode != 0

@@ -55,6 +55,9 @@ class CollectiveCost:
     # How many times one call runs it: 1, or the trip counts of the loops around it; None
     # inside a while_loop, whose trip count is known only when it runs.
     count: int | None = 1
+    # Of bytes_sent, what crosses from one process to another (on several processes: the
+    # ring's links between devices of different processes; an average over the devices).
+    bytes_across_processes: float = 0.0
 
     def __str__(self) -> str:
         return (f"{self.kind:<18} {self.primitive:<13} {','.join(self.axes):<8} "
@@ -143,6 +146,9 @@ def totals(costs: list[CollectiveCost]) -> dict[str, float]:
         "bytes received": sum((c.bytes_received * c.count for c in known), 0.0),
         "communication seconds": sum((c.seconds * c.count for c in known), 0.0),
     }
+    across = sum((c.bytes_across_processes * c.count for c in known), 0.0)
+    if across:
+        result["bytes sent across processes"] = across
     per_iteration = [c for c in costs if c.count is None]
     if per_iteration:
         result["collectives per while_loop iteration"] = float(len(per_iteration))
@@ -158,6 +164,9 @@ def report(costs: list[CollectiveCost]) -> str:
     header = (f"{'collective':<18} {'primitive':<13} {'axes':<8} {'group':>5}  "
               f"{'block':<18} {'sent/dev':>10} {'time (us)':>10}")
     rows = list(map(str, costs))
+    if any(c.bytes_across_processes for c in costs):
+        header += f" {'across':>10}"
+        rows = [f"{row} {_bytes(c.bytes_across_processes):>10}" for row, c in zip(rows, costs)]
     if any(c.count != 1 for c in costs):
         header += f" {'runs':>5}"
         rows = [f"{row} {'?' if c.count is None else c.count:>5}" for row, c in zip(rows, costs)]
@@ -167,6 +176,9 @@ def report(costs: list[CollectiveCost]) -> str:
                  f"per device, {total['communication seconds'] * 1e6:.1f} us estimated "
                  f"(latency {float(config.jax_collective_latency) * 1e6:g} us, link "
                  f"{float(config.jax_link_bandwidth) / 1e9:g} GB/s)")
+    if "bytes sent across processes" in total:
+        lines.append(f"of which {_bytes(total['bytes sent across processes'])} per device "
+                     f"cross from one process to another (column 'across')")
     if "collectives per while_loop iteration" in total:
         lines.append(f"not counted above (runs ?): "
                      f"{total['collectives per while_loop iteration']:.0f} per iteration of a "

@@ -23,6 +23,7 @@ calls into NCCL or the interconnect's library; XLA schedules them to overlap com
 from __future__ import annotations
 
 import dataclasses
+import functools
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -476,11 +477,30 @@ def _axis_names(axis_name: Any) -> tuple[str, ...]:
 
 
 def eqn_cost(eqn: JaxprEqn, mesh: Mesh) -> Any:
-    """A collective equation's cost on ``mesh`` (None for one that moves nothing)."""
+    """A collective equation's cost on ``mesh`` (None for one that moves nothing); on
+    several processes, with the bytes that cross between them."""
     names = _axis_names(eqn.params["axis_name"])
     params = {k: v for k, v in eqn.params.items() if k != "axis_name"}
-    return collective_cost(eqn.primitive.name, eqn.invars[0].aval, names,
+    cost = collective_cost(eqn.primitive.name, eqn.invars[0].aval, names,
                            group_size(mesh.shape, names), params)
+    if cost is None or not distributed.multiprocess():
+        return cost
+    share = crossing_share(mesh, names, tuple(params.get("perm", ())))
+    return dataclasses.replace(cost, bytes_across_processes=cost.bytes_sent * share)
+
+
+@functools.cache
+def crossing_share(mesh: Mesh, names: tuple[str, ...], perm: tuple) -> float:
+    """Of what a device sends in a collective over ``names``, the share that goes to a
+    device of another process, averaged over the devices: in a ring, the links between
+    neighbours of different processes; in a permutation, the pairs ``perm`` names."""
+    groups, crossing, devices = MeshGroups(mesh), 0, 0
+    for members in groups.groups(names):
+        owner = [groups.devices[i].process_index for i in members]
+        links = perm or [(j, (j + 1) % len(members)) for j in range(len(members))]
+        crossing += sum(owner[a] != owner[b] for a, b in links)
+        devices += len(members)
+    return crossing / devices
 
 
 # --8<-- [start:static_costs]
