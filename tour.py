@@ -44,7 +44,9 @@ def progress(items: Iterable[int], total: int, label: str,
 def speedup(before: float, after: float) -> str:
     """``after`` against ``before`` in words: "3.2x faster", or "1.5x slower" when it is."""
     ratio = before / after
-    return f"{ratio:.1f}x faster" if ratio >= 1 else f"{1 / ratio:.1f}x slower"
+    factor = ratio if ratio >= 1 else 1 / ratio
+    shown = f"{factor:.0f}" if factor >= 10 else f"{factor:.1f}"
+    return f"{shown}x {'faster' if ratio >= 1 else 'slower'}"
 
 
 def load() -> str:
