@@ -75,6 +75,36 @@ def costs() -> dict[str, np.ndarray]:
             "across": np.float64(total.get("bytes sent across processes", 0.0))}
 
 
+def api() -> dict[str, np.ndarray]:
+    """What each process sees of the job: devices, its blocks, the errors of a global
+    array it does not hold whole; checked in every process (an error ends the job)."""
+    count, here = jax.process_count(), jax.process_index()
+    assert jax.device_count() == 8 and len(jax.local_devices()) == 8 // count
+    assert all(d.process_index == here for d in jax.local_devices())
+    assert [d.process_index for d in jax.devices()] == sorted(
+        d.process_index for d in jax.devices())
+    mesh = jax.make_mesh((8,), ("data",))
+    split = NamedSharding(mesh, P("data"))
+    data = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+    rows = slice(here * 8 // count, (here + 1) * 8 // count)  # this process's rows
+    x = jax.make_array_from_process_local_data(split, data[rows])
+    y = jax.device_put(data, split)  # the same global value on every process
+    for array in (x, y):
+        assert [d for d, _ in array.addressable_shards] == jax.local_devices()
+        assert array.is_fully_addressable == (count == 1)
+        np.testing.assert_array_equal(whole(array), data)
+    if count > 1:
+        try:
+            np.asarray(x)
+        except RuntimeError as error:
+            assert "spans non-addressable (non process local) devices" in str(error)
+        else:
+            raise AssertionError("np.asarray of a global array did not raise")
+    stacked = multihost_utils.process_allgather(np.float32(here))
+    np.testing.assert_array_equal(stacked, np.arange(count, dtype=np.float32))
+    return {"sum": np.float64(whole(x.sum()))}
+
+
 def fail_on_one_process() -> dict[str, np.ndarray]:
     """Process 1 raises before a collective that process 0 waits in."""
     mesh = jax.make_mesh((jax.device_count(),), ("data",))
@@ -109,7 +139,7 @@ def main() -> None:
     name, path = sys.argv[1], sys.argv[2]
     if jax.distributed.launched_by_mpiexec():
         jax.distributed.initialize()
-    programs = {"training": training, "collectives": collectives, "costs": costs,
+    programs = {"training": training, "collectives": collectives, "costs": costs, "api": api,
                 "fail_on_one_process": fail_on_one_process,
                 "different_programs": different_programs, "late_process": late_process}
     results = programs[name]()

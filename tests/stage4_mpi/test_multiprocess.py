@@ -63,6 +63,17 @@ def test_several_processes_give_the_results_of_one(name, processes, one_process,
         np.testing.assert_allclose(got[key], value, rtol=1e-6, atol=1e-6, err_msg=key)
 
 
+@pytest.mark.parametrize("processes", [2, 4])
+def test_each_process_sees_its_devices_and_blocks_of_global_arrays(processes, tmp_path):
+    """jax.devices() and local_devices(), make_array_from_process_local_data, device_put of
+    the same value everywhere, addressable_shards, is_fully_addressable, JAX's error for
+    np.asarray of an array a process does not hold whole, process_allgather (programs.api
+    asserts them in every process)."""
+    result, out = run(processes, "api", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert float(np.load(out)["sum"]) == float(programs.api()["sum"]) == 496.0
+
+
 @pytest.mark.parametrize("processes, share", [(2, 2 / 8), (4, 4 / 8)])
 def test_the_cost_model_counts_the_bytes_that_cross_processes(processes, share, tmp_path):
     """An all-reduce over 8 devices is a ring of 8 links; with 4 devices per process, 2

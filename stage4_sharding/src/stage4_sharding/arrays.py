@@ -243,11 +243,10 @@ def make_array_from_process_local_data(sharding: NamedSharding, local_data: Any,
     the processes, say). Without ``global_shape``, each dim is the local one times the
     number of process-level parts along it."""
     local_data = np.asarray(local_data)
-    indices = sharding.devices_indices_map(global_shape or local_data.shape)
     if global_shape is None:
         global_shape = tuple(n * _process_parts(sharding, local_data.shape, d)
                              for d, n in enumerate(local_data.shape))
-        indices = sharding.devices_indices_map(global_shape)
+    indices = sharding.devices_indices_map(tuple(global_shape))
     here = distributed.process_index()
     mine = {d: index for d, index in indices.items() if d.process_index == here}
     start = [min(index[d].start or 0 for index in mine.values())
