@@ -104,3 +104,39 @@ def test_a_process_that_never_arrives_makes_the_others_abort_at_the_timeout(tmp_
                     JAX_FROM_NUMPY_COLLECTIVE_TIMEOUT="3")
     assert result.returncode != 0
     assert "waited 3 s for the other processes" in result.stderr
+
+
+def test_initialize_checks_how_it_is_called(tmp_path):
+    """Outside mpiexec: an error saying how to launch, unless num_processes=1; once only;
+    before the devices are first used; arguments that contradict mpiexec's."""
+    script = """
+import stage4_sharding as jax
+for call in (lambda: jax.distributed.initialize(),
+             lambda: jax.distributed.initialize(num_processes=2)):
+    try:
+        call()
+    except ValueError as error:
+        print("outside:", error)
+jax.distributed.initialize(num_processes=1, process_id=0)
+print("job:", jax.process_index(), jax.process_count(), jax.device_count())
+try:
+    jax.distributed.initialize(num_processes=1)
+except RuntimeError as error:
+    print("twice:", error)
+jax.distributed.shutdown()
+try:
+    jax.distributed.initialize(num_processes=1)
+except RuntimeError as error:
+    print("late:", error)
+"""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("PMI", "OMPI"))}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=60, env=environment)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["outside", "outside", "job", "twice",
+                                                      "late"]
+    assert "mpiexec -n 2 python your_script.py" in lines[0]
+    assert lines[2] == "job: 0 1 8"
+    assert "should only be called once" in lines[3]
+    assert "must be called before any JAX computations" in lines[4]
