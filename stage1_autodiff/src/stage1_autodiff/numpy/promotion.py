@@ -5,6 +5,7 @@ Stage 1's other modules and the later stages use these helpers too (``convert``,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,11 +56,19 @@ def _scalar_like(x: Any, scalar: Any) -> Any | None:
     kind = dtypes.kind(dtype)
     if kind == "c" and scalar_type in (int, float, complex) or (
             kind == "f" and scalar_type in (int, float)):
-        with np.errstate(over="ignore"):  # 1e6 is inf in float16, as in JAX
-            return Array(np.asarray(scalar, dtype), x.weak_type)
+        if scalar_type is complex or abs(scalar) > _largest(dtype):
+            with np.errstate(over="ignore"):  # 1e6 is inf in float16, as in JAX
+                return Array(np.asarray(scalar, dtype), x.weak_type)
+        return Array(np.asarray(scalar, dtype), x.weak_type)  # the eager fast path
     if kind in "iu" and scalar_type is int:
         return Array(_wrapped_int(scalar, dtype), x.weak_type)
     return None
+
+
+@functools.cache
+def _largest(dtype: np.dtype) -> float:
+    """The largest finite value of a float or complex dtype (of its parts)."""
+    return float(np.finfo(dtype).max)
 
 
 def _wrapped_int(scalar: int, dtype: np.dtype) -> np.ndarray:
