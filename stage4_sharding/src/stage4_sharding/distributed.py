@@ -46,7 +46,8 @@ config.define("jax_from_numpy_collective_timeout", 300.0,
 # What an MPI launcher sets in each process it starts (MPICH's Hydra, Open MPI, PMIx).
 _LAUNCHERS = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK")
 # The header of every exchange: what it is, so that processes at different steps notice.
-_KINDS = {"program": 1, "blocks": 2, "reduce": 3, "decision": 4, "gather": 5}
+_KINDS = {"program": 1, "blocks": 2, "reduce": 3, "decision": 4, "gather": 5,
+          "communicator": 6}
 
 
 @dataclass
@@ -256,6 +257,8 @@ def communicator(groups: list[list[int]], owner: list[int]) -> Any | None:
     sets = _process_sets(groups, owner)
     key = tuple(sorted(set(sets), key=sorted))
     if key not in STATE.communicators:
+        # Everyone first meets where a wait can time out: MPI's Split itself cannot.
+        exchange(STATE.comm, "communicator", "making a communicator", None)
         if any(a != b and a & b for a in key for b in key):
             color = 0  # sets that overlap: every process exchanges with all
         else:  # disjoint sets: this process is in exactly one
