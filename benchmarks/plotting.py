@@ -4,7 +4,8 @@ A benchmark script keeps one :class:`PlotPanel` per table it prints (:func:`spee
 at the end of a full run, hands them to :func:`write_course_plot`: one horizontal bar chart
 per table, each bar a row's speed-up over the table's baseline row on a log scale, drawn
 from the 1× line (right: faster than the baseline, left: slower), ours in orange.
-``bench_buffers.py`` draws curves over problem sizes instead (:func:`write_sizes_plot`).
+``bench_buffers.py`` draws curves over problem sizes instead (:func:`write_sizes_plot`), and
+``bench_mpi.py`` a fitted line and a model's predictions (:func:`write_cost_model_plot`).
 
 Every plot is stamped with what its figures depend on: the CPU and its cores, the load
 average when the run started and when it ended, the date, the versions of the libraries
@@ -114,6 +115,30 @@ def write_sizes_plot(panels: list[SizesPanel], sizes_mb: list[float], name: str,
         return
     stamp = _stamp(load_at_start, list(panels[0].curves))
     _save(plt, _sizes_figure(plt, panels, sizes_mb, title, ours, stamp), name)
+
+
+def write_cost_model_plot(message_bytes: list[int], one_way_seconds: list[float],
+                          fit: tuple[float, float],
+                          collectives: dict[str, list[tuple[float, float]]], name: str,
+                          title: str, load_at_start: float, note: str = "") -> None:
+    """Draws a cost model against measurements to ``course/assets/NAME.png``, two panels side
+    by side: the ping-pong's one-way time against the message size with the fitted line
+    α + n β (``fit`` is (α, β): seconds, seconds per byte), and each collective's
+    (predicted, measured) seconds, a point per size, against the line where they are equal.
+    Both on log scales, the model in orange."""
+    plt = _pyplot()
+    if plt is None:
+        return
+    stamp = _stamp(load_at_start, list(collectives), note)
+    fig, axes = plt.subplot_mosaic([["fit", "model"], ["footer", "footer"]],
+                                   layout="constrained",
+                                   figsize=(FIGURE_WIDTH, 4.2 + _footer_height(stamp, 2)),
+                                   height_ratios=[4.2, _footer_height(stamp, 2)])
+    _alpha_beta_axes(axes["fit"], message_bytes, one_way_seconds, fit)
+    _predicted_axes(axes["model"], collectives)
+    fig.suptitle(textwrap.fill(title, 75), fontsize=12, fontweight="bold")
+    _footer(axes["footer"], axes["model"].get_legend_handles_labels()[0], stamp)
+    _save(plt, fig, name)
 
 
 def _pyplot() -> ModuleType | None:
@@ -310,3 +335,54 @@ def _sizes_axes(ax: Axes, panel: SizesPanel, sizes_mb: list[float], ours: str) -
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set(title=panel.title, ylabel=panel.ylabel, xlabel="output size, MB (log scale)")
     ax.grid(alpha=0.3)
+
+
+def _alpha_beta_axes(ax: Axes, message_bytes: list[int], seconds: list[float],
+                     fit: tuple[float, float]) -> None:
+    """The measured one-way times as points, the fitted α + n β as a line (µs, log-log)."""
+    import numpy as np
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+    alpha, beta = fit
+    line = np.geomspace(min(message_bytes), max(message_bytes), 200)
+    ax.plot(message_bytes, [t * 1e6 for t in seconds], "o", color=OTHER_COLOR,
+            label="measured, one way")
+    ax.plot(line, (alpha + line * beta) * 1e6, color=OURS_COLOR, linewidth=2.2,
+            label=f"α + n β: {alpha * 1e6:.2g} µs, {1 / beta / 1e9:.3g} GB/s")
+    ax.set(xscale="log", yscale="log", title="ping-pong, ranks 0 and 1",
+           xlabel="message size n (log scale)", ylabel="time, µs (log scale)")
+    ax.xaxis.set_major_locator(LogLocator(base=16))  # 16 B, 256 B, 4 kB, ...: round sizes
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: _bytes_label(x)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+    ax.legend(loc="upper left", fontsize=9)
+    ax.grid(alpha=0.3)
+
+
+def _predicted_axes(ax: Axes, collectives: dict[str, list[tuple[float, float]]]) -> None:
+    """Each collective's measured time against the model's, a line through its sizes; the
+    dashed diagonal is measured = predicted (above it: slower than the model)."""
+    from matplotlib.ticker import FuncFormatter
+
+    everything = [t * 1e6 for points in collectives.values() for point in points for t in point]
+    span = (min(everything) / 2, max(everything) * 2)
+    ax.plot(span, span, color=BASELINE_COLOR, linestyle="--", linewidth=1,
+            label="measured = predicted")
+    for label, points in collectives.items():
+        predicted, measured = zip(*sorted(points))
+        ax.plot([t * 1e6 for t in predicted], [t * 1e6 for t in measured], marker="o",
+                label=label)
+    ax.set(xscale="log", yscale="log", xlim=span, ylim=span, aspect="equal",
+           title="collectives, against the model",
+           xlabel="predicted, µs (log scale)", ylabel="measured, µs (log scale)")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(FuncFormatter(lambda t, _: f"{t:g}"))
+    ax.grid(alpha=0.3)
+
+
+def _bytes_label(nbytes: float) -> str:
+    """``8 B``, ``1 kB``, ``64 MB``: bytes in powers of 1024."""
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:g} {unit}"
+    return f"{nbytes:g} B"

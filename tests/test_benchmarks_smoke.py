@@ -3,7 +3,9 @@ before timing, so this catches a benchmark that has silently gone wrong. Speed i
 never asserted. ``--quick`` times are not measurements, so it must leave the course's plots
 alone; the plotting itself is checked on made-up figures, into a temporary folder."""
 
+import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +31,30 @@ def test_benchmark_runs_quickly_and_checks_its_results(script, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "target" in done.stdout
     assert course_plots() == plots_before, f"{script} --quick rewrote a plot in course/assets/"
+
+
+def why_mpi_cannot_run() -> str | None:
+    """Why bench_mpi.py cannot start its processes here, or None when it can."""
+    if importlib.util.find_spec("mpi4py") is None:
+        return "mpi4py is not installed (pip install mpi4py mpich)"
+    beside = Path(sys.executable).parent / "mpiexec"  # where bench_mpi.py looks first
+    if not beside.is_file() and shutil.which("mpiexec") is None:
+        return f"no mpiexec beside {sys.executable} or on PATH (pip install mpich)"
+    return None
+
+
+@pytest.mark.skipif(why_mpi_cannot_run() is not None, reason=str(why_mpi_cannot_run()))
+def test_the_mpi_benchmark_fits_latency_and_bandwidth_and_predicts_each_collective():
+    plots_before = course_plots()
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "bench_mpi.py"), "--quick",
+                           "--processes", "2"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "latency α =" in done.stdout and "bandwidth 1/β =" in done.stdout
+    assert "measured/predicted" in done.stdout
+    for collective in ("Allreduce", "Allgather", "Reduce_scatter_block", "Alltoall",
+                       "Sendrecv"):
+        assert f"  {collective}" in done.stdout, f"no row for {collective}"
+    assert course_plots() == plots_before, "bench_mpi.py --quick rewrote a plot"
 
 
 @pytest.fixture
@@ -64,3 +90,12 @@ def test_without_matplotlib_the_plot_is_skipped_and_says_how_to_install_it(
     plotting.write_course_plot(made_up_panels(plotting), "made_up", "a title", "ours", 1.5)
     assert not (tmp_path / "made_up.png").exists()
     assert "pip install matplotlib" in capsys.readouterr().out
+
+
+def test_the_cost_model_plot_is_a_png(plotting, tmp_path):
+    pytest.importorskip("matplotlib")
+    collectives = {"Allreduce (sum)": [(2e-6, 3e-6), (2e-4, 5e-4)],
+                   "Sendrecv, ring": [(1e-6, 2e-6), (1e-4, 3e-4)]}
+    plotting.write_cost_model_plot([8, 1024, 1 << 20], [1e-6, 1.2e-6, 1e-4], (1e-6, 1e-10),
+                                   collectives, "made_up_mpi", "a title", 1.5, "MPICH 5")
+    assert (tmp_path / "made_up_mpi.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
