@@ -64,13 +64,30 @@ def test_elementwise_chain_is_one_loop_and_softmax_a_few_passes():
     fused, _ = generate_source(jax.make_jaxpr(PROGRAMS["fused elementwise"])(x).jaxpr)
     assert _loops(fused) == 1
     passes, _ = generate_source(jax.make_jaxpr(softmax)(x).jaxpr)
-    # One loop over rows; inside it, four passes over the row: max, exp, sum, divide.
+    # One loop over rows; inside it, three passes over the row: max, exp with its sum
+    # (fuse_inner_loops), divide.
     assert _loops(passes) == 1
-    assert len(re.findall(r"^        for \w+ in range\(", passes, flags=re.MULTILINE)) == 4
+    assert len(re.findall(r"^        for \w+ in range\(", passes, flags=re.MULTILINE)) == 3
     # The exponentials live in a one-row buffer, and the kernel allocates no full-size array:
     # the result is allocated by the runtime and passed in after the input (issue 17).
     assert len(re.findall(r"np\.empty\(\(d\d, d\d,\)", passes)) == 0
     assert re.search(r"^def program\(dims, in0, v\d+\):$", passes, flags=re.MULTILINE)
+
+
+def test_a_reduction_joins_the_loop_before_it_only_where_that_loop_wrote():
+    from stage2_jit.codegen_cpu import fuse_inner_loops
+    exp = ["# g = exp f", "for i1 in range(d1):", "    v2[i0, i1] = exp_f32(in0[i0, i1])"]
+    total = ["# h = reduce_sum g", "v3_acc = np.float32(0)", "for i1 in range(d1):",
+             "    v3_acc = add_reassoc(v3_acc, v2[i0, i1])", "v3[i0] = v3_acc"]
+    assert fuse_inner_loops(exp, total) == [
+        "# g = exp f", "# h = reduce_sum g", "v3_acc = np.float32(0)", "for i1 in range(d1):",
+        "    v2[i0, i1] = exp_f32(in0[i0, i1])",
+        "    v3_acc = add_reassoc(v3_acc, v2[i0, i1])", "v3[i0] = v3_acc"]
+    reversed_read = [*total[:3], "    v3_acc = add_reassoc(v3_acc, v2[i0, d1 - 1 - i1])",
+                     total[-1]]
+    assert fuse_inner_loops(exp, reversed_read) is None  # it would read what is not written
+    other_range = [*total[:2], "for i1 in range(d2):", *total[3:]]
+    assert fuse_inner_loops(exp, other_range) is None
 
 
 @cpu_only

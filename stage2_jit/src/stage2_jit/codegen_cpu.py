@@ -189,6 +189,28 @@ class Block(Loop):
     step: int = 0  # the plan's step it belongs to
 
 
+_INNER_LOOP = re.compile(r"for \w+ in range\(.+\):$")
+
+
+def fuse_inner_loops(a: list[str], b: list[str]) -> list[str] | None:
+    """Two statements of a row's loop body as one pass over the row, when ``b`` reduces what
+    ``a`` computes (softmax's ``exp`` and its sum): ``a`` is a comment and one inner loop,
+    ``b`` a comment, its accumulator's start, the same inner loop, and its result. ``b``'s
+    loop then runs inside ``a``'s, which is right when it reads what ``a`` writes only
+    where ``a`` writes it, in the same iteration. None when they do not fit."""
+    if len(a) < 3 or len(b) < 5 or a[1] != b[2] or not _INNER_LOOP.match(a[1]):
+        return None
+    a_loop, b_loop = a[2:], b[3:-1]
+    if not all(line.startswith("    ") for line in a_loop + b_loop) or \
+            b[1].startswith(" ") or b[-1].startswith(" "):
+        return None
+    text = "\n".join(b_loop)
+    for name, index in re.findall(r"^\s*(\w+)\[([^\]]+)\] = ", "\n".join(a_loop), re.M):
+        if any(read != index for read in re.findall(rf"\b{name}\[([^\]]+)\]", text)):
+            return None
+    return [a[0], b[0], b[1], a[1], *a_loop, *b_loop, b[-1]]
+
+
 class CpuWriter(KernelWriter):
     """Writes the source of one Numba function for a program, step by step of its plan."""
 
@@ -501,11 +523,18 @@ class CpuWriter(KernelWriter):
             if block.step != first.step:
                 self.plan.steps[block.step].joins = first.step
         loop = "prange" if any(b.parallel for b in group) else "range"
-        body: list[str] = []
+        bodies: list[list[str]] = []
         for block in group:
-            if block.index != first.index:
-                body.append(f"{block.index} = {first.index}")
-            body += block.body
+            fused = None
+            if bodies and block.index == first.index:
+                fused = fuse_inner_loops(bodies[-1], block.body)
+            if fused:
+                bodies[-1] = fused
+            elif block.index != first.index:
+                bodies.append([f"{block.index} = {first.index}", *block.body])
+            else:
+                bodies.append(list(block.body))
+        body = [line for lines in bodies for line in lines]
         if not first.flat:
             setup, body = self._privatize(group, setup, body)
         return [*setup, f"for {first.index} in {loop}({first.extent}):", *indent(body),
