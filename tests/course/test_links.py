@@ -19,11 +19,11 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from markdown_lines import outside_fences
 
 REPO = Path(__file__).resolve().parents[2]
 COURSE = REPO / "course"
 
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+).+?\1")
 _LINK = re.compile(r"(?<!!)\[[^\]]*\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _HEADING = re.compile(r"^#{1,6}\s+(?P<title>.+?)\s*#*\s*$")
@@ -32,16 +32,7 @@ _EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)  # http:, https:, 
 
 def _prose_lines(text: str) -> list[tuple[int, str]]:
     """The lines outside fenced code blocks, with code spans blanked out."""
-    lines, fence = [], None
-    for number, line in enumerate(text.splitlines(), start=1):
-        opening = _FENCE.match(line)
-        if fence is None and opening:
-            fence = opening[1]
-        elif fence is not None and line.strip().startswith(fence):
-            fence = None
-        elif fence is None:
-            lines.append((number, _CODE_SPAN.sub("``", line)))
-    return lines
+    return [(number, _CODE_SPAN.sub("``", line)) for number, line in outside_fences(text)]
 
 
 def slugify(title: str) -> str:

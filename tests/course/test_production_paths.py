@@ -20,11 +20,11 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from markdown_lines import outside_fences
 
 REPO = Path(__file__).resolve().parents[2]
 COURSE = REPO / "course"
 
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(?P<code>.+?)\1")
 _JAX_PATH = re.compile(r"^jax/[\w./-]*")  # a span may go on: `jax/_src/core.py:Tracer`
 
@@ -39,18 +39,12 @@ def pinned_jax() -> str:
 
 def jax_paths(text: str) -> list[tuple[int, str]]:
     """The `jax/...` paths of a page's code spans outside fenced blocks, with their lines."""
-    found, fence = [], None
-    for number, line in enumerate(text.splitlines(), start=1):
-        opening = _FENCE.match(line)
-        if fence is None and opening:
-            fence = opening[1]
-        elif fence is not None and line.strip().startswith(fence):
-            fence = None
-        elif fence is None:
-            for span in _CODE_SPAN.finditer(line):
-                path = _JAX_PATH.match(span["code"].strip())
-                if path:
-                    found.append((number, path[0].rstrip(".")))
+    found = []
+    for number, line in outside_fences(text):
+        for span in _CODE_SPAN.finditer(line):
+            path = _JAX_PATH.match(span["code"].strip())
+            if path:
+                found.append((number, path[0].rstrip(".")))
     return found
 
 
