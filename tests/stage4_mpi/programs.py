@@ -22,7 +22,7 @@ def whole(x) -> np.ndarray:
     """A global array's value, gathered from every process when this one lacks blocks."""
     if x.is_fully_addressable:
         return np.asarray(x)
-    return np.asarray(multihost_utils.process_allgather(x))
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
 
 
 def training(mesh_shape=(8,), names=("data",)) -> dict[str, np.ndarray]:
@@ -102,6 +102,23 @@ def api() -> dict[str, np.ndarray]:
             raise AssertionError("np.asarray of a global array did not raise")
     stacked = multihost_utils.process_allgather(np.float32(here))
     np.testing.assert_array_equal(stacked, np.arange(count, dtype=np.float32))
+    assert multihost_utils.process_allgather(np.float32(here), tiled=True).shape == (count,)
+    total = x.sum()  # replicated: every process holds a copy of its one distinct block
+    assert float(total) == 496.0
+    if count > 1:
+        try:
+            multihost_utils.process_allgather(x)
+        except ValueError as error:
+            assert "only supports tiled=True" in str(error)
+        else:
+            raise AssertionError("process_allgather(global array) without tiled=True")
+    # A mesh of some devices only: process 1's are left out (with 2 processes); every
+    # process runs the program, and those that hold the result read it.
+    part = jax.make_mesh((4,), ("data",), devices=jax.devices()[:4])
+    y = jax.device_put(data[:4], NamedSharding(part, P("data")))
+    part_total = jax.jit(lambda v: v.sum())(y)
+    if part_total.is_fully_addressable:
+        assert float(part_total) == float(data[:4].sum())
     return {"sum": np.float64(whole(x.sum()))}
 
 

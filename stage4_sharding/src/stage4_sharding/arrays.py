@@ -64,7 +64,9 @@ class ShardedArray(PlacedArray):
         """The global array, assembled from the blocks; where several devices hold a copy
         of a block, the first device's (they are equal unless shard_map's replication
         check was turned off)."""
-        if not self.is_fully_addressable:
+        indices = self._sharding.devices_indices_map(self._aval.shape).items()
+        held = {_key(index) for device, index in indices if device in self._shards}
+        if len(held) < len({_key(index) for _, index in indices}):  # JAX's condition too
             raise RuntimeError(
                 "Fetching value for `jax.Array` that spans non-addressable (non process "
                 "local) devices is not possible. You can use "
@@ -106,15 +108,19 @@ class ShardedArray(PlacedArray):
 
 def assemble(shards: dict[Device, np.ndarray], sharding: NamedSharding,
              aval: ShapedArray) -> np.ndarray:
-    """The global array from the blocks of every device."""
+    """The global array from ``shards``, which hold every distinct block (a replicated
+    one once is enough)."""
     out = np.empty(aval.shape, aval.dtype)
     placed = set()
     for device, index in sharding.devices_indices_map(aval.shape).items():
-        key = tuple((s.start, s.stop) for s in index)
-        if key not in placed:
-            placed.add(key)
+        if _key(index) not in placed and device in shards:
+            placed.add(_key(index))
             out[index] = shards[device]
     return out
+
+
+def _key(index: tuple[slice, ...]) -> tuple:
+    return tuple((s.start, s.stop) for s in index)
 
 
 def _release(sizes: list[tuple[Device, int]]) -> None:

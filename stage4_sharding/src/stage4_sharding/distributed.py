@@ -158,10 +158,18 @@ def _abort_on_uncaught_exceptions() -> None:
         sys.stderr.write(f"[process {STATE.index}] the error above ends this process: "
                          f"aborting the job (MPI_Abort), or the other processes would wait "
                          f"for it forever.\n")
-        sys.stderr.flush()
-        STATE.comm.Abort(1)
+        _abort(1)
 
     sys.excepthook = hook
+
+
+def _abort(code: int) -> None:
+    """Ends the job. What this process wrote goes to mpiexec through a pipe, and an abort
+    tears the pipes down: the output is flushed, and given a moment to get through first."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    time.sleep(0.5)
+    STATE.comm.Abort(code)
 
 
 # ------------------------------------------------------------------------------------------
@@ -182,12 +190,12 @@ def _wait(request: Any, what: str) -> None:
                 f"{float(config.jax_from_numpy_collective_timeout):.0f} s for the other "
                 f"processes: one of them failed, hangs, or runs a different program. "
                 f"Aborting the job (the limit is jax_from_numpy_collective_timeout).\n")
-            sys.stderr.flush()
-            STATE.comm.Abort(2)
+            _abort(2)
         time.sleep(pause)
         pause = min(2 * pause + 1e-5, 1e-3)
 
 
+# --8<-- [start:exchange]
 def exchange(comm: Any, kind: str, what: str, payload: Any) -> list[Any]:
     """Every process's ``payload`` (any picklable value), in process order, among the
     processes of ``comm``; an error if they are not all making the same kind of exchange
@@ -211,8 +219,10 @@ def exchange(comm: Any, kind: str, what: str, payload: Any) -> list[Any]:
     received = np.empty(int(sizes.sum()), np.uint8)
     _wait(comm.Iallgatherv(data, [received, sizes, offsets, _mpi().BYTE]), what)
     return [pickle.loads(received[o:o + s].tobytes()) for o, s in zip(offsets, sizes)]
+# --8<-- [end:exchange]
 
 
+# --8<-- [start:check_same_program]
 def check_same_program(text: str) -> None:
     """At a program's first run: the processes compare a hash of it, and stop with an error
     naming them when they run different programs."""
@@ -226,6 +236,7 @@ def check_same_program(text: str) -> None:
             f"The processes run different programs at this call ({runs}). Every process of "
             f"a job must run the same program, with the same shapes and shardings: look for "
             f"code that depends on jax.process_index().")
+# --8<-- [end:check_same_program]
 
 
 def agree(values: dict[int, int], what: str) -> dict[int, int]:
@@ -249,6 +260,7 @@ def _process_sets(groups: list[list[int]], owner: list[int]) -> list[frozenset[i
     return [frozenset(owner[i] for i in members) for members in groups]
 
 
+# --8<-- [start:communicator]
 def communicator(groups: list[list[int]], owner: list[int]) -> Any | None:
     """The communicator of this process's groups: the processes that hold their devices (a
     mesh axis's processes), made once per set of groups. None when every group lies within
@@ -261,13 +273,15 @@ def communicator(groups: list[list[int]], owner: list[int]) -> Any | None:
         exchange(STATE.comm, "communicator", "making a communicator", None)
         if any(a != b and a & b for a in key for b in key):
             color = 0  # sets that overlap: every process exchanges with all
-        else:  # disjoint sets: this process is in exactly one
-            color = next(n for n, s in enumerate(key) if STATE.index in s)
+        else:  # disjoint sets: this process is in one, or none (its devices are not used)
+            color = next((n for n, s in enumerate(key) if STATE.index in s), len(key))
         STATE.communicators[key] = STATE.comm.Split(color, STATE.index)
     comm = STATE.communicators[key]
     return None if comm.size == 1 else comm
+# --8<-- [end:communicator]
 
 
+# --8<-- [start:complete]
 def complete(groups: list[list[int]], blocks: list[Any], owner: list[int],
              what: str) -> list[Any]:
     """``blocks`` with the other processes' blocks of this process's groups filled in (a
@@ -283,8 +297,10 @@ def complete(groups: list[list[int]], blocks: list[Any], owner: list[int],
             if full[i] is None:
                 full[i] = block
     return full
+# --8<-- [end:complete]
 
 
+# --8<-- [start:reduce]
 def reduce(groups: list[list[int]], blocks: list[Any], owner: list[int], ufunc: np.ufunc,
            what: str) -> dict[int, np.ndarray]:
     """Each group's total, for the groups this process has devices in: reduced within the
@@ -307,6 +323,7 @@ def reduce(groups: list[list[int]], blocks: list[Any], owner: list[int], ufunc: 
             if g in partials:
                 totals[g] = value if g not in totals else ufunc(totals[g], value)
     return totals
+# --8<-- [end:reduce]
 
 
 def allgather(value: Any, what: str) -> list[Any]:

@@ -354,6 +354,7 @@ class SpmdExecutable:
                 env[step.outvars[0]] = self.device_op(step, [read(a) for a in step.invars])
         return [read(v) for v in jaxpr.outvars]
 
+    # --8<-- [start:device_op]
     def device_op(self, eqn: JaxprEqn, operands: list[Blocks]) -> Blocks:
         params = dict(eqn.params)
         if eqn.primitive is shard_slice_p:
@@ -378,6 +379,7 @@ class SpmdExecutable:
             blocks = distributed.complete(groups, blocks, self.owner, what)
         out = device_ops[eqn.primitive](groups, blocks, **params)
         return [block if mine else None for block, mine in zip(out, self.mine)]
+    # --8<-- [end:device_op]
 
     def agreed(self, blocks: Blocks, programs: list[ClosedJaxpr], what: str,
                label: Callable[[int], str]) -> int:

@@ -17,9 +17,10 @@ from ..arrays import ShardedArray, assemble
 
 def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
     """Every leaf gathered from all processes, as NumPy arrays. A global array that this
-    process does not hold whole becomes the whole global array; any other leaf (this
-    process's own value) is stacked with the other processes' along a new first axis, or
-    concatenated along the first axis with ``tiled=True``.
+    process does not hold whole becomes the whole global array (with ``tiled=True``, as
+    JAX requires); any other leaf (this process's own value) is stacked with the other
+    processes' along a new first axis, or concatenated along the first axis with
+    ``tiled=True`` (a scalar is always stacked).
 
     Example:
         >>> import numpy as np
@@ -29,12 +30,17 @@ def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
     """
     def gather(leaf: Any) -> np.ndarray:
         if isinstance(leaf, ShardedArray) and not leaf.is_fully_addressable:
+            if not tiled:
+                raise ValueError("Gathering global non-fully-addressable arrays only "
+                                 "supports tiled=True")
             shards: dict = {}
             for part in distributed.allgather(dict(leaf._shards), "process_allgather"):
                 shards.update(part)
             return assemble(shards, leaf.sharding, leaf.aval)
-        values = distributed.allgather(np.asarray(leaf), "process_allgather")
-        return np.concatenate(values) if tiled else np.stack(values)
+        value = np.asarray(leaf)
+        if value.ndim == 0 or not tiled:
+            value = value[None]
+        return np.concatenate(distributed.allgather(value, "process_allgather"))
     return tree_map(gather, in_tree)
 
 
