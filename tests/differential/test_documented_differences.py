@@ -9,7 +9,11 @@ both ways, so neither a difference nor its description can drift: if a differenc
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import ml_dtypes
@@ -1094,6 +1098,103 @@ def test_a_spatially_split_convolution_gathers_its_input_whole() -> None:
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
     assert str(sj.typeof(got)) == str(jax.typeof(want)) == "float32[2,3,8@d,6]"
     assert [(c.kind, c.bytes_sent) for c in log] == [("all-gather", 7 * 2 * 2 * 1 * 6 * 4)]
+
+
+# ------------------------------------------------------------------------------------------
+# Several processes
+# ------------------------------------------------------------------------------------------
+
+
+def _initialize_alone(lib: str, script: str) -> list[str]:
+    """The lines ``script`` prints, with ``jax`` bound to ``lib``, in a fresh process that no
+    launcher started: ``jax.distributed.initialize`` must come before any device is used,
+    and this process has used them."""
+    launchers = ("PMI", "OMPI_", "PMIX_", "SLURM_")  # MPI's launchers and Slurm set these
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(launchers)}
+    environment["JAX_PLATFORMS"] = "cpu"
+    result = subprocess.run([sys.executable, "-c", f"import {lib} as jax\n{script}"],
+                            capture_output=True, text=True, timeout=120, env=environment)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_initialize_accepts_the_coordinator_address_and_ignores_it() -> None:
+    """JAX's process 0 starts its coordination service at the address, so the port is taken;
+    ours leaves it free (mpiexec connected the processes)."""
+    pytest.importorskip("mpi4py")
+    script = """
+import socket
+probe = socket.socket()
+probe.bind(("127.0.0.1", 0))
+port = probe.getsockname()[1]
+probe.close()
+jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=1,
+                           process_id=0)
+try:
+    socket.socket().bind(("127.0.0.1", port))
+    print("port free")
+except OSError:
+    print("port taken")
+print("processes:", jax.process_count())
+jax.distributed.shutdown()
+"""
+    assert _initialize_alone("jax", script) == ["port taken", "processes: 1"]
+    assert _initialize_alone("stage4_sharding", script) == ["port free", "processes: 1"]
+
+
+def test_outside_mpiexec_initialize_needs_num_processes_1() -> None:
+    """Without a launcher, JAX needs a coordinator's address even for one process; ours asks
+    for mpiexec, or makes a job of one process with ``num_processes=1``."""
+    pytest.importorskip("mpi4py")
+    script = """
+for kwargs in ({}, {"num_processes": 1, "process_id": 0}):
+    try:
+        jax.distributed.initialize(**kwargs)
+        print("a job of", jax.process_count(), "process")
+    except ValueError as error:
+        print("ValueError:", error)
+"""
+    theirs = _initialize_alone("jax", script)
+    ours = _initialize_alone("stage4_sharding", script)
+    assert theirs == ["ValueError: coordinator_address should be defined."] * 2
+    assert ours[0].startswith("ValueError: jax.distributed.initialize(): this process was not "
+                              "started by mpiexec")
+    assert "mpiexec -n 2 python your_script.py" in ours[0]
+    assert ours[1] == "a job of 1 process"
+
+
+def test_device_ids_run_on_across_processes() -> None:
+    """Ours: process 1's devices continue process 0's ids (JAX's CPU backend gives each
+    process a range of its own; seen under mpiexec, not run here: JAX needs its own
+    cluster set-up there)."""
+    pytest.importorskip("mpi4py")
+    mpiexec = shutil.which("mpiexec", path=f"{Path(sys.executable).parent}{os.pathsep}"
+                                           f"{os.environ.get('PATH', '')}")
+    if mpiexec is None:
+        pytest.skip("needs mpiexec: pip install -e './stage4_sharding[mpi]'")
+    script = ("import stage4_sharding as jax; jax.distributed.initialize(); "
+              "print(jax.process_index(), [d.id for d in jax.local_devices()])")
+    result = subprocess.run([mpiexec, "-n", "2", sys.executable, "-c", script], text=True,
+                            capture_output=True, timeout=120,
+                            env=dict(os.environ, JAX_NUM_CPU_DEVICES="2"))
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == ["0 [0, 1]", "1 [2, 3]"]
+
+
+def test_addressable_shards_are_pairs_of_a_device_and_its_block() -> None:
+    """JAX's entries are Shard objects (device, index, replica_id, data); ours are
+    ``(device, block)`` tuples, with the same devices and blocks in the same order, and the
+    index from the sharding."""
+    value = np.arange(16.0, dtype=np.float32)
+    theirs = _split(jax, jax.make_mesh((8,), ("d",)), value, "d").addressable_shards
+    x = _split(sj, sj.make_mesh((8,), ("d",)), value, "d")
+    ours = x.addressable_shards
+    assert all(type(s).__name__ == "Shard" and not isinstance(s, tuple) for s in theirs)
+    assert all(isinstance(s, tuple) and len(s) == 2 for s in ours)
+    assert [d.id for d, _ in ours] == [s.device.id for s in theirs]
+    assert [b.tolist() for _, b in ours] == [np.asarray(s.data).tolist() for s in theirs]
+    index = x.sharding.devices_indices_map(x.shape)
+    assert [index[d] for d, _ in ours] == [s.index for s in theirs]
 
 
 # ------------------------------------------------------------------------------------------

@@ -83,6 +83,7 @@ def api() -> dict[str, np.ndarray]:
     assert all(d.process_index == here for d in jax.local_devices())
     assert [d.process_index for d in jax.devices()] == sorted(
         d.process_index for d in jax.devices())
+    assert [d.id for d in jax.devices()] == list(range(8))  # on across processes
     mesh = jax.make_mesh((8,), ("data",))
     split = NamedSharding(mesh, P("data"))
     data = np.arange(32.0, dtype=np.float32).reshape(8, 4)
