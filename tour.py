@@ -154,6 +154,15 @@ def mlp(jnp, jax, params, x):
     return x @ w + b
 
 
+def sharded_loss(jax):
+    """Stage 4's loss: the MLP's cross-entropy on a batch of inputs and one-hot targets."""
+    def loss_fn(params, batch):
+        inputs, targets = batch
+        log_probs = jax.nn.log_softmax(mlp(jax.numpy, jax, params, inputs))
+        return -jax.numpy.mean(jax.numpy.sum(log_probs * targets, axis=1))
+    return loss_fn
+
+
 # ------------------------------------------------------------------------------------------
 # Stage 2: jit
 # ------------------------------------------------------------------------------------------
@@ -387,11 +396,7 @@ def tour_stage4() -> None:
     targets = jax.nn.one_hot(labels, 4)
     params = init_mlp(jax, jnp, jax.random.key(1), [2, 64, 64, 4])
 
-    def loss_fn(params, batch):
-        inputs, targets = batch
-        log_probs = jax.nn.log_softmax(mlp(jnp, jax, params, inputs))
-        return -jnp.mean(jnp.sum(log_probs * targets, axis=1))
-
+    loss_fn = sharded_loss(jax)
     print(f"{jax.device_count()} simulated devices: {jax.devices()[:2]} ... each owns the "
           f"blocks put on it.\nThe MLP's gradient, data parallel: the batch split over a "
           f"mesh axis, the parameters on every device\n")
@@ -493,10 +498,7 @@ def processes_main() -> int:
     targets = jax.nn.one_hot(labels, 4)
     params = init_mlp(jax, jax.numpy, jax.random.key(1), [2, 64, 64, 4])
 
-    def loss_fn(params, inputs, targets):
-        log_probs = jax.nn.log_softmax(mlp(jax.numpy, jax, params, inputs))
-        return -jax.numpy.mean(jax.numpy.sum(log_probs * targets, axis=1))
-
+    loss_fn = sharded_loss(jax)
     rows = inputs.shape[0] // jax.process_count()  # each process loads its own rows
     mine = slice(jax.process_index() * rows, (jax.process_index() + 1) * rows)
     split = NamedSharding(mesh, P("data"))
@@ -505,11 +507,11 @@ def processes_main() -> int:
     show(f"the batch: {jax.typeof(batch[0])}, this process holds "
          f"{len(batch[0].addressable_shards)} of its 8 blocks")
     grad_fn = jax.jit(jax.grad(loss_fn))
-    grad_fn(params, *batch)
+    grad_fn(params, batch)
     with jax.record_collectives() as log:
-        grads = grad_fn(params, *batch)
+        grads = grad_fn(params, batch)
     dw = multihost_utils.process_allgather(grads[0][0], tiled=True)
-    alone = jax.grad(loss_fn)(params, np.asarray(inputs), np.asarray(targets))[0][0]
+    alone = jax.grad(loss_fn)(params, (np.asarray(inputs), np.asarray(targets)))[0][0]
     show(f"dW of the first layer equals one process's: max abs difference "
          f"{float(np.max(np.abs(dw - np.asarray(alone)))):.1e}")
     show("the collectives of one step, bytes per device; 'across': what crosses processes")

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO / "tools") not in sys.path:
     sys.path.insert(0, str(REPO / "tools"))
 
-from assignments import hide_solutions, marker  # noqa: E402, F401 (marker: for the tests)
+from assignments import hide_solutions  # noqa: E402
 
 
 class HiddenSolutionsPreprocessor(SnippetPreprocessor):

@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO / "tools"))
 
 from assignments import (  # noqa: E402
     find_regions,
+    marker,
     read_tasks,
     regions_by_task,
     source_files,
@@ -160,16 +161,15 @@ def _html_of(page: Path) -> str:
 
 
 def test_pages_that_include_a_region_show_its_marker(page_texts: dict[str, str]) -> None:
-    hook = _hook()
     expected = {_html_of(page): _included_regions(page)
                 for page in sorted((REPO / "course").rglob("*.md"))}
     expected = {html: tasks for html, tasks in expected.items() if tasks}
     # The tape shows _backward_pass, all of whose body is Task 1.1.
     assert "task1_1" in expected.get("stage1/the-tape/index.html", set()), expected
     assert len(expected) >= 5, f"only these pages include a region: {expected}"
-    missing = [f"{html}: no line {hook.marker(task)[2:]!r}"
+    missing = [f"{html}: no line {marker(task)[2:]!r}"
                for html, tasks in sorted(expected.items()) for task in sorted(tasks)
-               if hook.marker(task)[2:] not in page_texts.get(html, "")]
+               if marker(task)[2:] not in page_texts.get(html, "")]
     assert not missing, "a page includes a region but does not show its marker:\n" + "\n".join(
         missing)
 
@@ -200,9 +200,8 @@ def test_the_docstring_examples_of_marker_and_hide_solutions_run() -> None:
 
 
 def test_marker_names_the_task_by_number_and_id() -> None:
-    hook = _hook()
-    assert hook.marker("task1_1") == "# Task 1.1 (task1_1): your code here"
-    assert hook.marker("task2_10") == "# Task 2.10 (task2_10): your code here"
+    assert marker("task1_1") == "# Task 1.1 (task1_1): your code here"
+    assert marker("task2_10") == "# Task 2.10 (task2_10): your code here"
 
 
 def test_a_region_becomes_one_marker_line_at_its_indentation() -> None:

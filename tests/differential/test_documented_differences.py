@@ -1163,6 +1163,18 @@ for kwargs in ({}, {"num_processes": 1, "process_id": 0}):
     assert ours[1] == "a job of 1 process"
 
 
+def test_local_device_ids_give_the_number_of_local_devices() -> None:
+    """Ours takes how many ids there are as the number of local devices, numbered from 0
+    (JAX keeps the devices with those ids visible; not run here, as JAX needs its own
+    cluster set-up for it)."""
+    pytest.importorskip("mpi4py")
+    script = """
+jax.distributed.initialize(num_processes=1, local_device_ids=[5, 6])
+print([d.id for d in jax.local_devices()])
+"""
+    assert _initialize_alone("stage4_sharding", script) == ["[0, 1]"]
+
+
 def test_device_ids_run_on_across_processes() -> None:
     """Ours: process 1's devices continue process 0's ids (JAX's CPU backend gives each
     process a range of its own; seen under mpiexec, not run here: JAX needs its own

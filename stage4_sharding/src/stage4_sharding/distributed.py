@@ -33,6 +33,7 @@ import os
 import pickle
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -301,28 +302,26 @@ def complete(groups: list[list[int]], blocks: list[Any], owner: list[int],
 
 
 # --8<-- [start:reduce]
-def reduce(groups: list[list[int]], blocks: list[Any], owner: list[int], ufunc: np.ufunc,
-           what: str) -> dict[int, np.ndarray]:
-    """Each group's total, for the groups this process has devices in: reduced within the
-    process first, then across processes (one partial per process and group travels, not
-    every device's block)."""
+def reduce(groups: list[list[int]], blocks: list[Any], owner: list[int],
+           combine: Callable[[list[np.ndarray]], np.ndarray], what: str
+           ) -> dict[int, np.ndarray]:
+    """Each group's total (``combine`` of its blocks), for the groups this process has
+    devices in: combined within the process first, then across processes (one partial per
+    process and group travels, not every device's block)."""
     partials: dict[int, np.ndarray] = {}
     for g, members in enumerate(groups):
         local = [blocks[i] for i in members if blocks[i] is not None]
         if local:
-            total = np.array(local[0])
-            for value in local[1:]:
-                ufunc(total, value, out=total)
-            partials[g] = total
+            partials[g] = combine(local)
     comm = communicator(groups, owner)
     if comm is None:
         return partials
-    totals: dict[int, np.ndarray] = {}
+    parts: dict[int, list[np.ndarray]] = {g: [] for g in partials}
     for part in exchange(comm, "reduce", what, partials):  # in process order
         for g, value in part.items():
-            if g in partials:
-                totals[g] = value if g not in totals else ufunc(totals[g], value)
-    return totals
+            if g in parts:
+                parts[g].append(value)
+    return {g: combine(values) for g, values in parts.items()}
 # --8<-- [end:reduce]
 
 

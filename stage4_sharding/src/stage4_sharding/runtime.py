@@ -369,8 +369,8 @@ class SpmdExecutable:
         if distributed.multiprocess():  # the other processes' blocks of this one's groups
             what = f"{eqn.primitive.name} over {', '.join(names)}"
             if eqn.primitive in REDUCTIONS:  # within each process first, then across
-                totals = distributed.reduce(groups, blocks, self.owner,
-                                            REDUCTIONS[eqn.primitive], what)
+                combine = functools.partial(_combined, REDUCTIONS[eqn.primitive])
+                totals = distributed.reduce(groups, blocks, self.owner, combine, what)
                 out: Blocks = [None] * self.n  # type: ignore[list-item]
                 for g, total in totals.items():
                     for i in groups[g]:
