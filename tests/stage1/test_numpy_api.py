@@ -1077,8 +1077,12 @@ def test_x64_promotion(x64):
     assert (f32 + _a([1, 2], np.float64)).dtype == F64
     assert (_a([1], I32) + _a([1], U32)).dtype == I64
     assert (_a([1], I32) + 2.5).dtype == F64
-    assert jnp.exp(_a([1], I32)).dtype == F64
-    assert jnp.mean(_a([1, 2], I32)).dtype == F64
+    # Integers become floats by width, as JAX's to_inexact_dtype: up to 32 bits float32.
+    assert jnp.exp(_a([1], I32)).dtype == F32
+    assert jnp.mean(_a([1, 2], I32)).dtype == F32
+    assert jnp.exp(_a([1], I64)).dtype == F64
+    assert jnp.mean(_a([1, 2], I64)).dtype == F64
+    assert jnp.exp(1).dtype == F64  # a Python int is the default int
 
 
 def test_x64_numpy_scalars_are_not_weak(x64):

@@ -270,14 +270,19 @@ def promote_types(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
 
 @lru_cache(maxsize=4096)
 def _promote_types(typed: tuple[tuple[np.dtype, bool], ...], x64: bool) -> tuple[np.dtype, bool]:
-    node = _join(tuple(_lattice_node(d, w) for d, w in typed), x64)
+    # One operand keeps its dtype, and weak operands alone join as their dtypes would and
+    # stay weak: a weak float16 times a weak float16 is a weak float16, not the default
+    # float. A bool is never weak. (JAX: ``lattice_result_type``.)
+    all_weak = len(typed) == 1 or all(weak for _, weak in typed)
+    node = _join(tuple(_lattice_node(d, w and not all_weak) for d, w in typed), x64)
+    weak = all_weak and typed[0][1]
     if node == "i*":
         return default_int_dtype(), True
     if node == "f*":
         return default_float_dtype(), True
     if node == "c*":
         return default_complex_dtype(), True
-    return canonicalize_dtype(_DTYPE_OF_NODE[node]), False
+    return canonicalize_dtype(_DTYPE_OF_NODE[node]), weak and node != "b1"
 # --8<-- [end:lattice]
 
 

@@ -88,13 +88,13 @@ _PYTHON_SCALARS = (int, float, complex)
 
 def promote(*args: Any) -> list[Any]:
     """Converts all ``args`` to their common dtype, following JAX's promotion lattice."""
+    if len(args) == 1 and isinstance(args[0], (Array, Tracer)) and args[0].dtype != np.bool_:
+        return list(args)  # one operand keeps its type (a weak bool becomes a strong one)
     if len(args) == 2:  # fast paths: both already agree, or an array and a Python scalar
         x, y = args
         if isinstance(x, (Array, Tracer)) and isinstance(y, (Array, Tracer)):
-            # (Weak pairs take the lattice: two weak bools promote to a strong bool.)
-            if x.dtype == y.dtype and not x.weak_type and not y.weak_type:
-                return [x, y]
-        elif type(y) in _PYTHON_SCALARS and (y_like := _scalar_like(x, y)) is not None:
+            return _promote_pair(x, y)
+        if type(y) in _PYTHON_SCALARS and (y_like := _scalar_like(x, y)) is not None:
             return [x, y_like]
         elif type(x) in _PYTHON_SCALARS and (x_like := _scalar_like(y, x)) is not None:
             return [x_like, y]
@@ -104,13 +104,27 @@ def promote(*args: Any) -> list[Any]:
     return [convert(v, dtype, weak) for v in values]
 
 
+def _promote_pair(x: Any, y: Any) -> list[Any]:
+    """``promote`` of two arrays or tracers, comparing their types directly: the common case
+    of an eager op or a tape entry, so it skips building abstract values."""
+    x_typed, y_typed = (x.dtype, x.weak_type), (y.dtype, y.weak_type)
+    if x_typed == y_typed and not x_typed[1]:
+        return [x, y]  # (weak pairs take the lattice: two weak bools make a strong bool)
+    typed = dtypes.promote_types(x_typed, y_typed)
+    return [x if x_typed == typed else convert(x, *typed),
+            y if y_typed == typed else convert(y, *typed)]
+
+
 def promote_inexact(*args: Any) -> list[Any]:
-    """Like :func:`promote`, then integers and booleans become the default float."""
+    """Like :func:`promote`, then integers and booleans become floats: 64-bit integers the
+    default float, narrower ones and booleans float32 (JAX's ``to_inexact_dtype``: with x64
+    on, ``jnp.exp`` of an int32 is a float32)."""
     values = promote(*args)
     first = values[0]
     if dtypes.is_inexact(first.dtype):
         return values
-    float_dtype = dtypes.default_float_dtype()
+    wide = first.dtype.itemsize == 8
+    float_dtype = dtypes.default_float_dtype() if wide else np.dtype(np.float32)
     return [convert(v, float_dtype, first.weak_type) for v in values]
 
 
@@ -146,11 +160,10 @@ def promote_and_broadcast(op_name: str, *args: Any, inexact: bool = False,
     it as it is, as JAX's do: ``mul a 2.0:f32[]``)."""
     values = promote_inexact(*args) if inexact else promote(*args)
     shapes = [v.shape for v in values]
-    if all(s == shapes[0] for s in shapes):
+    if all(s == shapes[0] for s in shapes) or keep_scalars and len(values) == 2 and (
+            () in shapes):
         return values
     shape = broadcast_shapes(*shapes, op_name=op_name)
-    if keep_scalars and len(values) == 2 and () in shapes:
-        return values
     return [broadcast_to_shape(v, shape) for v in values]
 
 
