@@ -389,6 +389,25 @@ CALLS: dict[str, list[Call]] = {
     "unique": [call("jnp.unique(a // 2, size=4)", a="i@7"),
                call("jnp.unique(jnp.round(a), return_counts=True, size=5, fill_value=0.0)",
                     a="f@6")],
+    # the array API's spellings, and NumPy's other names of scalar types
+    "acos": unary("acos", "funit"), "acosh": [call("jnp.acosh(1.5 + jnp.abs(a))", a="f")],
+    "asin": unary("asin", "funit"), "asinh": unary("asinh", "f"), "atan": unary("atan", "i"),
+    "atanh": unary("atanh", "funit"), "atan2": binary("atan2", "f f", "f pyf"),
+    "concat": [call("jnp.concat([a, b], axis=1)", a="f@2,3", b="f@2,1")],
+    "pow": binary("pow", "f fpos", "i ipos"),
+    "permute_dims": [call("jnp.permute_dims(a, (2, 0, 1))", a="f@2,3,4")],
+    "bitwise_invert": unary("bitwise_invert", "i", "b"),
+    "bitwise_left_shift": binary("bitwise_left_shift", "i ishift"),
+    "bitwise_right_shift": binary("bitwise_right_shift", "i ishift"),
+    "degrees": unary("degrees", "f", "i"), "radians": unary("radians", "f", "pyf"),
+    "fabs": unary("fabs", "f", "i", "pyf"), "positive": unary("positive", "f", "i", "pyf"),
+    "matrix_transpose": [call("jnp.matrix_transpose(a)", a="f@2,3,4")],
+    "tril_indices": [call("jnp.tril_indices(3)"), call("jnp.tril_indices(3, -1, 4)")],
+    "triu_indices": [call("jnp.triu_indices(4, 1)"), call("jnp.triu_indices(2, 0, 3)")],
+    "float_": [call("jnp.float_(1.5)")], "double": [call("jnp.double(1.5)")],
+    "single": [call("jnp.single(1.5)")], "int_": [call("jnp.int_(3)")],
+    "uint": [call("jnp.uint(3)")], "complex_": [call("jnp.complex_(1.5)")],
+    "cdouble": [call("jnp.cdouble(1.5)")], "csingle": [call("jnp.csingle(1.5)")],
 }
 
 # jax.nn: each function stage 1 defines there, called as jax.nn.NAME.
@@ -426,6 +445,7 @@ NN_CALLS: dict[str, list[Call]] = {
 # Calls JAX refuses: ours must raise too, an error of the same broad class (oracle.compare).
 ERROR_CALLS: list[Call] = [
     call("jnp.sum(a, out=a)", a="f@3"), call("jnp.sum(a, axis=3)", a="f@2,3"),
+    call("jnp.fabs(a * 1j)", a="f@3"), call("jnp.matrix_transpose(a)", a="f@3"),
     call("jnp.max(a, axis=-3)", a="f@2,3"), call("jnp.reshape(a, (7,))", a="f@2,3"),
     call("jnp.add(a, b)", a="f@2,3", b="f@4"), call("jnp.where(c, a)", c="b@3", a="f@3"),
     call("jnp.concatenate([a, b])", a="f@2,3", b="f@2,4"),
@@ -579,6 +599,27 @@ def marked(name: str, number: int, case: Call):
 def test_function_equals_jax(name: str, number: int, case: Call) -> None:
     found = mismatches(name, number, case)
     assert not found, f"{name}, {case}:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("name, number, case", [c for c in CASES if c[:2] not in KNOWN],
+                         ids=[f"{n}-{k}" for n, k, _ in CASES if (n, k) not in KNOWN])
+def test_function_equals_jax_with_x64(name: str, number: int, case: Call) -> None:
+    """The same calls with jax_enable_x64 on in both libraries: Python scalars are 64-bit
+    then, and every rule that picks a default type shows (int32 stays int32 in a running
+    sum, a float from an int32 is a float32, one_hot is float64). Values and types only."""
+    ours, theirs = sj.config.jax_enable_x64, jax.config.jax_enable_x64
+    sj.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", True)
+    try:
+        values = inputs_of(case, seed_of(name, number))
+        want = evaluate(case.expr, jax, jax.numpy, values)
+        got = evaluate(case.expr, sj, sjnp, values)
+    finally:
+        sj.config.update("jax_enable_x64", ours)
+        jax.config.update("jax_enable_x64", theirs)
+    problems = compare(got, want)
+    assert not problems, f"{name}, {case} with x64:\n    ours:  {got}\n    JAX's: {want}\n" + (
+        "\n".join(problems))
 
 
 @pytest.mark.parametrize("case", [

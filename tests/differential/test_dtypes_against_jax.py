@@ -169,3 +169,38 @@ def test_dtype_queries():
             assert float(jnp.finfo(ours).eps) == float(jjnp.finfo(theirs).eps)
     assert jnp.ones(2, jnp.bfloat16).aval.str_short() == "bf16[2]"
     assert str(stage2_jit.make_jaxpr(lambda x: x * 2)(jnp.ones(2, jnp.int8))).count("i8[2]") == 2
+
+
+ACCUMULATING = ["sum", "prod", "nansum", "trace", "mean", "var", "cumsum", "cumprod",
+                "nancumsum", "nancumprod"]
+
+
+@pytest.mark.parametrize("name", ["bool_", "int8", "int16", "int32", "uint8", "uint16",
+                                  "uint32", "float16", "float32"])
+def test_reductions_and_running_sums_accumulate_as_jax(name, x64):
+    """Sums widen small integers to the default integer (uint32 without x64, never a 64-bit
+    type then); running sums keep the integer's type and widen only booleans."""
+    value = np.array([[1, 0, 1]]).astype(np.dtype(getattr(jjnp, name)))
+    ours, theirs = jnp.asarray(value), jjnp.asarray(value)
+    for function in ACCUMULATING:
+        assert getattr(jnp, function)(ours).dtype == getattr(jjnp, function)(theirs).dtype, (
+            function)
+    for function in ["sum", "prod", "cumsum", "cumprod"]:
+        for dtype in ["int16", "float32", "bool_"]:
+            got = getattr(jnp, function)(ours, dtype=getattr(jnp, dtype)).dtype
+            assert got == getattr(jjnp, function)(theirs, dtype=getattr(jjnp, dtype)).dtype, (
+                function, dtype)
+
+
+@pytest.mark.parametrize("call", ["jnp.cumsum(x)", "jnp.cumprod(x)", "jnp.nextafter(x, y)",
+                                  "jax.nn.silu(x)", "jax.lax.rsqrt(jnp.abs(x) + 1)",
+                                  "jax.scipy.special.erf(x)"])
+def test_bfloat16_is_a_float_everywhere(call):
+    """NumPy calls bfloat16 a void type (kind 'V'): every dtype check asks dtypes.kind."""
+    x = np.array([0.5, -1.25, 2.0], np.float32).astype(jjnp.bfloat16)
+    y = np.array([1.0, 1.0, -3.0], np.float32).astype(jjnp.bfloat16)
+    got = eval(call, {"jnp": jnp, "jax": stage2_jit, "x": jnp.asarray(x), "y": jnp.asarray(y)})
+    want = eval(call, {"jnp": jjnp, "jax": jax, "x": jjnp.asarray(x), "y": jjnp.asarray(y)})
+    assert got.dtype == want.dtype == jjnp.bfloat16
+    np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32),
+                               rtol=2 ** -7)

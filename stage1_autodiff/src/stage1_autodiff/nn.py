@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from . import dtypes
 from . import numpy as jnp
 from . import prims as lax
 from .autodiff import stop_gradient
@@ -125,8 +126,9 @@ def log_softmax(x: Any, axis: Axis = -1) -> Any:
     return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis, keepdims=True))
 
 
-def one_hot(x: Any, num_classes: int, dtype: Any = np.float32, axis: int = -1) -> Any:
-    """Integer labels as one-hot vectors along a new ``axis``.
+def one_hot(x: Any, num_classes: int, dtype: Any = None, axis: int = -1) -> Any:
+    """Integer labels as one-hot vectors along a new ``axis``, of the default float type
+    unless ``dtype`` says otherwise (float64 with x64, as in JAX).
 
     Example:
         >>> import stage1_autodiff as jax
@@ -138,7 +140,7 @@ def one_hot(x: Any, num_classes: int, dtype: Any = np.float32, axis: int = -1) -
     classes = jnp.arange(num_classes)
     out = jnp.expand_dims(x, -1) == classes
     out = jnp.moveaxis(out, -1, axis) if axis != -1 else out
-    return out.astype(dtype)
+    return out.astype(dtypes.default_float_dtype() if dtype is None else dtype)
 
 
 # ------------------------------------------------------------------------------------------
@@ -156,7 +158,7 @@ def silu(x: Any) -> Any:
         Array([0.       , 0.7310586], dtype=float32)
     """
     x = as_value(x)
-    if not np.issubdtype(x.dtype, np.inexact):  # as JAX's, which applies lax.logistic
+    if not dtypes.is_inexact(x.dtype):  # as JAX's, which applies lax.logistic
         raise TypeError(f"logistic does not accept dtype {x.dtype}. Accepted dtypes are "
                         f"subtypes of floating, complexfloating.")
     return x * sigmoid(x)

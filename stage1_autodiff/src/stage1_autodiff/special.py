@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from . import dtypes
 from .core import (
     ELEMENTWISE,
     Primitive,
@@ -72,7 +73,7 @@ DIGAMMA_SHIFT = 10.0  # above this, the series is exact to float64 rounding
 def _check_float(name: str, *args) -> None:
     for i, x in enumerate(args):
         dtype = get_aval(x).dtype
-        if dtype.kind != "f":
+        if dtypes.kind(dtype) != "f":  # (bfloat16 is a float)
             where = f" at position {i}" if len(args) > 1 else ""
             raise TypeError(f"{name} does not accept dtype {dtype.name}{where}. Accepted "
                             f"dtypes{where} are subtypes of floating.")

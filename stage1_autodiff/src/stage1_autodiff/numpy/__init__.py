@@ -26,6 +26,7 @@ from .arrangement import (
     hsplit,
     hstack,
     kron,
+    matrix_transpose,
     meshgrid,
     pad,
     repeat,
@@ -34,7 +35,9 @@ from .arrangement import (
     trace,
     tri,
     tril,
+    tril_indices,
     triu,
+    triu_indices,
     vsplit,
     vstack,
 )
@@ -65,6 +68,7 @@ from .mathematical import (
     conjugate,
     copysign,
     deg2rad,
+    fabs,
     fmax,
     fmin,
     heaviside,
@@ -75,6 +79,7 @@ from .mathematical import (
     log10,
     logaddexp,
     nan_to_num,
+    positive,
     rad2deg,
     real,
     signbit,
@@ -237,3 +242,13 @@ bool = bool_  # noqa: A001 -- jnp.bool, as in NumPy 2
 # NumPy's abstract scalar types, for issubdtype (JAX exports NumPy's own)
 floating, integer, inexact, number = _np.floating, _np.integer, _np.inexact, _np.number
 complexfloating = _np.complexfloating
+# The array API's spellings (NumPy 2), which JAX exports too: the same functions.
+acos, acosh, asin, asinh = arccos, arccosh, arcsin, arcsinh
+atan, atanh, atan2 = arctan, arctanh, arctan2
+concat, pow, permute_dims = concatenate, power, transpose  # noqa: A001
+bitwise_invert, bitwise_left_shift, bitwise_right_shift = invert, left_shift, right_shift
+degrees, radians = rad2deg, deg2rad
+# NumPy's other names of its scalar types (64-bit ones become 32-bit without x64, as always)
+float_, double, single = float64, float64, float32
+int_, uint = int64, uint64
+complex_, cdouble, csingle = complex128, complex128, complex64

@@ -236,9 +236,9 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
 
 
 def tri(N: int, M: int | None = None, k: int = 0, dtype=None):
-    """Ones at and below the ``k``-th diagonal, zeros above."""
-    dtype = dtypes.check_and_canonicalize_user_dtype(dtype or dtypes.default_float_dtype(),
-                                                     "tri")
+    """Ones at and below the ``k``-th diagonal, zeros above; float32 unless ``dtype`` says
+    otherwise (even with x64, as in JAX)."""
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype or np.float32, "tri")
     return asarray(np.tri(N, M, k, dtype=dtype))
 
 
@@ -455,3 +455,29 @@ def _pad_constant(x, widths: list[tuple[int, int]], values: Any):
             config[axis] = (count, 0, 0) if side == 0 else (0, count, 0)
             x = lax.pad(x, lax.full((), per_side[axis][side], dtype, False), config)
     return x
+
+
+def matrix_transpose(x):
+    """Swaps the last two axes: the transpose of each matrix in a stack."""
+    x = as_value(x)
+    if get_aval(x).ndim < 2:
+        raise ValueError(f"matrix_transpose needs an array of at least two dimensions, got "
+                         f"shape {get_aval(x).shape}; use x.T or reshape first.")
+    return swapaxes(x, -1, -2)
+
+
+def _indices(function: Any, n: int, k: int, m: int | None) -> tuple[Any, Any]:
+    rows, cols = function(operator.index(n), operator.index(k), n if m is None else m)
+    int_dtype = dtypes.default_int_dtype()
+    return asarray(rows, int_dtype), asarray(cols, int_dtype)
+
+
+def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, Any]:
+    """The row and column indices of the lower triangle of an (n, m) matrix, at and below
+    the ``k``-th diagonal, as arrays of the default integer type."""
+    return _indices(np.tril_indices, n, k, m)
+
+
+def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, Any]:
+    """The indices of the upper triangle, at and above the ``k``-th diagonal."""
+    return _indices(np.triu_indices, n, k, m)

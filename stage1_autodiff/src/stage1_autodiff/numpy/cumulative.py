@@ -41,14 +41,16 @@ def _cumulative(name: str, reduction, a, axis, dtype, out, nan_fill=None):
     if nan_fill is not None and dtypes.is_float(get_aval(a).dtype):
         a = where(isnan(a), nan_fill, a)
     as_bool = dtype is not None and np.dtype(dtype) == np.bool_
+    if dtype is None and get_aval(a).dtype != np.bool_:
+        dtype = get_aval(a).dtype  # unlike sum, a running sum keeps a narrow int's type (JAX)
     a = _accumulation_dtype(a, None if as_bool else dtype, name)
     result = reduction(a, axis)
     return convert(result, np.dtype(np.bool_)) if as_bool else result
 
 
 def cumsum(a, axis: int | None = None, dtype: Any = None, out: None = None):
-    """Running sums along ``axis`` (of the flattened array when None). Booleans and small
-    integers accumulate in the default integer."""
+    """Running sums along ``axis`` (of the flattened array when None). Booleans accumulate
+    in the default integer; other types keep theirs (unlike ``sum``, as in JAX)."""
     return _cumulative("cumsum", lax.cumsum, a, axis, dtype, out)
 
 

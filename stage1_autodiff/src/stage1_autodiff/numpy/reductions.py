@@ -67,7 +67,8 @@ def _accumulation_dtype(a: Any, dtype: Any, fun_name: str) -> Any:
     if a_dtype == np.bool_:
         return convert(a, dtypes.default_int_dtype())
     if dtypes.is_int(a_dtype) and a_dtype.itemsize < dtypes.default_int_dtype().itemsize:
-        wide = dtypes.uint64 if a_dtype.kind == "u" else dtypes.default_int_dtype()
+        wide = (dtypes.canonicalize_dtype(dtypes.uint64) if a_dtype.kind == "u"
+                else dtypes.default_int_dtype())  # uint32 without x64
         return convert(a, wide)
     return a
 

@@ -324,7 +324,7 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
     a, v = promote(a, v)
     a, v = as_value(a), as_value(v)
     below = (less if side == "left" else less_equal)(a, expand_dims(v, -1))
-    return sum(below, axis=-1, dtype=dtypes.default_int_dtype())
+    return sum(below, axis=-1, dtype=np.int32)  # int32 even with x64, as in JAX
 
 
 def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None):
