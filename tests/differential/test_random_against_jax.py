@@ -130,6 +130,34 @@ def test_x64_gamma_and_exponential_follow_jax():
         jax_.config.update("jax_enable_x64", False)
 
 
+BIT_EXACT_CALLS = [
+    "uniform(k, (9,))", "randint(k, (9,), 0, 10)", "randint(k, (9,), -7, 1000)", "bits(k, (5,))",
+    "choice(k, 5, (3,))", "permutation(k, 6)", "bernoulli(k, 0.3, (8,))",
+    "categorical(k, jnp.zeros(4))", "bits(k, (5,), jnp.uint8)", "bits(k, (5,), jnp.uint16)",
+    "uniform(k, (9,), jnp.float16)", "uniform(k, (9,), jnp.bfloat16)",
+    "randint(k, (9,), 0, 5, jnp.int8)", "randint(k, (9,), 0, 300, jnp.int8)",
+    "randint(k, (9,), -100, 300, jnp.int16)", "randint(k, (9,), -3, 256, jnp.uint8)"]
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
+@pytest.mark.parametrize("call", BIT_EXACT_CALLS)
+def test_default_and_narrow_dtypes_are_bit_exact(call, x64):
+    """With x64 the defaults are 64-bit (float, int, and bits' uint64); 8- and 16-bit bits
+    are the low bits of a 32-bit word; bfloat16's uniform takes its 7 mantissa bits from a
+    byte; narrow randint draws int32 between clipped bounds. All as JAX, to the bit."""
+    ours.config.update("jax_enable_x64", x64)
+    jax_.config.update("jax_enable_x64", x64)
+    try:
+        mine = eval(f"r.{call}", {"r": ours.random, "k": ours.random.key(5), "jnp": jnp})
+        theirs = eval(f"r.{call}", {"r": jax_.random, "k": jax_.random.key(5), "jnp": jjnp})
+        mine, theirs = np.asarray(mine), np.asarray(theirs)
+    finally:
+        ours.config.update("jax_enable_x64", False)
+        jax_.config.update("jax_enable_x64", False)
+    assert mine.dtype == theirs.dtype
+    np.testing.assert_array_equal(mine, theirs)
+
+
 # ------------------------------------------------------------------------------------------
 # Laws: jit == eager, vmap == loop, sharded == unsharded; gradients agree with JAX's
 # ------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from . import dtypes
@@ -244,8 +245,9 @@ def fold_in(key: Any, data: Any) -> Any:
     return _wrap(jnp.stack([bits1, bits2]), typed)
 
 
-def bits(key: Any, shape: Shape = (), dtype: Any = np.uint32) -> Any:
-    """Uniformly random unsigned integers.
+def bits(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Uniformly random unsigned integers, of 8, 16, 32 or 64 bits (by default uint32, or
+    uint64 with jax_enable_x64, as in JAX). Narrower ones are the low bits of a 32-bit word.
 
     Example:
         >>> import stage1_autodiff as jax
@@ -254,15 +256,17 @@ def bits(key: Any, shape: Shape = (), dtype: Any = np.uint32) -> Any:
     """
     k1, k2, _ = _single_key(key, "bits")
     shape = _shape(shape, "bits")
-    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "bits")
+    dtype = dtypes.check_and_canonicalize_user_dtype(
+        dtypes.uint64 if dtype is None else dtype, "bits")
     bits1, bits2 = _hash_counters(k1, k2, shape)
-    if dtype == dtypes.uint32:
-        return lax.bitwise_xor(bits1, bits2)
+    if dtype in (dtypes.uint8, dtypes.uint16, dtypes.uint32):
+        return lax.convert_element_type(lax.bitwise_xor(bits1, bits2), dtype)
     if dtype == dtypes.uint64:
         high = lax.convert_element_type(bits1, dtypes.uint64)
         low = lax.convert_element_type(bits2, dtypes.uint64)
         return lax.bitwise_or(lax.shift_left(high, lax.full_like(high, 32)), low)
-    raise TypeError(f"bits: dtype must be uint32 (or uint64 with jax_enable_x64), got {dtype}.")
+    raise TypeError(f"bits: dtype must be uint8, uint16, uint32 (or uint64 with "
+                    f"jax_enable_x64), got {dtype}.")
 
 
 def _float_dtype(dtype: Any, name: str) -> np.dtype:
@@ -273,7 +277,7 @@ def _float_dtype(dtype: Any, name: str) -> np.dtype:
 
 
 # --8<-- [start:uniform]
-def uniform(key: Any, shape: Shape = (), dtype: Any = np.float32, minval: Any = 0.0,
+def uniform(key: Any, shape: Shape = (), dtype: Any = float, minval: Any = 0.0,
             maxval: Any = 1.0) -> Any:
     """Uniform floats in [minval, maxval).
 
@@ -291,10 +295,11 @@ def uniform(key: Any, shape: Shape = (), dtype: Any = np.float32, minval: Any = 
     dtype = _float_dtype(dtype, "uniform")
     shape = _shape(shape, "uniform")
     nbits = dtype.itemsize * 8
-    nmant = np.finfo(dtype).nmant
-    uint = dtypes.uint32 if nbits == 32 else dtypes.uint64
-    random = bits(key, shape, uint)
-    mantissa = lax.shift_right_logical(random, lax.full_like(random, nbits - nmant))
+    nmant = ml_dtypes.finfo(dtype).nmant  # (NumPy's finfo knows no bfloat16)
+    uint = np.dtype(f"uint{nbits}")
+    rng_bits = 8 if nmant < 8 else nbits  # bfloat16's 7 mantissa bits come from a byte (JAX)
+    random = lax.convert_element_type(bits(key, shape, np.dtype(f"uint{rng_bits}")), uint)
+    mantissa = lax.shift_right_logical(random, lax.full_like(random, rng_bits - nmant))
     one_bits = np.array(1.0, dtype).view(uint)
     floats = lax.bitcast_convert_type(lax.bitwise_or(mantissa, lax.full_like(mantissa, one_bits)),
                                       dtype)
@@ -306,7 +311,7 @@ def uniform(key: Any, shape: Shape = (), dtype: Any = np.float32, minval: Any = 
 # --8<-- [end:uniform]
 
 
-def normal(key: Any, shape: Shape = (), dtype: Any = np.float32) -> Any:
+def normal(key: Any, shape: Shape = (), dtype: Any = float) -> Any:
     """Standard normal samples: sqrt(2) erfinv(u) for u uniform in (-1, 1).
 
     Example:
@@ -329,7 +334,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Shape | None = None) -> Any:
     return jnp.less(uniform(key, shape, get_aval(p).dtype), p)
 
 
-def randint(key: Any, shape: Shape, minval: Any, maxval: Any, dtype: Any = np.int32) -> Any:
+def randint(key: Any, shape: Shape, minval: Any, maxval: Any, dtype: Any = int) -> Any:
     """Random integers in [minval, maxval).
 
     Two random words per element are combined modulo the span, which keeps the bias small
@@ -346,9 +351,15 @@ def randint(key: Any, shape: Shape, minval: Any, maxval: Any, dtype: Any = np.in
     if not dtypes.is_int(dtype):
         raise TypeError(f"randint: dtype must be an integer dtype, got {dtype}.")
     info = np.iinfo(dtype)
+    if info.bits < 32:
+        # As JAX: 8- and 16-bit integers are drawn as int32 (a wider modulus, less bias),
+        # between bounds clipped to the narrow type (maxval up to one past its largest).
+        low, high = (jnp.clip(convert(as_value(v), dtypes.int32), info.min, info.max + extra)
+                     for v, extra in ((minval, 0), (maxval, 1)))
+        return convert(randint(key, shape, low, high, dtypes.int32), dtype)
     minval, maxval = (_clamped_int(v, info, dtype, shape) for v in (minval, maxval))
     k1, k2 = split(key)
-    unsigned = dtypes.uint32 if dtype.itemsize == 4 else dtypes.uint64
+    unsigned = np.dtype(f"uint{dtype.itemsize * 8}")
     higher, lower = bits(k1, shape, unsigned), bits(k2, shape, unsigned)
     span = convert(lax.sub(maxval, minval), unsigned)
     span = lax.select_n(lax.le(maxval, minval), span, lax.full_like(span, 1))
@@ -394,15 +405,15 @@ def _shuffle(key: Any, x: Any) -> Any:
     rounds = math.ceil(3 * math.log(max(1, n)) / math.log(2 ** 32 - 1))
     for _ in range(rounds):
         key, subkey = split(key)
-        sort_keys = bits(subkey, get_aval(x).shape)
+        sort_keys = bits(subkey, get_aval(x).shape, dtypes.uint32)
         _, x = lax.sort([sort_keys, x], dimension=0, num_keys=1)
     return x
 
 
-def gumbel(key: Any, shape: Shape = (), dtype: Any = np.float32) -> Any:
+def gumbel(key: Any, shape: Shape = (), dtype: Any = float) -> Any:
     """Standard Gumbel samples: -log(-log(u)) for u uniform in [tiny, 1)."""
     dtype = _float_dtype(dtype, "gumbel")
-    u = uniform(key, shape, dtype, np.finfo(dtype).tiny, 1.0)
+    u = uniform(key, shape, dtype, ml_dtypes.finfo(dtype).tiny, 1.0)
     return lax.neg(lax.log(lax.neg(lax.log(u))))
 
 
