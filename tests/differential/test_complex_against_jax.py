@@ -128,3 +128,13 @@ def test_lax_parts_require_complex_under_jit():
         ours.jit(ours.lax.real)(jnp.asarray(X))
     with pytest.raises(TypeError, match="complex requires"):
         ours.jit(ours.lax.complex)(jnp.asarray(Z), jnp.asarray(Z))
+
+
+@pytest.mark.parametrize("call", ["jnp.vdot(z, w)", "jnp.vdot(w, x)", "jnp.var(z)",
+                                  "jnp.std(z, ddof=1)", "jnp.var(jnp.stack([z, w]), axis=1)"])
+def test_vdot_conjugates_and_a_variance_is_real(call):
+    """vdot conjugates its first operand; the variance of complex numbers is the mean of
+    |x - mean|², a real number (both were silently wrong: no conjugate, a complex result)."""
+    mine = eval(call, {"jnp": jnp, "z": jnp.asarray(Z), "w": jnp.asarray(W), "x": X})
+    theirs = eval(call, {"jnp": jjnp, "z": jjnp.asarray(Z), "w": jjnp.asarray(W), "x": X})
+    _same(mine, theirs, tol=1e-5)

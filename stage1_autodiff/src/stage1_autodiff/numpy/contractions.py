@@ -134,8 +134,11 @@ def inner(a, b):
 
 
 def vdot(a, b):
-    """The dot product of two flattened arrays."""
-    return dot(ravel(a), ravel(b))
+    """The dot product of two flattened arrays, the first conjugated when it is complex."""
+    a = ravel(a)
+    if get_aval(a).dtype.kind == "c":
+        a = lax.conj(a)
+    return dot(a, ravel(b))
 
 
 # --8<-- [start:einsum]

@@ -114,7 +114,12 @@ def var(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: boo
     axes = canonicalize_axes(axis, len(shape), "var")
     centered = lax.sub(a, lax.broadcast_in_dim(
         mean(a, axes, keepdims=True), shape, tuple(range(len(shape)))))
-    total = sum(lax.mul(centered, centered), axes, keepdims=keepdims)
+    if get_aval(centered).dtype.kind == "c":  # |x - mean|², a real number
+        real, imag = lax.real(centered), lax.imag(centered)
+        squares = lax.add(lax.mul(real, real), lax.mul(imag, imag))
+    else:
+        squares = lax.mul(centered, centered)
+    total = sum(squares, axes, keepdims=keepdims)
     return lax.div(total, lax.full_like(total, _count(shape, axes) - ddof))
 
 
