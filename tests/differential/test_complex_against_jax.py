@@ -138,3 +138,15 @@ def test_vdot_conjugates_and_a_variance_is_real(call):
     mine = eval(call, {"jnp": jnp, "z": jnp.asarray(Z), "w": jnp.asarray(W), "x": X})
     theirs = eval(call, {"jnp": jjnp, "z": jjnp.asarray(Z), "w": jjnp.asarray(W), "x": X})
     _same(mine, theirs, tol=1e-5)
+
+
+@pytest.mark.parametrize("call", ["jnp.cumsum(z)", "jnp.cumprod(z)",
+                                  "jnp.nancumsum(jnp.where(jnp.abs(z) > 1, jnp.nan, z))",
+                                  "jnp.take(z, jnp.array([0, 7]), mode='fill')",
+                                  "jnp.take(z, jnp.array([4, 1, 2]))"])
+def test_running_sums_and_gathers_of_complex_numbers(call):
+    """Running sums accept complex numbers (they were refused), a NaN in either part counts
+    as NaN for nancumsum, and a gather's fill is NaN + 0j (it raised)."""
+    mine = eval(call, {"jnp": jnp, "z": jnp.asarray(Z)})
+    theirs = eval(call, {"jnp": jjnp, "z": jjnp.asarray(Z)})
+    _same(mine, theirs, tol=1e-5)

@@ -69,7 +69,7 @@ def _canonical(axis: int, ndim: int, name: str = "associative_scan") -> int:
 
 
 def _check_numeric(prim: Primitive, x: Any) -> None:
-    if dtypes.kind(get_aval(x).dtype) not in "iuf":  # (bfloat16 is a float)
+    if dtypes.kind(get_aval(x).dtype) not in "iufc":  # (bfloat16 is a float)
         raise TypeError(f"{prim.name} does not accept dtype {get_aval(x).dtype}: it needs "
                         f"numbers (convert booleans with astype first).")
 

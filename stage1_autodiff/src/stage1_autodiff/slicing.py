@@ -106,11 +106,12 @@ class GatherScatterMode(enum.Enum):
 
 def default_fill_value(dtype: np.dtype) -> Any:
     """A gather's fill for out-of-bounds windows when none is given, as JAX's: NaN for
-    floats, the most negative value for signed ints, the largest for unsigned, True."""
+    floats (and NaN + 0j for complex numbers), the most negative value for signed ints, the
+    largest for unsigned, True."""
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return True
-    if dtypes.is_float(dtype):
+    if dtypes.is_inexact(dtype):
         return np.nan
     return np.iinfo(dtype).min if dtype.kind == "i" else np.iinfo(dtype).max
 

@@ -38,7 +38,7 @@ def _cumulative(name: str, reduction, a, axis, dtype, out, nan_fill=None):
     if axis is None or get_aval(a).ndim == 0:
         a = ravel(a)
     axis = canonicalize_axis(0 if axis is None else axis, get_aval(a).ndim, name)
-    if nan_fill is not None and dtypes.is_float(get_aval(a).dtype):
+    if nan_fill is not None and dtypes.is_inexact(get_aval(a).dtype):
         a = where(isnan(a), nan_fill, a)
     as_bool = dtype is not None and np.dtype(dtype) == np.bool_
     if dtype is None and get_aval(a).dtype != np.bool_:
