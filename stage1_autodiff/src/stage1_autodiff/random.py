@@ -260,7 +260,7 @@ def bits(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
         dtypes.uint64 if dtype is None else dtype, "bits")
     bits1, bits2 = _hash_counters(k1, k2, shape)
     if dtype in (dtypes.uint8, dtypes.uint16, dtypes.uint32):
-        return lax.convert_element_type(lax.bitwise_xor(bits1, bits2), dtype)
+        return convert(lax.bitwise_xor(bits1, bits2), dtype)  # (binds nothing for uint32)
     if dtype == dtypes.uint64:
         high = lax.convert_element_type(bits1, dtypes.uint64)
         low = lax.convert_element_type(bits2, dtypes.uint64)
@@ -298,7 +298,7 @@ def uniform(key: Any, shape: Shape = (), dtype: Any = float, minval: Any = 0.0,
     nmant = ml_dtypes.finfo(dtype).nmant  # (NumPy's finfo knows no bfloat16)
     uint = np.dtype(f"uint{nbits}")
     rng_bits = 8 if nmant < 8 else nbits  # bfloat16's 7 mantissa bits come from a byte (JAX)
-    random = lax.convert_element_type(bits(key, shape, np.dtype(f"uint{rng_bits}")), uint)
+    random = convert(bits(key, shape, np.dtype(f"uint{rng_bits}")), uint)
     mantissa = lax.shift_right_logical(random, lax.full_like(random, rng_bits - nmant))
     one_bits = np.array(1.0, dtype).view(uint)
     floats = lax.bitcast_convert_type(lax.bitwise_or(mantissa, lax.full_like(mantissa, one_bits)),

@@ -16,7 +16,7 @@ import numpy as np
 from .. import complex_numbers, dtypes
 from .. import prims as lax
 from ..core import get_aval
-from .promotion import as_value, promote, promote_inexact
+from .promotion import as_value, promote, promote_inexact, real_only
 from .ufuncs import (
     abs,
     ceil,
@@ -73,6 +73,7 @@ def rad2deg(x):
     return multiply(x, 180 / np.pi)
 
 
+@real_only(ValueError, "it is for real legs")
 def hypot(x1, x2):
     """sqrt(x1**2 + x2**2), without overflow in the squares: the larger magnitude is factored
     out; an infinite operand gives inf even beside a NaN."""
@@ -101,6 +102,7 @@ def sinc(x):
     return where(zero, 1.0, sin(safe) / safe)
 
 
+@real_only(TypeError, "they have no order")
 def heaviside(x1, x2):
     """0 where x1 < 0, 1 where x1 > 0, and x2 where x1 is 0."""
     x1, x2 = promote_inexact(x1, x2)
@@ -119,6 +121,7 @@ def fmin(x1, x2):
     return where(logical_or(less(x1, x2), isnan(x2)), x1, x2)
 
 
+@real_only(TypeError, "rounding is for real numbers")
 def trunc(x):
     """Rounds toward zero (integers are returned unchanged)."""
     x = as_value(x)
@@ -127,6 +130,7 @@ def trunc(x):
     return where(less(x, 0), ceil(x), floor(x))
 
 
+@real_only(ValueError, "they have no sign bit")
 def signbit(x):
     """Whether the sign bit is set: true for -0.0 and negative NaNs too."""
     x = as_value(x)
@@ -139,6 +143,7 @@ def signbit(x):
     return less(bits, 0)
 
 
+@real_only(TypeError, "they have no sign bit")
 def copysign(x1, x2):
     """The magnitude of x1 with the sign of x2."""
     x1, x2 = promote_inexact(x1, x2)

@@ -22,7 +22,7 @@ from .. import dtypes
 from .. import prims as lax
 from ..core import get_aval
 from .mathematical import log2
-from .promotion import as_value, convert, promote, promote_and_broadcast, promote_inexact
+from .promotion import as_value, convert, promote, promote_and_broadcast, promote_inexact, real_only
 from .ufuncs import (
     abs,
     exp2,
@@ -55,6 +55,7 @@ def _power_of_two(exponent: Any, dtype: np.dtype) -> Any:
     return exp2(convert(exponent, dtype))
 
 
+@real_only(ValueError, "their exponent is not a float's")
 def ldexp(x1: Any, x2: Any) -> Any:
     """x1 * 2**x2 for an integer x2. The power is applied in three steps of at most a third
     of it, so that no factor overflows or underflows where the product does not.
@@ -75,6 +76,7 @@ def ldexp(x1: Any, x2: Any) -> Any:
     return convert(out * _power_of_two(k - 2 * third, x1.dtype), x1.dtype)
 
 
+@real_only(TypeError, "their exponent is not a float's")
 def frexp(x: Any) -> tuple[Any, Any]:
     """(mantissa, exponent) with x = mantissa * 2**exponent and 0.5 <= |mantissa| < 1;
     (x, 0) for 0, inf and NaN. The exponent comes from log2, off by at most one near a
@@ -157,11 +159,13 @@ def _equals(x: Any, value: float) -> Any:
     return convert(found, np.dtype(np.bool_))
 
 
+@real_only(ValueError, "they have no sign")
 def isposinf(x: Any) -> Any:
     """Where x is +inf."""
     return _equals(x, np.inf)
 
 
+@real_only(ValueError, "they have no sign")
 def isneginf(x: Any) -> Any:
     """Where x is -inf."""
     return _equals(x, -np.inf)

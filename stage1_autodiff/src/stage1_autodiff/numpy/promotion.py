@@ -6,7 +6,7 @@ Stage 1's other modules and the later stages use these helpers too (``convert``,
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -185,3 +185,25 @@ def canonicalize_axes(axis: int | Sequence[int] | None, ndim: int,
     if len(set(result)) != len(result):
         raise ValueError(f"{op_name}: repeated axis in {axis}.")
     return result
+
+
+def real_only(error: type[Exception], why: str) -> Callable[[Callable], Callable]:
+    """Makes a function refuse complex arguments, with ``error`` (the type JAX raises) and a
+    message saying ``why`` and what to do: for what needs an order, a sign or an exponent."""
+    def decorate(function: Callable) -> Callable:
+        @functools.wraps(function)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            for x in (*args, *kwargs.values()):
+                if _is_complex(x):
+                    raise error(f"{function.__name__} is not defined for complex numbers "
+                                f"({why}). Take jnp.real, jnp.imag or jnp.abs first.")
+            return function(*args, **kwargs)
+        return checked
+    return decorate
+
+
+def _is_complex(x: Any) -> bool:
+    if isinstance(x, complex):
+        return True
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and np.dtype(dtype).kind == "c"

@@ -14,7 +14,7 @@ import numpy as np
 from .. import dtypes
 from .. import prims as lax
 from ..core import get_aval
-from .promotion import as_value, canonicalize_axes, convert, promote_inexact
+from .promotion import as_value, canonicalize_axes, convert, promote_inexact, real_only
 
 Axis = int | Sequence[int] | None
 
@@ -193,6 +193,7 @@ def _arg_reduce(name: str, lax_fn, a, axis: int | None, out, keepdims: bool):
     return result
 
 
+@real_only(TypeError, "they have no order")
 def argmax(a, axis: int | None = None, out=None, keepdims: bool = False):
     """Index of the largest element along ``axis`` (of the flattened array if None).
 
@@ -204,6 +205,7 @@ def argmax(a, axis: int | None = None, out=None, keepdims: bool = False):
     return _arg_reduce("argmax", lax.argmax, a, axis, out, keepdims)
 
 
+@real_only(TypeError, "they have no order")
 def argmin(a, axis: int | None = None, out=None, keepdims: bool = False):
     """Index of the smallest element along ``axis`` (of the flattened array if None)."""
     return _arg_reduce("argmin", lax.argmin, a, axis, out, keepdims)

@@ -28,6 +28,7 @@ from .promotion import (
     convert,
     promote,
     promote_inexact,
+    real_only,
 )
 from .reductions import Axis, all, any, max, mean, min, sum
 from .shapes import broadcast_to, concatenate, expand_dims, flip, moveaxis, ravel, reshape
@@ -244,6 +245,7 @@ def issubdtype(arg1: Any, arg2: Any) -> bool:
 # ------------------------------------------------------------------------------------------
 
 
+@real_only(ValueError, "they have no order")
 def quantile(a, q, axis: int | None = None, out=None, overwrite_input: bool = False,
              method: str = "linear", keepdims: bool = False):
     """The ``q``-th quantiles (0 to 1) along ``axis``: ``q``'s dims come first. ``method`` is
@@ -297,6 +299,7 @@ def _spread(x, ndim: int):
     return reshape(x, get_aval(x).shape + (1,) * (ndim - get_aval(x).ndim))
 
 
+@real_only(ValueError, "they have no order")
 def percentile(a, q, axis: int | None = None, out=None, overwrite_input: bool = False,
                method: str = "linear", keepdims: bool = False):
     """The ``q``-th percentiles (0 to 100) along ``axis`` (:func:`quantile` of ``q / 100``)."""
@@ -304,6 +307,7 @@ def percentile(a, q, axis: int | None = None, out=None, overwrite_input: bool = 
     return quantile(a, q / 100, axis, out, overwrite_input, method, keepdims)
 
 
+@real_only(ValueError, "they have no order")
 def median(a, axis: int | None = None, out=None, overwrite_input: bool = False,
            keepdims: bool = False):
     """The middle value along ``axis`` (the mean of the two middle ones for an even count)."""

@@ -25,6 +25,7 @@ from .promotion import (
     promote,
     promote_and_broadcast,
     promote_inexact,
+    real_only,
 )
 
 
@@ -139,12 +140,14 @@ def reciprocal(x):
     return _float_unary(lambda v: lax.integer_pow(v, -1), x)
 
 
+@real_only(TypeError, "rounding is for real numbers")
 def floor(x):
     """The largest integer not greater than x (integers are returned unchanged)."""
     x = as_value(x)
     return x if not dtypes.is_float(get_aval(x).dtype) else lax.floor(x)
 
 
+@real_only(TypeError, "rounding is for real numbers")
 def ceil(x):
     """The smallest integer not less than x (integers are returned unchanged)."""
     x = as_value(x)
@@ -299,6 +302,7 @@ def arctan2(x1, x2):
     return lax.atan2(*promote_and_broadcast("arctan2", x1, x2, inexact=True))
 
 
+@real_only(ValueError, "they have no order")
 def clip(x, min=None, max=None):  # noqa: A002 -- JAX's names
     """Limits ``x`` to [min, max]; either bound may be None.
 
