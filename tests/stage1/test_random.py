@@ -377,3 +377,17 @@ def test_categorical_frequencies_follow_softmax():
     samples = np.asarray(jr.categorical(jr.key(6), jnp.asarray(logits), shape=(20_000,)))
     np.testing.assert_allclose(np.bincount(samples, minlength=3) / samples.size,
                                [0.1, 0.2, 0.7], atol=0.02)
+
+
+def test_the_default_dtypes_warn_of_nothing_without_x64():
+    """The defaults are 64-bit types canonicalized (uint64 to uint32...): asking for them
+    is not the user's request for a 64-bit type, so no x64 warning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        key = jr.key(0)
+        assert jr.bits(key, (2,)).dtype == np.uint32
+        assert jr.uniform(key, (2,)).dtype == np.float32
+        assert jr.randint(key, (2,), 0, 3).dtype == np.int32
+        assert jr.normal(key).dtype == jr.gumbel(key).dtype == np.float32

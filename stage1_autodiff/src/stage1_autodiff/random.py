@@ -256,8 +256,8 @@ def bits(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """
     k1, k2, _ = _single_key(key, "bits")
     shape = _shape(shape, "bits")
-    dtype = dtypes.check_and_canonicalize_user_dtype(
-        dtypes.uint64 if dtype is None else dtype, "bits")
+    dtype = (dtypes.canonicalize_dtype(dtypes.uint64) if dtype is None  # (no x64 warning)
+             else dtypes.check_and_canonicalize_user_dtype(dtype, "bits"))
     bits1, bits2 = _hash_counters(k1, k2, shape)
     if dtype in (dtypes.uint8, dtypes.uint16, dtypes.uint32):
         return convert(lax.bitwise_xor(bits1, bits2), dtype)  # (binds nothing for uint32)
