@@ -165,3 +165,10 @@ def test_what_needs_an_order_a_sign_or_an_exponent_refuses_complex_numbers(call)
         eval(call, {"jnp": jjnp, "z": jjnp.asarray(Z), "x": X})
     with pytest.raises(theirs.type, match="not defined for complex numbers"):
         eval(call, {"jnp": jnp, "z": jnp.asarray(Z), "x": X})
+
+
+@pytest.mark.parametrize("decimals", [0, 1, 2])
+def test_round_rounds_each_part_of_a_complex_number(decimals):
+    """It returned complex numbers unrounded. (With decimals, the last bit may differ, as
+    for real numbers: JAX scales back by another route.)"""
+    _same(jnp.round(jnp.asarray(Z * 3), decimals), jjnp.round(jjnp.asarray(Z * 3), decimals))

@@ -74,6 +74,8 @@ def round(a, decimals: int = 0, out: None = None):  # noqa: A001 -- NumPy's name
     ``round(2.5) == 2``). Integers are returned as they are."""
     _check_no_out(out)
     a = as_value(a)
+    if dtypes.is_complex(get_aval(a).dtype):  # each part on its own, as JAX
+        return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     if not dtypes.is_float(get_aval(a).dtype):
         if decimals < 0:
             raise NotImplementedError("integer np.round not implemented for decimals < 0")
