@@ -220,13 +220,11 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf: float | None = No
     return where(logical_and(isinf(x), x < 0), _constant_like(x, low), x)
 
 
+@real_only(TypeError, "jnp.abs gives their magnitude")
 def fabs(x):
     """Absolute value in floating point: integers become floats, complex numbers are
     refused (``abs`` takes them)."""
     (x,) = promote_inexact(x)
-    if dtypes.is_complex(get_aval(x).dtype):
-        raise TypeError("fabs does not accept complex numbers; use jnp.abs for their "
-                        "magnitude.")
     return lax.abs(x)
 
 
