@@ -144,7 +144,13 @@ CALLS: dict[str, list[Call]] = {
              call("jnp.full((2,), 1, dtype=jnp.float32)")],
     "full_like": [call("jnp.full_like(a, 2)", a="f"), call("jnp.full_like(a, 0.5)", a="i"),
                   call("jnp.full_like(a, 2)", a="pyf")],
-    "linspace": [call("jnp.linspace(0, 1, 5)"), call("jnp.linspace(-1.0, 2.0, 4, endpoint=False)")],
+    "linspace": [call("jnp.linspace(0, 1, 5)"), call("jnp.linspace(-1.0, 2.0, 4, endpoint=False)"),
+                 call("jnp.linspace(a, b, 4, axis=-1)", a="f", b="f"),
+                 call("jnp.linspace(a, 3, 5, retstep=True)", a="f@2"),
+                 call("jnp.linspace(-3.0, a, 4, dtype=jnp.int32)", a="fpos@"),
+                 call("jnp.linspace(a, 1j, 3)", a="f@"), call("jnp.linspace(a, 2, 1)", a="f@2")],
+    "geomspace": [call("jnp.geomspace(1, 1000, 4)"), call("jnp.geomspace(-1.0, -8.0, 4)"),
+                  call("jnp.geomspace(a, 10.0, 3, axis=1)", a="fpos@2")],
     "ones": [call("jnp.ones((2, 3))"), call("jnp.ones(4, dtype=jnp.int32)")],
     "zeros": [call("jnp.zeros((2,))"), call("jnp.zeros((), jnp.bool_)")],
     "ones_like": [call("jnp.ones_like(a)", a="i"), call("jnp.ones_like(a, dtype=jnp.float32)",
@@ -296,7 +302,8 @@ CALLS: dict[str, list[Call]] = {
     # creation
     "empty": [call("jnp.empty((2, 3))"), call("jnp.empty(3, dtype=jnp.int32)")],
     "empty_like": [call("jnp.empty_like(a)", a="i@2,3")], "copy": [call("jnp.copy(a)", a="f")],
-    "logspace": [call("jnp.logspace(0, 2, 5)"), call("jnp.logspace(0.0, 1.0, 4, base=2.0)")],
+    "logspace": [call("jnp.logspace(0, 2, 5)"), call("jnp.logspace(0.0, 1.0, 4, base=2.0)"),
+                 call("jnp.logspace(a, 2.0, 3, axis=-1)", a="f@2")],
     # statistics.py
     "allclose": [call("jnp.allclose(a, b)", a="f", b="f"), call("jnp.allclose(a, a)", a="f")],
     "array_equal": [call("jnp.array_equal(a, a)", a="f"), call("jnp.array_equal(a, b)",
@@ -369,11 +376,18 @@ CALLS: dict[str, list[Call]] = {
                call("jnp.interp(a, jnp.array([-1.0, 0.0, 1.0]), b, left=-5.0, right=5.0)",
                     a="f", b="f@3"),
                call("jnp.interp(a, jnp.array([0.0, 0.5, 1.5]), b, period=2.0)", a="f",
-                    b="f@3")],
+                    b="f@3"),
+               call("jnp.interp(a * 3, jnp.array([-1.0, 0.0, 1.0]), b, left='extrapolate', "
+                    "right='extrapolate')", a="f", b="f@3"),
+               call("jnp.interp(a, jnp.array([0.0, 1.0, 1.0, 2.0]), b, period=-1.5, left=0.0)",
+                    a="f", b="f@4")],
     "histogram": [call("jnp.histogram(a, 4)", a="f@20"),
                   call("jnp.histogram(a, jnp.array([-1.0, 0.0, 1.0]), weights=b)", a="f@9",
                        b="fpos@9"),
-                  call("jnp.histogram(a, 3, range=(-1.0, 1.0), density=True)", a="f@12")],
+                  call("jnp.histogram(a, 3, range=(-1.0, 1.0), density=True)", a="f@12"),
+                  call("jnp.histogram(a * 0, 3)", a="f@5")],
+    "histogram_bin_edges": [call("jnp.histogram_bin_edges(a, 4)", a="f@7"),
+                            call("jnp.histogram_bin_edges(a, 2, range=(1, 1))", a="f@3")],
     "nonzero": [call("jnp.nonzero(a > 0, size=4)", a="f@6"),
                 call("jnp.nonzero(a, size=5, fill_value=-1)", a="i@2,3"),
                 call("jnp.nonzero(jnp.array([[0, 1], [2, 0]]))")],
@@ -467,6 +481,11 @@ ERROR_CALLS: list[Call] = [
     call("jnp.select([a > 0], [a, a])", a="f@3"), call("jnp.bincount(a)", a="f@3"),
     call("jnp.pad(a, -1)", a="f@3"), call("jnp.pad(a, ((1, 2), (3, 4)))", a="f@3"),
     call("jnp.interp(a, b, b)", a="f@2", b="f@2,2"),
+    call("jnp.interp(a, b, b, left='nearest')", a="f@2", b="f@2"),
+    call("jnp.interp(a * 1j, b, b)", a="f@2", b="f@2"),
+    call("jnp.histogram(a, b)", a="f@2", b="f@2,2"),
+    call("jnp.histogram(a, 2, weights=b)", a="f@2", b="f@3"),
+    call("jnp.linspace(0.0, 1.0, -1)"),
     call("jax.nn.silu(a)", a="i@3"), call("jnp.gcd(a, b)", a="f@2", b="i@2"),
     call("jnp.ldexp(a, b)", a="f@2", b="f@2"),
 ]
@@ -501,9 +520,10 @@ def draw(kind: str, shape: tuple[int, ...], rng: np.random.Generator):
         kind == "fnz") else x
 
 
-def inputs_of(case: Call, seed: int) -> dict:
+def inputs_of(case: Call, seed: int, complex_: bool = False) -> dict:
     """The inputs of a call: fixed shapes as written, the others one drawn shape (the first)
-    and shapes that broadcast to it."""
+    and shapes that broadcast to it; with ``complex_``, float arrays become complex64 (an
+    imaginary part drawn as the real one)."""
     rng = np.random.default_rng(seed)
     base = draw_shape(rng, (1, 2, 3, 4))
     values, first = {}, True
@@ -515,6 +535,8 @@ def inputs_of(case: Call, seed: int) -> dict:
             shape = base if first else broadcastable_to(rng, base)
             first = False
         values[name] = draw(kind, shape, rng)
+        if complex_ and kind.startswith("f"):
+            values[name] = (values[name] + 1j * draw(kind, shape, rng)).astype(np.complex64)
     return values
 
 
@@ -620,6 +642,24 @@ def test_function_equals_jax_with_x64(name: str, number: int, case: Call) -> Non
     problems = compare(got, want)
     assert not problems, f"{name}, {case} with x64:\n    ours:  {got}\n    JAX's: {want}\n" + (
         "\n".join(problems))
+
+
+COMPLEX_CASES = [(name, number, case) for name, number, case in CASES
+                 if (name, number) not in KNOWN and any(k.startswith("f") for _, k in case.kinds)]
+
+
+@pytest.mark.parametrize("name, number, case", COMPLEX_CASES,
+                         ids=[f"{n}-{k}" for n, k, _ in COMPLEX_CASES])
+def test_function_equals_jax_on_complex_numbers(name: str, number: int, case: Call) -> None:
+    """The same calls with every float array made complex: the value JAX computes (logaddexp
+    wraps its angle, sigmoid is 1/(1 + exp(-z)), histogram's edges are complex...) or JAX's
+    refusal (interp of complex x). Values and types only."""
+    values = inputs_of(case, seed_of(name, number), complex_=True)
+    want = evaluate(case.expr, jax, jax.numpy, values)
+    got = evaluate(case.expr, sj, sjnp, values)
+    problems = compare(got, want)
+    assert not problems, f"{name}, {case} on complex numbers:\n    ours:  {got}\n    " \
+        f"JAX's: {want}\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize("case", [

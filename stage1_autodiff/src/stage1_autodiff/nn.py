@@ -93,17 +93,18 @@ def logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False,
         a = jnp.where(b != 0, a, -np.inf)
     if where is not None:
         a = jnp.where(where, a, -np.inf)
-    top = stop_gradient(jnp.max(a, axis, keepdims=True))
+    complex_ = dtypes.is_complex(jnp.result_type(a))  # shifted by the real parts' max
+    top = stop_gradient(jnp.max(jnp.real(a), axis, keepdims=True))
     top = jnp.where(jnp.isfinite(top), top, jnp.zeros_like(top))  # all -inf, inf or NaN
     terms = jnp.exp(a - top)
     total = jnp.sum(terms if b is None else terms * b, axis, keepdims=True)
     sign = jnp.sign(total)
-    out = jnp.log(jnp.abs(total)) + top
+    out = jnp.log(total if complex_ and not return_sign else jnp.abs(total)) + top
     if not keepdims:
         out, sign = jnp.squeeze(out, axis), jnp.squeeze(sign, axis)
     if return_sign:
         return out, sign
-    return out if b is None else jnp.where(sign < 0, np.nan, out)
+    return out if b is None or complex_ else jnp.where(sign < 0, np.nan, out)
 
 
 def softmax(x: Any, axis: Axis = -1) -> Any:

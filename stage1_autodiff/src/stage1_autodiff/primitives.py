@@ -191,6 +191,8 @@ jvp_rules[tanh_p] = _unary_elementwise_jvp(tanh_p)
 logistic_p = Primitive("logistic", kind=ELEMENTWISE)
 def logistic(x): return logistic_p.bind(x)
 def logistic_impl(x):
+    if x.dtype.kind == "c":  # no order to choose a form by: the plain one, as XLA's
+        return (1 / (1 + np.exp(-x))).astype(x.dtype)
     # Two forms so that exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below.
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
@@ -380,7 +382,12 @@ jvp_rules[min_p] = min_jvp
 
 atan2_p = Primitive("atan2", kind=ELEMENTWISE)
 def atan2(x, y): return atan2_p.bind(x, y)
-impl_rules[atan2_p] = np.arctan2
+def atan2_impl(x, y):
+    if x.dtype.kind != "c":
+        return np.arctan2(x, y)
+    # NumPy has no complex arctan2; StableHLO defines it as -i log((y + ix) / sqrt(x² + y²)).
+    return (-1j * np.log((y + 1j * x) / np.sqrt(x * x + y * y))).astype(x.dtype)
+impl_rules[atan2_p] = atan2_impl
 def atan2_vjp(ct, x, y, *, out):
     denom = add(mul(x, x), mul(y, y))  # d atan2(x, y) = (y dx - x dy) / (x^2 + y^2)
     return [mul(ct, div(y, denom)), neg(mul(ct, div(x, denom)))]

@@ -70,13 +70,14 @@ DIGAMMA_SERIES = tuple(b / (2 * k) for k, b in enumerate(_BERNOULLI, start=1))
 DIGAMMA_SHIFT = 10.0  # above this, the series is exact to float64 rounding
 
 
-def _check_float(name: str, *args) -> None:
+def _check_float(name: str, *args, kinds: str = "f") -> None:
     for i, x in enumerate(args):
         dtype = get_aval(x).dtype
-        if dtypes.kind(dtype) != "f":  # (bfloat16 is a float)
+        if dtypes.kind(dtype) not in kinds:  # (bfloat16 is a float)
             where = f" at position {i}" if len(args) > 1 else ""
+            accepted = "floating" if kinds == "f" else "inexact"
             raise TypeError(f"{name} does not accept dtype {dtype.name}{where}. Accepted "
-                            f"dtypes{where} are subtypes of floating.")
+                            f"dtypes{where} are subtypes of {accepted}.")
 
 
 def _math_function(function, *, pole=math.nan):
@@ -91,13 +92,13 @@ def _math_function(function, *, pole=math.nan):
     return lambda x: np.asarray(elementwise(x.astype(np.float64)), np.float64).astype(x.dtype)
 
 
-def _unary(name: str, impl, slope) -> tuple[Primitive, object]:
-    """A unary elementwise primitive on floats (more_math's, whose wrapper here checks the
-    operand's dtype first); ``slope(x, out)`` is its derivative."""
+def _unary(name: str, impl, slope, kinds: str = "f") -> tuple[Primitive, object]:
+    """A unary elementwise primitive on floats (or the dtype ``kinds``: more_math's, whose
+    wrapper here checks the operand's dtype first); ``slope(x, out)`` is its derivative."""
     prim, bind = _unary_primitive(name, impl, slope)
 
     def apply(x):
-        _check_float(name, x)
+        _check_float(name, x, kinds=kinds)
         return bind(x)
     apply.__name__ = apply.__qualname__ = name
     return prim, apply
@@ -159,7 +160,7 @@ def _rsqrt_impl(x):
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 rsqrt_p, rsqrt = _unary(  # d x^(-1/2) = -1/2 x^(-3/2) = -1/2 rsqrt(x) / x
-    "rsqrt", _rsqrt_impl, lambda x, out: mul(full_like(x, -0.5), div(out, x)))
+    "rsqrt", _rsqrt_impl, lambda x, out: mul(full_like(x, -0.5), div(out, x)), kinds="fc")
 erf_p, erf = _unary("erf", _math_function(math.erf), lambda x, out: mul(
     full_like(x, _TWO_OVER_SQRT_PI), exp(neg(mul(x, x)))))
 erfc_p, erfc = _unary("erfc", _math_function(math.erfc), lambda x, out: mul(

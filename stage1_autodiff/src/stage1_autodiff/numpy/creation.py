@@ -178,26 +178,68 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
-             dtype: Any = None) -> Any:
-    """``num`` evenly spaced values from ``start`` to ``stop``; differentiable in both.
+             retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
+    """``num`` evenly spaced values from ``start`` to ``stop`` (arrays: along a new ``axis``),
+    as ``start * (1 - t) + stop * t``, which lands on both ends; with ``retstep``, also the
+    step. The type is ``start``'s and ``stop``'s made inexact (complex stays complex);
+    integers are floored from it. Differentiable in both ends.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
         >>> jnp.linspace(0.0, 1.0, 5)
         Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
     """
-    from .ufuncs import add, multiply, subtract
+    from .shapes import concatenate, expand_dims, reshape
+    from .ufuncs import floor
+    num = _count(num, "linspace")
+    start, stop, dtype, work = _ends(start, stop, dtype, "linspace")
+    shape = np.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape)
+    start, stop = broadcast_to_shape(start, shape), broadcast_to_shape(stop, shape)
+    axis = axis + len(shape) + 1 if axis < 0 else axis
+    bounds = (*shape[:axis], 1, *shape[axis:])
+    div = num - 1 if endpoint else num
+    delta = lax.full((), np.nan, work)
+    if num > 1:
+        delta = (stop - start) / lax.full((), div, work)
+        real = dtypes.real_dtype(work)
+        t = reshape(lax.iota(real, (div,)), (1,) * axis + (div,) + (1,) * len(shape[axis:]))
+        # times 1/div rather than over div: XLA folds the division by a constant that way
+        t = convert(t * lax.full((), 1 / np.asarray(div, real), real), work, False)
+        out = reshape(start, bounds) * (1 - t) + reshape(stop, bounds) * t
+        if endpoint:
+            out = concatenate([out, expand_dims(stop, axis)], axis)
+    elif num == 1:
+        delta = delta if endpoint else stop - start
+        out = reshape(start, bounds)
+    else:
+        out = lax.full((*shape[:axis], 0, *shape[axis:]), 0, work)
+    if not dtypes.is_inexact(dtype):
+        out = floor(out)
+    out = convert(out, dtype, False)
+    return (out, delta) if retstep else out
+
+
+def _ends(start: Any, stop: Any, dtype: Any, fun_name: str) -> tuple[Any, Any, np.dtype,
+                                                                      np.dtype]:
+    """A range's ends in the type it computes in, the type asked for (by default the ends'
+    made inexact) and the type it computes in (floats up to 32 bits for integers, as JAX)."""
+    from .promotion import promote_inexact
+    start, stop = promote_inexact(start, stop)
+    dtype = _dtype(dtype, get_aval(start).dtype, fun_name)
+    work = dtype if dtypes.is_inexact(dtype) else (
+        dtypes.default_float_dtype() if dtype.itemsize == 8 else np.dtype(np.float32))
+    return convert(start, work, False), convert(stop, work, False), dtype, work
+
+
+def _count(num: Any, fun_name: str) -> int:
+    if isinstance(num, Tracer):
+        raise ConcretizationTypeError(
+            f"{fun_name}: the number of samples must be concrete, but it is a traced value. "
+            f"Under jit, pass it as a static argument (static_argnums or static_argnames).")
+    num = int(num)
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
-    divisor = (num - 1 if endpoint else num) or 1
-    dtype = _dtype(dtype, dtypes.default_float_dtype(), "linspace")
-    steps = lax.iota(dtype, (num,)) if dtypes.is_float(dtype) else lax.iota(
-        dtypes.default_float_dtype(), (num,))
-    start, stop = as_value(start), as_value(stop)
-    out = add(start, multiply(steps, subtract(stop, start) / divisor))
-    if endpoint and num > 1:  # land exactly on stop, as NumPy does
-        out = out.at[-1].set(stop)
-    return convert(out, dtype)
+    return num
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
@@ -243,8 +285,20 @@ def copy(a: Any, order: Any = None) -> Any:
 def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0,
              dtype: Any = None, axis: int = 0) -> Any:
     """``base`` to the powers of ``linspace(start, stop, num)``."""
-    from .ufuncs import astype, power
-    if axis not in (0, -1):
-        raise ValueError(f"logspace: axis must be 0 for scalar start and stop, got {axis}.")
-    result = power(base, linspace(start, stop, num, endpoint))
-    return result if dtype is None else astype(result, dtype)
+    from .ufuncs import power
+    start, stop, dtype, _ = _ends(start, stop, dtype, "logspace")
+    return convert(power(base, linspace(start, stop, num, endpoint, axis=axis)), dtype, False)
+
+
+def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None,
+              axis: int = 0) -> Any:
+    """``num`` values from ``start`` to ``stop`` in geometric progression (each the last
+    times a constant): ``logspace`` of their base-10 logs, with ``start``'s sign."""
+    from .mathematical import log10
+    from .shapes import moveaxis
+    from .ufuncs import sign
+    start, stop, dtype, work = _ends(start, stop, dtype, "geomspace")
+    direction = sign(start)
+    out = direction * logspace(log10(start / direction), log10(stop / direction), num,
+                               endpoint, 10.0, work)
+    return convert(moveaxis(out, 0, axis), dtype, False)

@@ -90,8 +90,22 @@ def logaddexp(x1, x2):
     """log(exp(x1) + exp(x2)) without overflow."""
     x1, x2 = promote_inexact(x1, x2)
     top = maximum(x1, x2)
+    if dtypes.is_complex(get_aval(top).dtype):
+        return log_add_complex(x1, x2, top, exp, 1.0, np.pi)
     gap = x1 - x2
     return where(isnan(gap), x1 + x2, top + log1p(exp(-abs(gap))))
+
+
+def log_add_complex(x1, x2, top, exp_, scale: float, half_turn: float):
+    """``logaddexp`` (``exp_`` exp, ``scale`` 1) or ``logaddexp2`` of complex numbers, as
+    JAX computes it: the larger in lexicographic order, ``top``, plus the log of 1 + the
+    other's exp relative to it, the imaginary part (an angle) wrapped into [-half_turn,
+    half_turn]."""
+    out = top + scale * log1p(exp_(x1 + x2 - 2 * top))
+    angle = imag(out) + half_turn
+    shifted = lax.rem(angle, lax.full_like(angle, 2 * half_turn))
+    shifted = where(less(shifted, 0), shifted + 2 * half_turn, shifted)
+    return complex_numbers.complex(real(out), shifted - half_turn)
 
 
 def sinc(x):

@@ -21,7 +21,7 @@ import numpy as np
 from .. import dtypes
 from .. import prims as lax
 from ..core import get_aval
-from .mathematical import log2
+from .mathematical import log2, log_add_complex
 from .promotion import as_value, convert, promote, promote_and_broadcast, promote_inexact, real_only
 from .ufuncs import (
     abs,
@@ -149,6 +149,8 @@ def logaddexp2(x1: Any, x2: Any) -> Any:
     x1, x2 = promote_inexact(x1, x2)
     gap = x1 - x2
     top = maximum(x1, x2)
+    if dtypes.is_complex(get_aval(top).dtype):
+        return log_add_complex(x1, x2, top, exp2, 1 / math.log(2), math.pi / math.log(2))
     return where(isnan(gap), x1 + x2, top + log1p(exp2(-abs(gap))) / math.log(2))
 
 

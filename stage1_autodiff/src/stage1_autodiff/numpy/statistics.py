@@ -405,51 +405,79 @@ def nonzero(a, *, size: int | None = None, fill_value: Any = None):
 
 def interp(x, xp, fp, left=None, right=None, period=None):
     """Piecewise-linear interpolation of the points (``xp``, ``fp``), ``xp`` increasing, at
-    ``x``; ``left``/``right`` below and above (by default the end values); with ``period``,
-    ``xp`` is periodic."""
-    x, xp, fp = promote_inexact(x, xp, fp)
-    x, xp, fp = as_value(x), as_value(xp), as_value(fp)
+    ``x``; ``left``/``right`` below and above (by default the end values, or
+    ``'extrapolate'`` to continue the end segments); with ``period``, ``xp`` is periodic and
+    ``left``/``right`` are ignored. ``fp`` may be complex, ``x`` and ``xp`` not."""
+    x, xp = (as_value(v) for v in promote_inexact(x, xp))
+    (fp,) = (as_value(v) for v in promote_inexact(fp))
     if get_aval(xp).ndim != 1 or get_aval(fp).shape != get_aval(xp).shape:
         raise ValueError(f"interp: xp and fp must be 1-D and of the same length, got "
                          f"shapes {get_aval(xp).shape} and {get_aval(fp).shape}.")
+    for name, end in (("left", left), ("right", right)):
+        if isinstance(end, str) and end != "extrapolate":
+            raise ValueError(f"interp: the only string {name} may be is 'extrapolate' (to "
+                             f"continue the end segment), got {end!r}.")
+    if dtypes.is_complex(get_aval(x).dtype):
+        raise ValueError("jnp.interp: complex x values not supported: interpolate the real "
+                         "and imaginary parts of x separately, or pass complex values as fp.")
     if period is not None:
-        if left is not None or right is not None:
-            raise ValueError("interp: left and right mean nothing with a period.")
+        period = abs(as_value(period))
         x, xp = x % period, xp % period
         order = argsort(xp)
         xp, fp = take(xp, order), take(fp, order)
         xp = concatenate([xp[-1:] - period, xp, xp[:1] + period])
         fp = concatenate([fp[-1:], fp, fp[:1]])
-    n = get_aval(xp).shape[0]
-    i = clip(searchsorted(xp, x, side="right"), 1, n - 1)
+    i = clip(searchsorted(xp, x, side="right"), 1, get_aval(xp).shape[0] - 1)
     x0, x1, f0, f1 = take(xp, i - 1), take(xp, i), take(fp, i - 1), take(fp, i)
-    step = x1 - x0
-    flat = step == 0
-    result = where(flat, f1, f0 + (x - x0) / where(flat, 1.0, step) * (f1 - f0))
-    if period is None:
+    flat = abs(x1 - x0) <= np.spacing(finfo(get_aval(xp).dtype).eps)
+    result = where(flat, f0, f0 + (x - x0) / where(flat, 1.0, x1 - x0) * (f1 - f0))
+    if period is None and left != "extrapolate":
         result = where(less(x, xp[0]), fp[0] if left is None else left, result)
+    if period is None and right != "extrapolate":
         result = where(x > xp[-1], fp[-1] if right is None else right, result)
     return result
 
 
-def histogram(a, bins: Any = 10, range: tuple[float, float] | None = None,  # noqa: A002
-              weights=None, density: bool | None = None):
-    """Counts (or summed ``weights``) of ``a``'s elements in ``bins`` (a number of equal bins
-    over ``range``, by default the data's, or the bin edges), and the bin edges. The last bin
-    includes its right edge."""
+def histogram_bin_edges(a, bins: Any = 10, range: Sequence[Any] | None = None,  # noqa: A002
+                        weights=None):
+    """The edges of ``histogram``'s bins: ``bins`` itself if it is a sequence, else ``bins``
+    equal bins over ``range`` (by default the data's smallest to largest; widened by 1/2 on
+    each side if that is no width at all)."""
+    del weights  # as NumPy's, for the rules that look at them, which take strings for bins
+    if isinstance(bins, str):
+        raise NotImplementedError("histogram: bins given by name (a string) are not "
+                                  "implemented; pass a number of bins or their edges.")
     (a,) = promote_inexact(a)
-    a = ravel(as_value(a))
-    if np.ndim(bins) == 0 and not isinstance(bins, Tracer):
-        low, high = (min(a), max(a)) if range is None else range
-        edges = linspace(low, high, int(bins) + 1)
+    dtype = get_aval(a).dtype
+    if np.ndim(bins) == 1:
+        return astype(as_value(bins), dtype)
+    if isinstance(bins, Tracer):
+        raise TypeError("histogram: a traced number of bins cannot give a shape; pass it as "
+                        "a static argument, or pass the bin edges.")
+    low, high = (min(a), max(a)) if range is None else (as_value(r) for r in range)
+    low, high = astype(low, dtype), astype(high, dtype)
+    empty = equal(high - low, 0)
+    return linspace(where(empty, low - 0.5, low), where(empty, high + 0.5, high),
+                    int(bins) + 1, dtype=dtype)
+
+
+def histogram(a, bins: Any = 10, range: Sequence[Any] | None = None,  # noqa: A002
+              weights=None, density: bool | None = None):
+    """Counts (or summed ``weights``) of ``a``'s elements in ``bins`` (see
+    ``histogram_bin_edges``), and the bin edges. The last bin includes its right edge."""
+    if weights is None:
+        (a,) = promote_inexact(a)
+        weights = lax.full(get_aval(as_value(a)).shape, 1, get_aval(as_value(a)).dtype)
     else:
-        edges = as_value(bins)
-    edges = astype(edges, get_aval(a).dtype)
+        if np.shape(a) != np.shape(weights):
+            raise ValueError(f"histogram: weights should have the same shape as a, got "
+                             f"{np.shape(weights)} and {np.shape(a)}.")
+        a, weights = promote_inexact(a, weights)
+    a, weights = ravel(as_value(a)), ravel(as_value(weights))
+    edges = histogram_bin_edges(a, bins, range)
     count = get_aval(edges).shape[0]
     index = searchsorted(edges, a, side="right")
     index = where(a == edges[-1], count - 1, index)
-    weights = lax.full(get_aval(a).shape, 1, get_aval(a).dtype) if weights is None \
-        else astype(ravel(as_value(weights)), get_aval(a).dtype)
     counts = lax.full((count + 1,), 0, get_aval(weights).dtype).at[index].add(weights)[1:-1]
     if density:
         widths = edges[1:] - edges[:-1]
