@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import zlib
-from dataclasses import dataclass
 from types import ModuleType
 
 import numpy as np
@@ -20,12 +19,26 @@ import pytest
 
 jax = pytest.importorskip("jax")
 
+import calls_more_numpy  # noqa: E402
+import calls_nn_and_linalg  # noqa: E402
 import oracle  # noqa: E402
 import stage1_autodiff.nn as ours_nn  # noqa: E402
 import stage1_autodiff.numpy as ours_jnp  # noqa: E402
 import stage4_sharding.numpy as sjnp  # noqa: E402
 from oracle import Outcome, compare  # noqa: E402
 from random_programs import broadcastable_to, draw_shape  # noqa: E402
+from table import (  # noqa: E402
+    ARITHMETIC,
+    BITWISE,
+    COMPARISON,
+    DIVISION,
+    Call,
+    arg_reduction,
+    binary,
+    call,
+    reduction,
+    unary,
+)
 
 import stage4_sharding as sj  # noqa: E402
 
@@ -34,47 +47,6 @@ import stage4_sharding as sj  # noqa: E402
 OURS_ONLY = {
     "Array": "the array class, which JAX exports as jax.Array (and jnp.ndarray)",
 }
-
-
-@dataclass(frozen=True)
-class Call:
-    """One way to call a function: an expression and the kinds of its inputs."""
-
-    expr: str
-    kinds: tuple[tuple[str, str], ...] = ()
-
-    def __str__(self) -> str:
-        return f"{self.expr} with " + ", ".join(f"{n}: {k}" for n, k in self.kinds)
-
-
-def call(expr: str, **kinds: str) -> Call:
-    return Call(expr, tuple(kinds.items()))
-
-
-def unary(name: str, *kinds: str) -> list[Call]:
-    return [call(f"jnp.{name}(a)", a=k) for k in kinds]
-
-
-def binary(name: str, *pairs: str) -> list[Call]:
-    return [call(f"jnp.{name}(a, b)", a=p.split()[0], b=p.split()[1]) for p in pairs]
-
-
-ARITHMETIC = ("f f", "f i", "i i", "i pyi", "f pyf", "pyf i", "i pyf", "b i", "f@ f@3,1")
-COMPARISON = ("f f", "i i", "f pyf", "i pyi", "b b", "pyf pyi")
-BITWISE = ("i i", "b b", "i pyi")
-DIVISION = ("f fnz", "i inz", "f pyf", "inz pyi", "pyf inz")
-
-
-def reduction(name: str, kind: str = "f", extra: str = "") -> list[Call]:
-    return [call(f"jnp.{name}(a{extra})", a=kind),
-            call(f"jnp.{name}(a, axis=1{extra})", a=f"{kind}@3,4,2"),
-            call(f"jnp.{name}(a, axis=-1, keepdims=True{extra})", a=f"{kind}@2,3"),
-            call(f"jnp.{name}(a, axis=(0, 2){extra})", a=f"{kind}@2,3,4")]
-
-
-def arg_reduction(name: str) -> list[Call]:
-    return [call(f"jnp.{name}(a)", a="f"), call(f"jnp.{name}(a, axis=1)", a="f@3,4,2"),
-            call(f"jnp.{name}(a, axis=-1, keepdims=True)", a="i@2,5")]
 
 
 CALLS: dict[str, list[Call]] = {
@@ -604,6 +576,10 @@ def mismatches(name: str, number: int, case: Call) -> list[str]:
                   for p in compare(got, want)]
     return [f"{m}\n    inputs: {inputs}" for m in found]
 
+
+CALLS.update(calls_more_numpy.CALLS)
+NN_CALLS.update(calls_nn_and_linalg.NN_CALLS)
+ERROR_CALLS += calls_more_numpy.ERROR_CALLS + calls_nn_and_linalg.ERROR_CALLS
 
 CASES = [(name, number, case) for name, calls in CALLS.items()
          for number, case in enumerate(calls)] + [
