@@ -682,10 +682,12 @@ def test_the_calls_use_their_inputs_and_name_their_function() -> None:
 
 
 def test_every_nn_function_has_a_call() -> None:
+    """Each function nn.py defines has rows, and each row's name is a function of both our
+    nn and JAX's (nn.py also takes some from elsewhere: tanh, dot_product_attention)."""
     defined = sorted(n for n in dir(ours_nn) if callable(getattr(ours_nn, n))
                      and getattr(getattr(ours_nn, n), "__module__", "") == ours_nn.__name__)
-    assert sorted(NN_CALLS) == defined
-    assert all(hasattr(jax.nn, name) for name in defined)
+    assert not set(defined) - set(NN_CALLS), f"no rows: {sorted(set(defined) - set(NN_CALLS))}"
+    assert all(hasattr(ours_nn, name) and hasattr(jax.nn, name) for name in NN_CALLS)
 
 
 def test_stage_4_exports_the_same_names() -> None:

@@ -283,3 +283,112 @@ def standardize(x: Any, axis: Axis = -1, mean: Any = None, variance: Any = None,
     return (x - mean) * lax.rsqrt(variance + epsilon)
 
 
+
+
+# ------------------------------------------------------------------------------------------
+# The rest of jax.nn's activations, each a composition.
+# ------------------------------------------------------------------------------------------
+
+tanh = jnp.tanh  # jax.nn.tanh is jax.numpy.tanh itself
+
+
+def identity(x: Any) -> Any:
+    """``x`` unchanged, as an array (a Python scalar becomes a weakly typed one).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.nn.identity(jax.numpy.array([-1.0, 2.0]))
+        Array([-1.,  2.], dtype=float32)
+    """
+    return as_value(x)
+
+
+def mish(x: Any) -> Any:
+    """x * tanh(softplus(x)), a smooth relu-like activation (Misra, 2019).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.nn.mish(jax.numpy.array([0.0, 1.0]))
+        Array([0.       , 0.8650984], dtype=float32)
+    """
+    x = as_value(x)
+    return x * jnp.tanh(softplus(x))
+
+
+def squareplus(x: Any, b: Any = 4) -> Any:
+    """(x + sqrt(x**2 + b)) / 2, an algebraic softplus (``b`` sets how smooth the bend is).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.nn.squareplus(jax.numpy.array([0.0, 1.5]))
+        Array([1., 2.], dtype=float32)
+    """
+    x, b = as_value(x), as_value(b)
+    return (x + jnp.sqrt(jnp.square(x) + b)) / 2
+
+
+def sparse_plus(x: Any) -> Any:
+    """0 for x <= -1, (x + 1)**2 / 4 between, x for x >= 1: a softplus that is exactly 0
+    and exactly linear outside [-1, 1] (its derivative is ``sparse_sigmoid``).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.nn.sparse_plus(jax.numpy.array([-2.0, 0.0, 2.0]))
+        Array([0.  , 0.25, 2.  ], dtype=float32)
+    """
+    x = as_value(x)
+    return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
+
+
+def sparse_sigmoid(x: Any) -> Any:
+    """0 for x <= -1, (x + 1) / 2 between, 1 for x >= 1: a sigmoid that saturates exactly.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.nn.sparse_sigmoid(jax.numpy.array([-2.0, 0.0, 2.0]))
+        Array([0. , 0.5, 1. ], dtype=float32)
+    """
+    return 0.5 * jnp.clip(as_value(x) + 1.0, 0.0, 2.0)
+
+
+def log1mexp(x: Any) -> Any:
+    """log(1 - exp(-x)) for x >= 0, accurately: as log(-expm1(-x)) below log 2, where exp(-x)
+    is near 1, and log1p(-exp(-x)) above, where it is small (Maechler, 2012). Each branch
+    sees only inputs from its own side, so the unused one cannot put NaN into the gradient,
+    which is 1 / expm1(x) (JAX's custom JVP).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.nn.log1mexp(jax.numpy.array([1e-4, 10.0]))
+        Array([-9.2103901e+00, -4.5400953e-05], dtype=float32)
+    """
+    (x,) = promote_inexact(x)
+    small = x < math.log(2.0)
+    x_small = jnp.where(small, x, 1.0)
+    x_large = jnp.where(small, 1.0, x)
+    return jnp.where(small, jnp.log(-jnp.expm1(-x_small)), jnp.log1p(-jnp.exp(-x_large)))
+
+
+def logmeanexp(x: Any, axis: Axis = None, where: Any = None, keepdims: bool = False) -> Any:
+    """log(mean(exp(x))) over ``axis``: ``logsumexp`` minus the log of the count of terms
+    (those ``where`` keeps).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.nn.logmeanexp(jax.numpy.array([0.0, 0.0, 0.0]))
+        Array(0., dtype=float32)
+    """
+    total = logsumexp(x, axis=axis, keepdims=keepdims, where=where)
+    dtype = jnp.result_type(total)
+    if where is None:
+        shape = jnp.shape(x)
+        axes = range(len(shape)) if axis is None else np.atleast_1d(axis)
+        count = jnp.asarray(math.prod(shape[a] for a in axes), dtype=dtype)
+    else:
+        count = jnp.sum(jnp.broadcast_to(where, jnp.shape(x)), axis=axis, dtype=dtype,
+                        keepdims=keepdims)
+    return total - jnp.log(count)
+
+
+# Last: attention.py builds on softmax and logsumexp above.
+from .attention import dot_product_attention  # noqa: E402, F401
