@@ -42,6 +42,11 @@ from .arrangement import (
     vstack,
 )
 from .contractions import dot, einsum, inner, matmul, outer, tensordot, vdot
+from .covariance import (
+    corrcoef,
+    cov,
+    ptp,
+)
 from .creation import (
     arange,
     array,
@@ -62,6 +67,18 @@ from .creation import (
     zeros_like,
 )
 from .cumulative import around, cumprod, cumsum, nancumprod, nancumsum, round, unique
+from .index_tricks import (
+    diag_indices,
+    diag_indices_from,
+    index_exp,
+    indices,
+    ix_,
+    mgrid,
+    ogrid,
+    s_,
+    tril_indices_from,
+    triu_indices_from,
+)
 from .indexing import take, take_along_axis
 from .mathematical import (
     angle,
@@ -98,7 +115,22 @@ from .more_ufuncs import (
     logaddexp2,
     nextafter,
 )
+from .nan_statistics import (
+    nanargmax,
+    nanargmin,
+    nanmedian,
+    nanpercentile,
+    nanprod,
+    nanquantile,
+    nanstd,
+    nanvar,
+)
 from .reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, std, sum, var
+from .rounding import (
+    modf,
+    rint,
+    spacing,
+)
 from .scalar_types import (
     bfloat16,
     bool_,
@@ -166,6 +198,15 @@ from .statistics import (
     select,
     sort,
     unravel_index,
+)
+from .type_queries import (
+    broadcast_shapes,
+    can_cast,
+    iscomplex,
+    iscomplexobj,
+    isdtype,
+    isreal,
+    isrealobj,
 )
 from .ufuncs import (
     abs,

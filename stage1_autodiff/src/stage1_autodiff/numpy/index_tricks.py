@@ -1,0 +1,189 @@
+"""Arrays of indices, and objects that build them from slice syntax: ``indices``, ``ix_``,
+the indices of diagonals and triangles, ``mgrid``/``ogrid`` (``jnp.mgrid[0:3, 0:2]``), and
+NumPy's ``s_`` and ``index_exp`` (which make index tuples for later use).
+
+Example:
+    >>> import stage1_autodiff.numpy as jnp
+    >>> jnp.mgrid[0:2, 0:3]
+    Array([[[0, 0, 0],
+            [1, 1, 1]],
+    <BLANKLINE>
+           [[0, 1, 2],
+            [0, 1, 2]]], dtype=int32)
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from .. import prims as lax
+from ..core import Tracer, get_aval
+from .arrangement import meshgrid, tril_indices, triu_indices
+from .creation import arange, array, linspace
+from .promotion import as_value, promote
+from .shapes import stack
+
+# NumPy's own: they only turn slice syntax into tuples of slices, as JAX's do.
+s_ = np.s_
+index_exp = np.index_exp
+
+
+def _static_int(value: Any, what: str) -> int:
+    """``value`` as a Python int, which a shape needs: a traced value cannot be one."""
+    if isinstance(value, Tracer):
+        raise TypeError(f"{what} must be a concrete int: it gives a shape, which cannot "
+                        f"depend on traced values. Pass it as a static argument.")
+    return operator.index(value)
+
+
+def indices(dimensions: Sequence[int], dtype: Any = None, sparse: bool = False):
+    """A grid of indices: for each dim, an array holding the index along it. Stacked into
+    one array (dims first), or with ``sparse`` a tuple of arrays of size 1 but along their
+    own dim.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> rows, cols = jnp.indices((2, 3))
+        >>> cols
+        Array([[0, 1, 2],
+               [0, 1, 2]], dtype=int32)
+    """
+    dtype = dtypes.check_and_canonicalize_user_dtype(int if dtype is None else dtype,
+                                                     "indices")
+    shape = tuple(_static_int(d, "indices: each of dimensions") for d in dimensions)
+    grids = []
+    for k, size in enumerate(shape):
+        grid_shape = (1,) * k + (size,) + (1,) * (len(shape) - k - 1) if sparse else shape
+        grids.append(lax.broadcast_in_dim(lax.iota(dtype, (size,)), grid_shape, (k,)))
+    if sparse:
+        return tuple(grids)
+    return stack(grids) if grids else array([], dtype=dtype)
+
+
+def ix_(*args: Any) -> tuple[Any, ...]:
+    """Open-mesh index arrays from 1-D sequences: the k-th has its values along dim k and
+    size 1 along the others, so ``x[jnp.ix_(rows, cols)]`` picks a sub-grid.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> x = jnp.arange(12).reshape(3, 4)
+        >>> x[jnp.ix_(jnp.array([0, 2]), jnp.array([1, 3]))]
+        Array([[ 1,  3],
+               [ 9, 11]], dtype=int32)
+    """
+    grids = []
+    for k, a in enumerate(as_value(a) for a in args):
+        aval = get_aval(a)
+        if aval.ndim != 1:
+            raise ValueError(f"ix_: each argument must be 1-D, argument {k} has shape "
+                             f"{aval.shape}.")
+        if aval.dtype == np.bool_:
+            raise NotImplementedError("ix_: boolean arguments are not implemented; pass "
+                                      "jnp.nonzero(mask)[0] instead.")
+        shape = [1] * len(args)
+        shape[k] = aval.shape[0]
+        if aval.size == 0:  # an empty sequence indexes as integers, as in NumPy
+            grids.append(lax.full(tuple(shape), 0, dtypes.canonicalize_dtype(np.intp)))
+        else:
+            grids.append(lax.broadcast_in_dim(a, tuple(shape), (k,)))
+    return tuple(grids)
+
+
+def diag_indices(n: int, ndim: int = 2) -> tuple[Any, ...]:
+    """The indices of the main diagonal of an ``ndim``-dimensional array of side ``n``: the
+    same ``arange(n)`` for every dim.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.diag_indices(3)
+        (Array([0, 1, 2], dtype=int32), Array([0, 1, 2], dtype=int32))
+    """
+    n, ndim = _static_int(n, "diag_indices: n"), _static_int(ndim, "diag_indices: ndim")
+    for name, value in (("n", n), ("ndim", ndim)):
+        if value < 0:
+            raise ValueError(f"diag_indices: {name} must be nonnegative, got {value}.")
+    return (lax.iota(dtypes.default_int_dtype(), (n,)),) * ndim
+
+
+def diag_indices_from(arr) -> tuple[Any, ...]:
+    """The indices of the main diagonal of ``arr``, which must have equal dims (2 or more)."""
+    shape = np.shape(arr)
+    if len(shape) < 2:
+        raise ValueError(f"diag_indices_from: the array must be at least 2-D, got shape "
+                         f"{shape}.")
+    if len(set(shape)) != 1:
+        raise ValueError(f"diag_indices_from: all dims of the array must be of equal "
+                         f"length, got shape {shape}.")
+    return diag_indices(shape[0], len(shape))
+
+
+def _matrix_shape(name: str, arr: Any) -> tuple[int, ...]:
+    shape = tuple(arr.shape) if hasattr(arr, "shape") else np.shape(arr)
+    if len(shape) != 2:
+        raise ValueError(f"{name}: only 2-D arrays are accepted, got shape {shape}.")
+    return shape
+
+
+def tril_indices_from(arr, k: int = 0) -> tuple[Any, Any]:
+    """The indices of ``arr``'s lower triangle, at and below the ``k``-th diagonal."""
+    n, m = _matrix_shape("tril_indices_from", arr)
+    return tril_indices(n, k=k, m=m)
+
+
+def triu_indices_from(arr, k: int = 0) -> tuple[Any, Any]:
+    """The indices of ``arr``'s upper triangle, at and above the ``k``-th diagonal."""
+    n, m = _matrix_shape("triu_indices_from", arr)
+    return triu_indices(n, k=k, m=m)
+
+
+# ------------------------------------------------------------------------------------------
+# Grids from slice syntax
+# ------------------------------------------------------------------------------------------
+
+
+def _grid_from_slice(s: slice, name: str):
+    """``arange(start, stop, step)``, or with an imaginary step ``5j`` ``linspace`` of 5
+    points including ``stop``."""
+    for part in (s.start, s.stop, s.step):
+        if isinstance(part, Tracer):
+            raise TypeError(f"jnp.{name}: a slice's start, stop and step must be concrete: "
+                            f"they give a shape. Use jnp.arange or jnp.linspace of traced "
+                            f"ends with a static number of points instead.")
+    start, step = s.start or 0, s.step or 1
+    if np.iscomplex(step):
+        return linspace(start, s.stop, int(abs(step)))
+    return arange(start, s.stop, step)
+
+
+def _grids(key: slice | tuple[slice, ...], name: str) -> list[Any]:
+    return [as_value(g) for g in promote(*(_grid_from_slice(k, name) for k in key))]
+
+
+class _Mgrid:
+    """``jnp.mgrid[...]``: a dense grid, one stacked array."""
+
+    def __getitem__(self, key: slice | tuple[slice, ...]):
+        if isinstance(key, slice):
+            return _grid_from_slice(key, "mgrid")
+        grids = _grids(key, "mgrid")
+        if not grids:
+            return arange(0)
+        return stack(meshgrid(*grids, indexing="ij"))
+
+
+class _Ogrid:
+    """``jnp.ogrid[...]``: an open grid, a list of arrays that broadcast together."""
+
+    def __getitem__(self, key: slice | tuple[slice, ...]):
+        if isinstance(key, slice):
+            return _grid_from_slice(key, "ogrid")
+        return meshgrid(*_grids(key, "ogrid"), indexing="ij", sparse=True)
+
+
+mgrid = _Mgrid()
+ogrid = _Ogrid()
