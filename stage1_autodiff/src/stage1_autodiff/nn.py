@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+from . import nn_initializers as initializers  # noqa: F401 (jax.nn.initializers)
 from . import numpy as jnp
 from . import prims as lax
 from .autodiff import stop_gradient
