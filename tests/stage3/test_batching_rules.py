@@ -332,7 +332,7 @@ def dot_general_case(draw):
     dims = ((x_dims["contract"], y_dims["contract"]), (x_dims["batch"], y_dims["batch"]))
     dtype = draw(st.sampled_from([f32, i32]))
     preferred = draw(st.sampled_from([None, f32]))
-    fn = lambda x, y: p.dot_general(x, y, dims, preferred)
+    fn = lambda x, y: p.dot_general(x, y, dims, preferred_element_type=preferred)
     return fn, [Operand(x_shape, dtype), Operand(y_shape, dtype)]
 
 

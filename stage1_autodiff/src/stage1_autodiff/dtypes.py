@@ -158,9 +158,12 @@ def _saturating_float_to_int(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def lowest(dtype: np.dtype) -> Any:
-    """The smallest value of ``dtype`` (-inf for floats): a max reduction starts from it."""
+    """The smallest value of ``dtype`` (-inf for floats; complex numbers order by their real
+    part, then their imaginary part): a max reduction starts from it."""
     if is_float(dtype):
         return -np.inf
+    if is_complex(dtype):
+        return complex(-np.inf, -np.inf)
     return False if dtype.kind == "b" else np.iinfo(dtype).min
 
 
@@ -168,6 +171,8 @@ def highest(dtype: np.dtype) -> Any:
     """The largest value of ``dtype`` (inf for floats): a min reduction starts from it."""
     if is_float(dtype):
         return np.inf
+    if is_complex(dtype):
+        return complex(np.inf, np.inf)
     return True if dtype.kind == "b" else np.iinfo(dtype).max
 
 

@@ -37,6 +37,7 @@ from .core import (
     vjp_rules_take_needs,
     weak_when_operands_weak,
 )
+from .precision import canonicalize_precision
 
 Shape = tuple[int, ...]
 
@@ -751,13 +752,17 @@ def _chooser_jvp(prim: Primitive):
 
 reduce_max_p = Primitive("reduce_max", kind=REDUCTION, identity=dtypes.lowest)
 def reduce_max(x, axes: Sequence[int]): return reduce_max_p.bind(x, axes=tuple(axes))
-impl_rules[reduce_max_p] = lambda x, *, axes: np.max(x, axis=axes)
+def reduce_max_impl(x, *, axes):  # an empty slice gives the identity, as XLA's reduce does
+    return np.max(x, axis=axes, **({"initial": dtypes.lowest(x.dtype)} if not x.size else {}))
+impl_rules[reduce_max_p] = reduce_max_impl
 vjp_rules[reduce_max_p] = _chooser_vjp
 jvp_rules[reduce_max_p] = _chooser_jvp(reduce_max_p)
 
 reduce_min_p = Primitive("reduce_min", kind=REDUCTION, identity=dtypes.highest)
 def reduce_min(x, axes: Sequence[int]): return reduce_min_p.bind(x, axes=tuple(axes))
-impl_rules[reduce_min_p] = lambda x, *, axes: np.min(x, axis=axes)
+def reduce_min_impl(x, *, axes):
+    return np.min(x, axis=axes, **({"initial": dtypes.highest(x.dtype)} if not x.size else {}))
+impl_rules[reduce_min_p] = reduce_min_impl
 vjp_rules[reduce_min_p] = _chooser_vjp
 jvp_rules[reduce_min_p] = _chooser_jvp(reduce_min_p)
 
@@ -830,13 +835,19 @@ ARG_REDUCTIONS = (argmax_p, argmin_p)  # index of the best along an axis: one tu
 
 # --8<-- [start:dot_general]
 dot_general_p = Primitive("dot_general")
-def dot_general(x, y, dimension_numbers, preferred_element_type=None, out_sharding=None):
+def dot_general(x, y, dimension_numbers, precision=None, preferred_element_type=None,
+                out_sharding=None):
     """Contracts ``x`` and ``y``. ``dimension_numbers = ((x_contract, y_contract),
     (x_batch, y_batch))``; the result's dims are batch, then x's free, then y's free.
-    ``out_sharding`` is the result's sharding, where stage 4 cannot tell it from the
-    operands' (None until then)."""
+    ``preferred_element_type``: the result's type, and the one integers accumulate in.
+    ``precision`` is checked and changes nothing (see ``precision.py``). ``out_sharding`` is
+    the result's sharding, where stage 4 cannot tell it from the operands' (None until
+    then)."""
+    canonicalize_precision(precision)
     (lc, rc), (lb, rb) = dimension_numbers
     dims = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
+    if preferred_element_type is not None:
+        preferred_element_type = dtypes.canonicalize_dtype(preferred_element_type)
     return dot_general_p.bind(x, y, dimension_numbers=dims, out_sharding=out_sharding,
                               preferred_element_type=preferred_element_type)
 
@@ -847,6 +858,8 @@ def _free_dims(ndim: int, contract: Sequence[int], batch: Sequence[int]) -> list
 
 def dot_general_impl(x, y, *, dimension_numbers, preferred_element_type, out_sharding=None):
     (lc, rc), (lb, rb) = dimension_numbers
+    work = dot_accumulation_dtype(x.dtype, preferred_element_type)
+    x, y = x.astype(work, copy=False), y.astype(work, copy=False)
     if not lb and x.ndim == y.ndim == 2 and len(lc) == 1:
         # A matrix product: BLAS reads a transposed view through its own flag, no copy.
         out = np.matmul(x if lc == (1,) else x.T, y if rc == (0,) else y.T)
@@ -865,6 +878,16 @@ def dot_general_impl(x, y, *, dimension_numbers, preferred_element_type, out_sha
             batch_shape + [x.shape[d] for d in lf] + [y.shape[d] for d in rf])
     return np.asarray(out, dtype=preferred_element_type or x.dtype)
 impl_rules[dot_general_p] = dot_general_impl
+
+
+def dot_accumulation_dtype(dtype: np.dtype, preferred: np.dtype | None) -> np.dtype:
+    """What a product computes in: integers in the preferred type (an int8 product summed
+    in int32 does not wrap), floats in the wider of theirs and the preferred one."""
+    if preferred is None or dtype.kind == "c" or preferred.kind in "iub" and dtype.kind == "f":
+        return dtype
+    if dtype.kind in "iub":
+        return preferred
+    return preferred if preferred.itemsize > dtype.itemsize else dtype
 
 
 def _dot_general_ct(ct, other, ct_free, other_free, ct_batch, other_batch,
@@ -902,12 +925,19 @@ def dot_general_vjp(ct, x, y, *, out, dimension_numbers, preferred_element_type,
     ct_y_free = tuple(range(nb + len(lf), nb + len(lf) + len(rf)))
     ct_x = ct_y = None
     if needs[0]:
-        ct_x = _dot_general_ct(ct, y, ct_y_free, tuple(rf), ct_batch, rb, lb, lf, lc, rc,
-                               get_aval(x).sharding)
+        ct_x = _dot_general_ct(ct, _like(y, ct), ct_y_free, tuple(rf), ct_batch, rb, lb, lf,
+                               lc, rc, get_aval(x).sharding)
     if needs[1]:
-        ct_y = _dot_general_ct(ct, x, ct_x_free, tuple(lf), ct_batch, lb, rb, rf, rc, lc,
-                               get_aval(y).sharding)
-    return [ct_x, ct_y]
+        ct_y = _dot_general_ct(ct, _like(x, ct), ct_x_free, tuple(lf), ct_batch, lb, rb, rf,
+                               rc, lc, get_aval(y).sharding)
+    # With a preferred_element_type, the cotangents were contracted in the result's type
+    return [None if c is None else _like(c, p) for c, p in ((ct_x, x), (ct_y, y))]
+
+
+def _like(x, other):
+    """``x`` in ``other``'s dtype."""
+    dtype = get_aval(other).dtype
+    return x if get_aval(x).dtype == dtype else convert_element_type(x, dtype)
 vjp_rules[dot_general_p] = dot_general_vjp
 vjp_rules_take_needs.add(dot_general_p)
 def dot_general_jvp(primals, tangents, **params):

@@ -74,7 +74,8 @@ def is_blas_dot(eqn: JaxprEqn) -> bool:
     view); y a vector or a matrix. vmap of ``x @ W`` gives x of shape (batch, 1, k): rows."""
     (lc, rc), (lb, _) = eqn.params["dimension_numbers"]
     x, y = (a.aval for a in eqn.invars)
-    if lb or len(lc) != 1 or x.dtype != y.dtype or x.dtype.kind != "f":
+    if lb or len(lc) != 1 or x.dtype != y.dtype or x.dtype.kind != "f" or (
+            eqn.outvars[0].aval.dtype != x.dtype):  # a preferred_element_type of another width
         return False
     x_ok = lc[0] == x.ndim - 1 or (x.ndim == 2 and lc == (0,))
     return x.ndim >= 1 and y.ndim in (1, 2) and x_ok

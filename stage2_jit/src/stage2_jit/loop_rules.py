@@ -55,8 +55,9 @@ def scatter_combine(w: KernelWriter, prim: Primitive, dtype: np.dtype, old: str,
 def emit_contraction(w: KernelWriter, eqn: JaxprEqn, comment: str) -> None:
     """A dot_general that is not a plain float matrix product, as loops: each result
     element (batch dims, x's free dims, y's free dims) sums ``x * y`` over the contracting
-    dims. The sum is in the operands' dtype (integers wrap, as NumPy's do), then
-    converted to the result's (``preferred_element_type``)."""
+    dims. The sum is in the type stage 1's impl sums in (``dot_accumulation_dtype``: the
+    operands', or a wider ``preferred_element_type``; integers wrap, as NumPy's do), then
+    converted to the result's."""
     x, y = eqn.invars
     out = eqn.outvars[0]
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
@@ -69,9 +70,12 @@ def emit_contraction(w: KernelWriter, eqn: JaxprEqn, comment: str) -> None:
     x_index = _contraction_index(x.aval.ndim, lb, lc, index, sums, first_free=len(lb))
     y_index = _contraction_index(y.aval.ndim, rb, rc, index, sums,
                                  first_free=x.aval.ndim - len(lc))
-    dtype, acc = x.aval.dtype, f"{w._name_of(out)}_acc"
+    dtype = p.dot_accumulation_dtype(x.aval.dtype, eqn.params["preferred_element_type"])
+    acc = f"{w._name_of(out)}_acc"
     inner: list[str] = []
     a, b = w.expr(x, x_index, inner, {}), w.expr(y, y_index, inner, {})
+    if dtype != x.aval.dtype:
+        a, b = cast(a, dtype), cast(b, dtype)
     body = [*inner, f"{acc} = {w._multiply_add(acc, a, b, dtype)}"]
     for n in reversed(range(len(lc))):
         if sums[n] != "0":

@@ -310,7 +310,7 @@ def dot_general_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims,
     dims = ((x_contract, y_contract), (x_batch, y_batch))
     if out_sharding is not None:  # stage 4: the batch dim is not split
         out_sharding = out_sharding.inserted(out_bdim)
-    return [lax.dot_general(x, y, dims, preferred_element_type, out_sharding)], [out_bdim]
+    return [lax.dot_general(x, y, dims, None, preferred_element_type, out_sharding)], [out_bdim]
     # --8<-- [end:task3_1]
 batching_rules[lax.dot_general_p] = dot_general_batching_rule
 # --8<-- [end:dot_general_batching_rule]

@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .. import dtypes
 from .. import prims as lax
 from ..core import get_aval
-from .promotion import broadcast_shapes, broadcast_to_shape, promote
+from ..precision import canonicalize_precision
+from .promotion import broadcast_shapes, broadcast_to_shape, convert, promote
 from .reductions import sum as _sum
 from .shapes import ravel, reshape, transpose
 
@@ -21,10 +23,12 @@ def _check_contracted(name: str, x_shape, y_shape, x_dims, y_dims) -> None:
                             f"{y_shape[b]}).")
 
 
-def dot(a, b, *, out_sharding=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """NumPy's ``dot``: the inner product for vectors, ``matmul`` for matrices, and a
     contraction of ``a``'s last dim with ``b``'s second-to-last in general. ``out_sharding``:
-    the result's sharding (stage 4), where the operands' leave it ambiguous.
+    the result's sharding (stage 4), where the operands' leave it ambiguous. Every
+    contraction here takes ``preferred_element_type`` (the result's type, which integers
+    accumulate in) and ``precision`` (checked; see ``lax.Precision``).
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -34,16 +38,29 @@ def dot(a, b, *, out_sharding=None):
     a, b = promote(a, b)
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     if not a_shape or not b_shape:
-        from .ufuncs import multiply
-        return multiply(a, b)
+        return _scaled(a, b, precision, preferred_element_type)
     a_dim = len(a_shape) - 1
     b_dim = 0 if len(b_shape) == 1 else len(b_shape) - 2
     _check_contracted("dot", a_shape, b_shape, (a_dim,), (b_dim,))
-    return lax.dot_general(a, b, (((a_dim,), (b_dim,)), ((), ())), out_sharding=out_sharding)
+    return lax.dot_general(a, b, (((a_dim,), (b_dim,)), ((), ())), precision,
+                           _preferred(preferred_element_type), out_sharding)
+
+
+def _preferred(dtype: Any) -> Any:
+    return None if dtype is None else dtypes.check_and_canonicalize_user_dtype(dtype, "dot")
+
+
+def _scaled(a, b, precision, preferred_element_type):
+    """A product with a scalar operand: an elementwise one, in the preferred type."""
+    from .ufuncs import multiply
+    canonicalize_precision(precision)
+    out = multiply(a, b)
+    preferred = _preferred(preferred_element_type)
+    return out if preferred is None else convert(out, preferred)
 
 
 # --8<-- [start:matmul]
-def matmul(a, b, *, out_sharding=None):
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Matrix product with NumPy's rules: leading dims are batch dims and broadcast, a 1-d
     operand is a vector. ``out_sharding``: the result's sharding (stage 4), where the
     operands' leave it ambiguous.
@@ -66,7 +83,7 @@ def matmul(a, b, *, out_sharding=None):
         a = reshape(a, (1, a_shape[0]))
     if b_vector:
         b = reshape(b, (b_shape[0], 1))
-    out = _batched_matmul(a, b, out_sharding)
+    out = _batched_matmul(a, b, out_sharding, precision, _preferred(preferred_element_type))
     out_shape = get_aval(out).shape
     drop = (len(out_shape) - 2 if a_vector else None, len(out_shape) - 1 if b_vector else None)
     if a_vector or b_vector:
@@ -74,12 +91,12 @@ def matmul(a, b, *, out_sharding=None):
     return out
 
 
-def _batched_matmul(a, b, out_sharding=None):
+def _batched_matmul(a, b, out_sharding=None, precision=None, preferred=None):
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     _check_contracted("matmul", a_shape, b_shape, (len(a_shape) - 1,), (len(b_shape) - 2,))
     if len(b_shape) == 2:  # a's batch dims act as extra rows: one plain contraction
-        return lax.dot_general(a, b, (((len(a_shape) - 1,), (0,)), ((), ())),
-                               out_sharding=out_sharding)
+        return lax.dot_general(a, b, (((len(a_shape) - 1,), (0,)), ((), ())), precision,
+                               preferred, out_sharding)
     try:
         batch = broadcast_shapes(a_shape[:-2], b_shape[:-2], op_name="matmul")
     except ValueError:
@@ -89,12 +106,13 @@ def _batched_matmul(a, b, out_sharding=None):
     b = broadcast_to_shape(b, batch + b_shape[-2:])
     n = len(batch)
     batch_dims = tuple(range(n))
-    return lax.dot_general(a, b, (((n + 1,), (n,)), (batch_dims, batch_dims)),
-                           out_sharding=out_sharding)
+    return lax.dot_general(a, b, (((n + 1,), (n,)), (batch_dims, batch_dims)), precision,
+                           preferred, out_sharding)
 # --8<-- [end:matmul]
 
 
-def tensordot(a, b, axes: int | Sequence[Any] = 2):
+def tensordot(a, b, axes: int | Sequence[Any] = 2, *, precision=None,
+              preferred_element_type=None):
     """Contracts the last ``axes`` dims of ``a`` with the first of ``b``, or the given pairs.
 
     Example:
@@ -114,7 +132,8 @@ def tensordot(a, b, axes: int | Sequence[Any] = 2):
         a_dims = tuple(d % len(a_shape) for d in a_dims)
         b_dims = tuple(d % len(b_shape) for d in b_dims)
     _check_contracted("tensordot", a_shape, b_shape, a_dims, b_dims)
-    return lax.dot_general(a, b, ((a_dims, b_dims), ((), ())))
+    return lax.dot_general(a, b, ((a_dims, b_dims), ((), ())), precision,
+                           _preferred(preferred_element_type))
 
 
 def outer(a, b):
@@ -123,51 +142,75 @@ def outer(a, b):
     return lax.dot_general(reshape(a, (-1, 1)), reshape(b, (1, -1)), (((1,), (0,)), ((), ())))
 
 
-def inner(a, b):
+def inner(a, b, *, precision=None, preferred_element_type=None):
     """Contracts the last dims of ``a`` and ``b`` (a scalar operand multiplies)."""
     a, b = promote(a, b)
     a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
     if not a_ndim or not b_ndim:
-        from .ufuncs import multiply
-        return multiply(a, b)
-    return tensordot(a, b, ((a_ndim - 1,), (b_ndim - 1,)))
+        return _scaled(a, b, precision, preferred_element_type)
+    return tensordot(a, b, ((a_ndim - 1,), (b_ndim - 1,)), precision=precision,
+                     preferred_element_type=preferred_element_type)
 
 
-def vdot(a, b):
+def vdot(a, b, *, precision=None, preferred_element_type=None):
     """The dot product of two flattened arrays, the first conjugated when it is complex."""
     a = ravel(a)
     if get_aval(a).dtype.kind == "c":
         a = lax.conj(a)
-    return dot(a, ravel(b))
+    return dot(a, ravel(b), precision=precision, preferred_element_type=preferred_element_type)
 
 
 # --8<-- [start:einsum]
-def einsum(subscripts: str, *operands: Any):
+def einsum(subscripts: str, *operands: Any, out=None, optimize: Any = "auto", precision=None,
+           preferred_element_type=None):
     """Einstein summation: ``einsum("ij,jk->ik", a, b)`` is ``a @ b``.
 
     Operands are contracted left to right, two at a time, each pair with one ``dot_general``;
-    an index used by only one operand and not in the output is summed away first.
-    NB: repeated indices within one operand (diagonals) and ``...`` are not supported.
+    an index used by only one operand and not in the output is summed away first, and one
+    repeated within an operand takes its diagonal (``"ii->i"``). ``...`` stands for the
+    leading dims, which broadcast. ``optimize`` is accepted and the order stays left to
+    right (JAX asks opt_einsum for a cheaper one; the result differs by rounding only).
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
-        >>> jnp.einsum("bij,bjk->bik", jnp.ones((2, 3, 4)), jnp.ones((2, 4, 5))).shape
+        >>> jnp.einsum("...ij,jk->...ik", jnp.ones((2, 3, 4)), jnp.ones((4, 5))).shape
         (2, 3, 5)
     """
-    inputs, output = _parse_einsum(subscripts, len(operands))
+    if out is not None:
+        raise NotImplementedError("einsum: the 'out' argument is not supported: JAX arrays "
+                                  "are immutable. Use the returned array instead.")
+    canonicalize_precision(precision)
+    preferred = _preferred(preferred_element_type)
     values = list(promote(*operands))
-    for spec, v in zip(inputs, values):
+    inputs, output = _parse_einsum(subscripts, [get_aval(v).ndim for v in values])
+    for k, (spec, v) in enumerate(zip(inputs, values)):
         if len(spec) != get_aval(v).ndim:
             raise ValueError(f"einsum: operand with subscripts {spec!r} has {get_aval(v).ndim} "
                              f"dims, expected {len(spec)}.")
+        inputs[k], values[k] = _take_diagonals(spec, v)
     inputs, values = _broadcast_labels(inputs, values)
     _check_label_sizes(inputs, values)
     spec, acc = inputs[0], values[0]
     for i in range(1, len(values)):
         needed = set(output).union(*inputs[i + 1:])
-        spec, acc = _einsum_pair(spec, acc, inputs[i], values[i], needed)
+        spec, acc = _einsum_pair(spec, acc, inputs[i], values[i], needed, precision, preferred)
     spec, acc = _sum_unused(spec, acc, set(output))
-    return transpose(acc, [spec.index(c) for c in output])
+    acc = transpose(acc, [spec.index(c) for c in output])
+    return acc if preferred is None else convert(acc, preferred)
+
+
+def _take_diagonals(spec: str, x: Any) -> tuple[str, Any]:
+    """An index repeated within one operand (``"ii"``) reads its diagonal: the two dims
+    become one, last."""
+    from .arrangement import diagonal
+    for label in spec:
+        if spec.count(label) > 1:
+            first = spec.index(label)
+            second = spec.index(label, first + 1)
+            x = diagonal(x, axis1=first, axis2=second)
+            spec = spec[:first] + spec[first + 1:second] + spec[second + 1:] + label
+            return _take_diagonals(spec, x)
+    return spec, x
 
 
 def _broadcast_labels(inputs: list[str], values: list[Any]) -> tuple[list[str], list[Any]]:
@@ -196,22 +239,28 @@ def _check_label_sizes(inputs: list[str], values: list[Any]) -> None:
                                  f"{seen} in an earlier one.")
 
 
-def _parse_einsum(subscripts: str, num_operands: int) -> tuple[list[str], str]:
+def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[str], str]:
     subscripts = subscripts.replace(" ", "")
-    if "." in subscripts:
-        raise NotImplementedError("einsum: ellipsis ('...') subscripts are not supported.")
-    lhs, _, output = subscripts.partition("->")
+    lhs, arrow, output = subscripts.partition("->")
     inputs = lhs.split(",")
-    if len(inputs) != num_operands:
+    if len(inputs) != len(ndims):
         raise ValueError(f"einsum: {subscripts!r} names {len(inputs)} operands, but "
-                         f"{num_operands} were given.")
-    for spec in inputs:
-        if len(set(spec)) != len(spec):
-            raise NotImplementedError(f"einsum: repeated index within one operand ({spec!r}, "
-                                      f"a diagonal) is not supported.")
-    if "->" not in subscripts:  # implicit output: indices used once, alphabetically
+                         f"{len(ndims)} were given.")
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+            if c not in subscripts]
+    counts = [ndim - len(spec.replace("...", "")) for spec, ndim in zip(inputs, ndims)]
+    width = max([c for spec, c in zip(inputs, counts) if "..." in spec], default=0)
+    leading = "".join(free[:width])  # the ellipsis' dims, right-aligned as they broadcast
+    inputs = [spec.replace("...", leading[width - c:]) if "..." in spec else spec
+              for spec, c in zip(inputs, counts)]
+    if not arrow:  # implicit output: the ellipsis, then indices used once, alphabetically
         letters = "".join(inputs)
-        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+        output = leading + "".join(sorted(c for c in set(letters) - set(leading)
+                                          if letters.count(c) == 1))
+    elif "..." in output:
+        output = output.replace("...", leading)
+    if "." in "".join(inputs) + output:
+        raise ValueError(f"einsum: {subscripts!r} has a '.' that is not part of '...'.")
     return inputs, output
 
 
@@ -222,7 +271,7 @@ def _sum_unused(spec: str, x: Any, needed: set[str]) -> tuple[str, Any]:
     return "".join(c for c in spec if c in needed), _sum(x, tuple(unused))
 
 
-def _einsum_pair(x_spec, x, y_spec, y, needed):
+def _einsum_pair(x_spec, x, y_spec, y, needed, precision, preferred):
     x_spec, x = _sum_unused(x_spec, x, needed | set(y_spec))
     y_spec, y = _sum_unused(y_spec, y, needed | set(x_spec))
     shared = [c for c in x_spec if c in y_spec]
@@ -232,7 +281,7 @@ def _einsum_pair(x_spec, x, y_spec, y, needed):
              (tuple(x_spec.index(c) for c in batch), tuple(y_spec.index(c) for c in batch))))
     _check_contracted("einsum", get_aval(x).shape, get_aval(y).shape,
                       dims[0][0] + dims[1][0], dims[0][1] + dims[1][1])
-    out = lax.dot_general(x, y, dims)
+    out = lax.dot_general(x, y, dims, precision, preferred)
     x_free = [c for c in x_spec if c not in shared]
     y_free = [c for c in y_spec if c not in shared]
     return "".join(batch + x_free + y_free), out

@@ -38,8 +38,11 @@ def _reduce(name: str, lax_fn, x, axis: Axis, keepdims: bool) -> Any:
 
 
 # --8<-- [start:sum]
-def sum(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False):  # noqa: A001
-    """Sum over ``axis``. Booleans and small integers sum as the default integer.
+def sum(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False,  # noqa: A001
+        initial=None, where=None, promote_integers: bool = True):
+    """Sum over ``axis``. Booleans and small integers sum as the default integer (unless
+    ``promote_integers=False``). ``where``: only the elements where it is true count;
+    ``initial`` is added to each sum.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -47,9 +50,28 @@ def sum(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False):  # 
         Array([2., 2., 2.], dtype=float32)
     """
     _check_no_out(out)
-    a = _accumulation_dtype(as_value(a), dtype, "sum")
-    return _reduce("sum", lax.reduce_sum, a, axis, keepdims)
+    a = _accumulation_dtype(as_value(a), dtype, "sum", promote_integers)
+    a = _masked(a, where, 0)
+    return _with_initial(_reduce("sum", lax.reduce_sum, a, axis, keepdims), initial, lax.add)
 # --8<-- [end:sum]
+
+
+def _masked(a: Any, where: Any, identity: Any) -> Any:
+    """``a`` with ``identity`` where ``where`` is false: what a masked reduction reduces."""
+    if where is None:
+        return a
+    from .ufuncs import where as select
+    a = as_value(a)
+    return select(where, a, lax.full((), identity, get_aval(a).dtype))
+
+
+def _with_initial(result: Any, initial: Any, combine) -> Any:
+    """The reduction of ``initial`` with each result (it joins every reduced slice)."""
+    if initial is None:
+        return result
+    aval = get_aval(result)
+    return combine(result, lax.broadcast_in_dim(convert(as_value(initial), aval.dtype),
+                                                aval.shape, ()))
 
 
 def _check_no_out(out: Any) -> None:
@@ -58,14 +80,18 @@ def _check_no_out(out: Any) -> None:
                                   "immutable. Use the returned array instead.")
 
 
-def _accumulation_dtype(a: Any, dtype: Any, fun_name: str) -> Any:
+def _accumulation_dtype(a: Any, dtype: Any, fun_name: str, promote_integers: bool = True
+                        ) -> Any:
     """Sums and products of booleans and of integers narrower than the default integer
-    accumulate in the default integer (int64 with jax_enable_x64), as NumPy and JAX do."""
+    accumulate in the default integer (int64 with jax_enable_x64), as NumPy and JAX do;
+    with ``promote_integers=False``, integers keep their type."""
     if dtype is not None:
         return convert(a, dtypes.check_and_canonicalize_user_dtype(dtype, fun_name))
     a_dtype = get_aval(a).dtype
     if a_dtype == np.bool_:
         return convert(a, dtypes.default_int_dtype())
+    if not promote_integers:
+        return a
     if dtypes.is_int(a_dtype) and a_dtype.itemsize < dtypes.default_int_dtype().itemsize:
         wide = (dtypes.canonicalize_dtype(dtypes.uint64) if a_dtype.kind == "u"
                 else dtypes.default_int_dtype())  # uint32 without x64
@@ -83,8 +109,10 @@ def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
     return int(np.prod([shape[d] for d in axes], dtype=np.int64))
 
 
-def mean(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False):
-    """Arithmetic mean over ``axis`` (in floating point).
+def mean(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, *,
+         where=None):
+    """Arithmetic mean over ``axis`` (in floating point); of the elements where ``where`` is
+    true, if given.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -95,13 +123,26 @@ def mean(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False):
     (a,) = promote_inexact(_requested_dtype(as_value(a), dtype, "mean"))
     shape = get_aval(a).shape
     axes = canonicalize_axes(axis, len(shape), "mean")
-    total = sum(a, axes, keepdims=keepdims)
-    aval = get_aval(total)  # divided by a scalar, as JAX's: div b 3.0:f32[]
+    total = sum(a, axes, keepdims=keepdims, where=where)
+    aval = get_aval(total)
+    if where is not None:  # as many as are kept
+        return lax.div(total, _kept(where, shape, axes, keepdims, aval.dtype))
+    # divided by a scalar, as JAX's: div b 3.0:f32[]
     return lax.div(total, lax.full((), _count(shape, axes), aval.dtype, aval.weak_type))
 
 
-def var(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False):
-    """Variance: the mean squared deviation from the mean, divided by ``n - ddof``.
+def _kept(where: Any, shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool,
+          dtype: np.dtype) -> Any:
+    """How many elements ``where`` keeps in each reduced slice, in ``dtype``."""
+    from .shapes import broadcast_to
+    return sum(convert(broadcast_to(where, shape), dtype), axes, keepdims=keepdims)
+
+
+def var(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False,
+        *, where=None, mean: Any = None, correction: float | None = None):
+    """Variance: the mean squared deviation from the mean (or the given ``mean``, kept dims),
+    divided by ``n - ddof`` (``correction`` is the array API's name for ``ddof``); of the
+    elements where ``where`` is true, if given.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -109,23 +150,36 @@ def var(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: boo
         Array(1.25, dtype=float32)
     """
     _check_no_out(out)
+    if correction is not None:
+        if ddof:
+            raise ValueError("var: ddof and correction are the same argument; give one.")
+        ddof = correction
     (a,) = promote_inexact(_requested_dtype(as_value(a), dtype, "var"))
     shape = get_aval(a).shape
     axes = canonicalize_axes(axis, len(shape), "var")
-    centered = lax.sub(a, lax.broadcast_in_dim(
-        mean(a, axes, keepdims=True), shape, tuple(range(len(shape)))))
+    center = _mean(a, axes, keepdims=True, where=where) if mean is None else as_value(mean)
+    centered = lax.sub(a, lax.broadcast_in_dim(convert(center, get_aval(a).dtype), shape,
+                                               tuple(range(len(shape)))))
     if get_aval(centered).dtype.kind == "c":  # |x - mean|², a real number
         real, imag = lax.real(centered), lax.imag(centered)
         squares = lax.add(lax.mul(real, real), lax.mul(imag, imag))
     else:
         squares = lax.mul(centered, centered)
-    total = sum(squares, axes, keepdims=keepdims)
-    return lax.div(total, lax.full_like(total, _count(shape, axes) - ddof))
+    total = sum(squares, axes, keepdims=keepdims, where=where)
+    if where is None:
+        return lax.div(total, lax.full_like(total, _count(shape, axes) - ddof))
+    count = _kept(where, shape, axes, keepdims, get_aval(total).dtype)
+    return lax.div(total, lax.sub(count, lax.full_like(count, ddof)))
 
 
-def std(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False):
+_mean = mean
+
+
+def std(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False,
+        *, where=None, mean: Any = None, correction: float | None = None):
     """Standard deviation: the square root of :func:`var`."""
-    return lax.sqrt(var(a, axis, dtype, out, ddof=ddof, keepdims=keepdims))
+    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                        correction=correction))
 
 
 def _check_nonempty(name: str, x: Any, axis: Axis) -> None:
@@ -136,44 +190,61 @@ def _check_nonempty(name: str, x: Any, axis: Axis) -> None:
                          f"identity (shape {shape}, axis {axis}).")
 
 
-def max(a, axis: Axis = None, out=None, keepdims: bool = False):  # noqa: A001
-    """Largest element over ``axis`` (NaN if any element is NaN)."""
-    _check_no_out(out)
-    a = as_value(a)
-    _check_nonempty("max", a, axis)
-    return _reduce("max", lax.reduce_max, a, axis, keepdims)
+def max(a, axis: Axis = None, out=None, keepdims: bool = False,  # noqa: A001
+        initial=None, where=None):
+    """Largest element over ``axis`` (NaN if any element is NaN), and ``initial``; with
+    ``where``, of the elements where it is true (then ``initial`` is required: a slice may
+    keep none)."""
+    return _extremum("max", lax.reduce_max, lax.max, dtypes.lowest, a, axis, out, keepdims,
+                     initial, where)
 
 
-def min(a, axis: Axis = None, out=None, keepdims: bool = False):  # noqa: A001
-    """Smallest element over ``axis`` (NaN if any element is NaN)."""
+def min(a, axis: Axis = None, out=None, keepdims: bool = False,  # noqa: A001
+        initial=None, where=None):
+    """Smallest element over ``axis`` (NaN if any element is NaN), and ``initial``; with
+    ``where``, of the elements where it is true (and ``initial``)."""
+    return _extremum("min", lax.reduce_min, lax.min, dtypes.highest, a, axis, out, keepdims,
+                     initial, where)
+
+
+def _extremum(name: str, reduce, combine, identity, a, axis: Axis, out, keepdims: bool,
+              initial, where) -> Any:
     _check_no_out(out)
     a = as_value(a)
-    _check_nonempty("min", a, axis)
-    return _reduce("min", lax.reduce_min, a, axis, keepdims)
+    if where is not None and initial is None:
+        raise ValueError(f"{name}: a reduction with no identity needs initial= to use a where "
+                         f"mask (a slice may keep no element); pass the value an empty slice "
+                         f"should give.")
+    if initial is None:
+        _check_nonempty(name, a, axis)
+    if where is not None:
+        a = _masked(a, where, identity(get_aval(a).dtype))
+    return _with_initial(_reduce(name, reduce, a, axis, keepdims), initial, combine)
 
 
 amax, amin = max, min
 
 
-def prod(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False):
-    """Product over ``axis``."""
+def prod(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, initial=None,
+         where=None, promote_integers: bool = True):
+    """Product over ``axis`` (of the elements where ``where`` is true), times ``initial``."""
     _check_no_out(out)
-    a = _accumulation_dtype(as_value(a), dtype, "prod")
-    return _reduce("prod", lax.reduce_prod, a, axis, keepdims)
+    a = _masked(_accumulation_dtype(as_value(a), dtype, "prod", promote_integers), where, 1)
+    return _with_initial(_reduce("prod", lax.reduce_prod, a, axis, keepdims), initial, lax.mul)
 
 
-def all(a, axis: Axis = None, out=None, keepdims: bool = False):  # noqa: A001
-    """Whether every element over ``axis`` is true."""
+def all(a, axis: Axis = None, out=None, keepdims: bool = False, *, where=None):  # noqa: A001
+    """Whether every element over ``axis`` (where ``where`` is true) is true."""
     from .ufuncs import _as_bool
     _check_no_out(out)
-    return _reduce("all", lax.reduce_and, _as_bool(a), axis, keepdims)
+    return _reduce("all", lax.reduce_and, _masked(_as_bool(a), where, True), axis, keepdims)
 
 
-def any(a, axis: Axis = None, out=None, keepdims: bool = False):  # noqa: A001
-    """Whether any element over ``axis`` is true."""
+def any(a, axis: Axis = None, out=None, keepdims: bool = False, *, where=None):  # noqa: A001
+    """Whether any element over ``axis`` (where ``where`` is true) is true."""
     from .ufuncs import _as_bool
     _check_no_out(out)
-    return _reduce("any", lax.reduce_or, _as_bool(a), axis, keepdims)
+    return _reduce("any", lax.reduce_or, _masked(_as_bool(a), where, False), axis, keepdims)
 
 
 def _arg_reduce(name: str, lax_fn, a, axis: int | None, out, keepdims: bool):

@@ -104,37 +104,45 @@ def average(a, axis: Axis = None, weights=None, returned: bool = False,
 # ------------------------------------------------------------------------------------------
 
 
-def nansum(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False):
+where_ = where  # (the reductions below take an argument called ``where``)
+
+
+def nansum(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, initial=None,
+           where=None):
     """Sum over ``axis``, NaNs counted as zero."""
     a = as_value(a)
-    return sum(where(isnan(a), 0, a), axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+    return sum(where_(isnan(a), 0, a), axis=axis, dtype=dtype, out=out, keepdims=keepdims,
+               initial=initial, where=where)
 
 
-def _nan_extremum(reduce, fill: float, a, axis: Axis, out, keepdims: bool):
+def _nan_extremum(reduce, fill: float, a, axis: Axis, out, keepdims: bool, initial, where):
     a = as_value(a)
     if not dtypes.is_float(get_aval(a).dtype):
-        return reduce(a, axis=axis, out=out, keepdims=keepdims)
+        return reduce(a, axis=axis, out=out, keepdims=keepdims, initial=initial, where=where)
     nans = isnan(a)
-    result = reduce(where(nans, fill, a), axis=axis, out=out, keepdims=keepdims)
-    return where(all(nans, axis=axis, keepdims=keepdims), np.nan, result)
+    result = reduce(where_(nans, fill, a), axis=axis, out=out, keepdims=keepdims,
+                    initial=initial, where=where)
+    if where is not None:
+        nans = logical_or(nans, logical_not(where))
+    return where_(all(nans, axis=axis, keepdims=keepdims), np.nan, result)
 
 
-def nanmax(a, axis: Axis = None, out=None, keepdims: bool = False):
+def nanmax(a, axis: Axis = None, out=None, keepdims: bool = False, initial=None, where=None):
     """Largest element over ``axis``, NaNs ignored (NaN where all are NaN)."""
-    return _nan_extremum(max, -np.inf, a, axis, out, keepdims)
+    return _nan_extremum(max, -np.inf, a, axis, out, keepdims, initial, where)
 
 
-def nanmin(a, axis: Axis = None, out=None, keepdims: bool = False):
+def nanmin(a, axis: Axis = None, out=None, keepdims: bool = False, initial=None, where=None):
     """Smallest element over ``axis``, NaNs ignored (NaN where all are NaN)."""
-    return _nan_extremum(min, np.inf, a, axis, out, keepdims)
+    return _nan_extremum(min, np.inf, a, axis, out, keepdims, initial, where)
 
 
-def nanmean(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False):
-    """Mean over ``axis`` of the elements that are not NaN."""
+def nanmean(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, where=None):
+    """Mean over ``axis`` of the elements that are not NaN (and where ``where`` is true)."""
     (a,) = promote_inexact(a)
     kept = logical_not(isnan(a))
-    total = nansum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
-    count = sum(kept, axis=axis, keepdims=keepdims, dtype=get_aval(total).dtype)
+    total = nansum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
+    count = sum(kept, axis=axis, keepdims=keepdims, dtype=get_aval(total).dtype, where=where)
     return total / count
 
 
