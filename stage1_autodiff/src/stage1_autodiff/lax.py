@@ -28,6 +28,7 @@ from .dynamic_slicing import (
 )
 from .fft import FftType, fft
 from .more_math import acos, acosh, asin, asinh, atan, atanh, cbrt, cosh, exp2, sinh
+from .precision import Precision
 from .prims import (
     abs,
     add,
@@ -140,6 +141,7 @@ __all__ += ["dynamic_index_in_dim", "dynamic_slice", "dynamic_slice_in_dim",
 __all__ += ["linalg"]  # linalg.py: cholesky, triangular_solve, lu, qr, eigh, svd
 __all__ += ["complex", "conj", "imag", "real"]  # complex_numbers.py
 __all__ += ["FftType", "fft"]  # fft.py
+__all__ += ["Precision"]  # precision.py
 __all__ += ["padtype_to_pads", "reduce_window", "reduce_window_max", "reduce_window_min",
             "reduce_window_sum"]  # windowed.py
 __all__ += ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
