@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any, NamedTuple
 
@@ -27,9 +28,11 @@ from .. import numpy as jnp
 from ..core import get_aval
 from .promotion import as_value, promote_inexact
 
-__all__ = ["EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "det", "eigh",
-           "eigvalsh", "inv", "lstsq", "matrix_power", "norm", "pinv", "qr", "slogdet", "solve",
-           "svd", "trace"]
+__all__ = ["EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond", "cross",
+           "det", "diagonal", "eigh", "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm",
+           "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot", "norm", "outer",
+           "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "tensorinv",
+           "tensorsolve", "trace", "vecdot", "vector_norm"]
 
 
 class EighResult(NamedTuple):
@@ -248,36 +251,46 @@ def trace(x, /, *, offset: int = 0, dtype=None):
     return jnp.trace(x, offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
+def _squared_magnitude(x):
+    """|x|**2, real for complex x too."""
+    return jnp.real(x * jnp.conj(x))
+
+
 def _vector_norm(x, ord, axis, keepdims):
     if ord is None or ord == 2:
-        return jnp.sqrt(jnp.sum(x * x, axis=axis, keepdims=keepdims))
+        return jnp.sqrt(jnp.sum(_squared_magnitude(x), axis=axis, keepdims=keepdims))
     if ord == np.inf:
-        return jnp.max(jnp.abs(x), axis=axis, keepdims=keepdims)
+        return jnp.max(jnp.abs(x), axis=axis, keepdims=keepdims, initial=0)
     if ord == -np.inf:
         return jnp.min(jnp.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        return jnp.sum(x != 0, axis=axis, keepdims=keepdims).astype(x.dtype)
+        real = jnp.finfo(get_aval(x).dtype).dtype  # an integer x raises here, as in JAX
+        return jnp.sum(x != 0, axis=axis, keepdims=keepdims, dtype=real)
     if ord == 1:
         return jnp.sum(jnp.abs(x), axis=axis, keepdims=keepdims)
     if isinstance(ord, str):
-        raise ValueError(f"Invalid order '{ord}' for vector norm.")
-    total = jnp.sum(jnp.abs(x) ** ord, axis=axis, keepdims=keepdims)
-    return total ** (1.0 / ord)
+        hint = {"inf": "Use 'jax.numpy.inf' instead.", "-inf": "Use '-jax.numpy.inf' instead."}
+        raise ValueError(f"Invalid order '{ord}' for vector norm." + hint.get(ord, ""))
+    magnitude = jnp.abs(x)
+    dtype = get_aval(magnitude).dtype
+    total = jnp.sum(magnitude ** jnp.asarray(ord, dtype), axis=axis, keepdims=keepdims)
+    return total ** jnp.asarray(1.0 / ord, dtype)
 
 
 def _matrix_norm(x, ord, rows: int, cols: int, keepdims: bool):
     if ord is None or ord in ("f", "fro"):
-        return jnp.sqrt(jnp.sum(x * x, axis=(rows, cols), keepdims=keepdims))
+        return jnp.sqrt(jnp.sum(_squared_magnitude(x), axis=(rows, cols), keepdims=keepdims))
     if ord in (1, -1, np.inf, -np.inf):
         summed, kept = (rows, cols) if ord in (1, -1) else (cols, rows)
         if not keepdims and kept > summed:
             kept -= 1
         sums = jnp.sum(jnp.abs(x), axis=summed, keepdims=keepdims)
-        pick = jnp.max if ord in (1, np.inf) else jnp.min
-        return pick(sums, axis=kept, keepdims=keepdims)
+        if ord in (1, np.inf):
+            return jnp.max(sums, axis=kept, keepdims=keepdims, initial=0)
+        return jnp.min(sums, axis=kept, keepdims=keepdims)
     if ord in ("nuc", 2, -2):
         s = lax_linalg.svd(jnp.moveaxis(x, (rows, cols), (-2, -1)), compute_uv=False)
-        y = jnp.max(s, axis=-1) if ord == 2 else (
+        y = jnp.max(s, axis=-1, initial=0) if ord == 2 else (
             jnp.min(s, axis=-1) if ord == -2 else jnp.sum(s, axis=-1))
         return jnp.expand_dims(y, (rows, cols)) if keepdims else y
     raise ValueError(f"Invalid order '{ord}' for matrix norm.")
@@ -291,7 +304,7 @@ def norm(x, ord: int | str | None = None, axis: None | tuple[int, ...] | int = N
     ndim = get_aval(x).ndim
     if axis is None:
         if ord is None:
-            return jnp.sqrt(jnp.sum(x * x, keepdims=keepdims))
+            return jnp.sqrt(jnp.sum(_squared_magnitude(x), keepdims=keepdims))
         axis = tuple(range(ndim))
     axes = tuple(int(a) % ndim if -ndim <= int(a) < ndim else _bad_axis(a, ndim)
                  for a in (axis if isinstance(axis, tuple) else (axis,)))
@@ -305,3 +318,272 @@ def norm(x, ord: int | str | None = None, axis: None | tuple[int, ...] | int = N
 
 def _bad_axis(axis, ndim):
     raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+
+
+# ------------------------------------------------------------------------------------------
+# The array API's names (thin wrappers whose axes are the last ones) and NumPy's functions of
+# matrices and tensors, each a composition of the functions above.
+# NB: JAX's are in jax/_src/numpy/linalg.py too; their ``precision`` and
+# ``preferred_element_type`` arguments are not taken here.
+# ------------------------------------------------------------------------------------------
+
+
+def vector_norm(x, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False,
+                ord: int | float | str = 2):
+    """The ``ord``-norm of the vectors along ``axis`` (all elements when None). Unlike
+    ``norm``, an integer ``x`` stays integer where the sum allows (``ord=1``, ``inf``).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.linalg.vector_norm(jnp.array([[3.0, 4.0], [6.0, 8.0]]), axis=1)
+        Array([ 5., 10.], dtype=float32)
+    """
+    return _vector_norm(as_value(x), ord, axis, keepdims)
+
+
+def matrix_norm(x, /, *, keepdims: bool = False, ord: int | str = "fro"):
+    """The ``ord``-norm of each matrix (the last two dims); ``norm`` with ``axis=(-2, -1)``.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.linalg.matrix_norm(jnp.array([[1.0, -2.0], [3.0, 4.0]]), ord=1)
+        Array(6., dtype=float32)
+    """
+    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+def cross(x1, x2, /, *, axis: int = -1):
+    """The cross product of 3-vectors along ``axis`` (``jnp.cross`` takes 2-vectors too;
+    this one does not)."""
+    x1, x2 = as_value(x1), as_value(x2)
+    if get_aval(x1).shape[axis] != 3 or get_aval(x2).shape[axis] != 3:
+        raise ValueError(f"Both input arrays must be (arrays of) 3-dimensional vectors, but "
+                         f"they have x1.shape[axis]={get_aval(x1).shape[axis]} and "
+                         f"x2.shape[axis]={get_aval(x2).shape[axis]}")
+    return jnp.cross(x1, x2, axis=axis)
+
+
+def diagonal(x, /, *, offset: int = 0):
+    """The ``offset`` diagonal of each matrix (the last two dims)."""
+    return jnp.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def matrix_transpose(x, /):
+    """Each matrix transposed (the last two dims swapped).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.linalg.matrix_transpose(jnp.ones((4, 2, 3))).shape
+        (4, 3, 2)
+    """
+    x = as_value(x)
+    ndim = get_aval(x).ndim
+    if ndim < 2:
+        raise ValueError(f"matrix_transpose requires at least 2 dimensions; got ndim={ndim}")
+    return _mT(x)
+
+
+def outer(x1, x2, /):
+    """The outer product of two vectors (``jnp.outer`` flattens; this refuses other ranks)."""
+    x1, x2 = as_value(x1), as_value(x2)
+    if get_aval(x1).ndim != 1 or get_aval(x2).ndim != 1:
+        raise ValueError(f"Input arrays must be one-dimensional, but they are "
+                         f"x1.ndim={get_aval(x1).ndim} x2.ndim={get_aval(x2).ndim}")
+    return x1[:, None] * x2[None, :]
+
+
+def tensordot(x1, x2, /, *, axes: int | tuple[Any, Any] = 2):
+    """``jnp.tensordot`` with ``axes`` by keyword, as the array API has it."""
+    return jnp.tensordot(x1, x2, axes=axes)
+
+
+def vecdot(x1, x2, /, *, axis: int = -1):
+    """The dot product ``sum(conj(x1) * x2)`` along ``axis``, the other dims broadcast.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.linalg.vecdot(jnp.array([[1, 2], [3, 4]]), jnp.array([1, 1]))
+        Array([3, 7], dtype=int32)
+    """
+    x1, x2 = as_value(x1), as_value(x2)
+    shape1, shape2 = get_aval(x1).shape, get_aval(x2).shape
+    if shape1[axis] != shape2[axis]:
+        raise ValueError(f"axes must match; got shapes {shape1} and {shape2} with axis={axis}")
+    x1, x2 = jnp.moveaxis(x1, axis, -1), jnp.moveaxis(x2, axis, -1)
+    return jnp.einsum("...i,...i->...", jnp.conj(x1), x2)
+
+
+def matmul(x1, x2, /):
+    """``jnp.matmul``: the product of (batches of) matrices."""
+    return jnp.matmul(x1, x2)
+
+
+def multi_dot(arrays, *, precision: None = None):
+    """The product of a chain of matrices (the first and last may be vectors), in the order
+    of multiplications that costs the fewest flops.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.linalg.multi_dot([jnp.ones(3), jnp.ones((3, 4)), jnp.ones((4, 2))])
+        Array([12., 12.], dtype=float32)
+    """
+    del precision  # NB: accepted for JAX's signature; stage 1 computes at full precision
+    arrays = [as_value(a) for a in arrays]
+    shapes = [get_aval(a).shape for a in arrays]
+    if len(arrays) < 2:
+        raise ValueError(f"multi_dot requires at least two arrays; got len(arrays)={len(arrays)}")
+    if not (len(shapes[0]) in (1, 2) and len(shapes[-1]) in (1, 2)
+            and all(len(s) == 2 for s in shapes[1:-1])):
+        raise ValueError(f"multi_dot: input arrays must all be two-dimensional, except for the "
+                         f"first and last array which may be 1 or 2 dimensional. Got array "
+                         f"shapes {shapes}")
+    if any(a[-1] != b[0] for a, b in zip(shapes[:-1], shapes[1:])):
+        raise ValueError(f"multi_dot: last dimension of each array must match first dimension "
+                         f"of following array. Got array shapes {shapes}")
+    return _chain_product(arrays, _chain_order(shapes), 0, len(arrays) - 1)
+
+
+def _chain_order(shapes: list[tuple[int, ...]]) -> dict[tuple[int, int], int]:
+    """Where to split each run i..j of the chain, by the textbook dynamic programme over
+    the flop counts (a vector end is a matrix with one row or column)."""
+    dims = [1 if len(shapes[0]) == 1 else shapes[0][0]] + [s[-1] if len(s) == 2 else 1
+                                                           for s in shapes]
+    n = len(shapes)
+    cost = {(i, i): 0 for i in range(n)}
+    split = {}
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            options = [(cost[i, k] + cost[k + 1, j] + dims[i] * dims[k + 1] * dims[j + 1], k)
+                       for k in range(i, j)]
+            cost[i, j], split[i, j] = min(options)
+    return split
+
+
+def _chain_product(arrays: list[Any], split: dict[tuple[int, int], int], i: int, j: int):
+    if i == j:
+        return arrays[i]
+    k = split[i, j]
+    return jnp.dot(_chain_product(arrays, split, i, k), _chain_product(arrays, split, k + 1, j))
+
+
+def svdvals(x, /):
+    """The singular values of each matrix, descending.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.linalg.svdvals(jnp.array([[3.0, 0.0], [0.0, -4.0]]))
+        Array([4., 3.], dtype=float32)
+    """
+    return svd(x, compute_uv=False)
+
+
+def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):  # noqa: N803
+    """The number of singular values of each matrix above ``rtol`` (by default the largest
+    times max(m, n) times the dtype's eps); for fewer than 2 dims, 1 if any element is
+    nonzero.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.linalg.matrix_rank(jnp.array([[1.0, 2.0], [2.0, 4.0]]))
+        Array(1, dtype=int32)
+    """
+    del hermitian  # the general SVD serves
+    if tol is not None:
+        if rtol is not None:
+            raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
+        rtol = tol
+    (M,) = promote_inexact(as_value(M))  # noqa: N806
+    if get_aval(M).ndim < 2:
+        return jnp.any(M != 0).astype(np.int32)
+    s = lax_linalg.svd(M, full_matrices=False, compute_uv=False)
+    if rtol is None:
+        largest = max(get_aval(M).shape[-2:])
+        eps = np.finfo(get_aval(s).dtype).eps
+        rtol = jnp.max(s, axis=-1) * np.asarray(largest * eps, get_aval(s).dtype)
+    rtol = as_value(rtol)
+    return jnp.sum(s > jnp.expand_dims(rtol, get_aval(rtol).ndim), axis=-1)
+
+
+def cond(x, p=None):
+    """The condition number of each matrix in the ``p``-norm: the ratio of the extreme
+    singular values for p = None, 2 or -2, else norm(x) * norm(inv(x)) (square x); inf,
+    not NaN, for a singular matrix.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.linalg.cond(jnp.array([[2.0, 0.0], [0.0, 0.5]]))
+        Array(4., dtype=float32)
+    """
+    x = as_value(x)
+    shape = get_aval(x).shape
+    if len(shape) < 2:
+        raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got arr.shape="
+                         f"{shape}")
+    if shape[-1] == 0 or shape[-2] == 0:
+        raise ValueError(f"jnp.linalg.cond: input array must not be empty; got arr.shape="
+                         f"{shape}")
+    if p is None or p == 2:
+        s = svdvals(x)
+        return s[..., 0] / s[..., -1]
+    if p == -2:
+        s = svdvals(x)
+        ratio = s[..., -1] / s[..., 0]
+    else:
+        if shape[-2] != shape[-1]:
+            raise ValueError(f"jnp.linalg.cond: for p={p}, array must be square; got "
+                             f"arr.shape={shape}")
+        ratio = norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+    # A NaN from a singular matrix means an infinite condition number
+    return jnp.where(jnp.isnan(ratio) & ~jnp.isnan(x).any(axis=(-2, -1)), np.inf, ratio)
+
+
+def tensorinv(a, ind: int = 2):
+    """The inverse of ``a`` as a tensor: ``tensordot(tensorinv(a, ind), a, ind)`` is the
+    identity, the first ``ind`` dims of ``a`` seen as one matrix dim and the rest as the
+    other.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> a = jnp.eye(6).reshape(6, 2, 3) * 2
+        >>> jnp.linalg.tensorinv(a, ind=1).shape
+        (2, 3, 6)
+    """
+    a = as_value(a)
+    ind = operator.index(ind)
+    if ind <= 0:
+        raise ValueError(f"ind must be a positive integer; got ind={ind}")
+    shape = get_aval(a).shape
+    rows, cols = shape[:ind], shape[ind:]
+    if math.prod(rows) != math.prod(cols):
+        raise ValueError(f"tensorinv is only possible when the product of the first `ind` "
+                         f"dimensions equals that of the remaining dimensions. got "
+                         f"arr.shape={shape} with ind={ind}.")
+    matrix = jnp.reshape(a, (math.prod(rows), math.prod(cols)))
+    return jnp.reshape(inv(matrix), cols + rows)
+
+
+def tensorsolve(a, b, axes: tuple[int, ...] | None = None):
+    """``x`` with ``tensordot(a, x, x.ndim) == b``: ``a``'s leading dims are ``b``'s, its
+    others ``x``'s (``axes`` of ``a`` are first moved to the end).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> a = (jnp.eye(6) * 2).reshape(2, 3, 6)
+        >>> jnp.linalg.tensorsolve(a, jnp.ones((2, 3)))
+        Array([0.5, 0.5, 0.5, 0.5, 0.5, 0.5], dtype=float32)
+    """
+    a, b = as_value(a), as_value(b)
+    if axes is not None:
+        ndim = get_aval(a).ndim
+        a = jnp.moveaxis(a, axes, len(axes) * (ndim - 1,))
+    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+    out_shape = a_shape[len(b_shape):]
+    if a_shape[:len(b_shape)] != b_shape:
+        raise ValueError(f"After moving axes to end, leading shape of a must match shape of "
+                         f"b. got a.shape={a_shape}, b.shape={b_shape}")
+    if math.prod(b_shape) != math.prod(out_shape):
+        raise ValueError(f"Input arrays must have prod(a.shape[:b.ndim]) == "
+                         f"prod(a.shape[b.ndim:]); got a.shape={a_shape}, b.ndim={len(b_shape)}.")
+    matrix = jnp.reshape(a, (math.prod(b_shape), math.prod(out_shape)))
+    return jnp.reshape(solve(matrix, jnp.ravel(b)), out_shape)
