@@ -65,20 +65,20 @@ def atleast_3d(*arys):
     return results[0] if len(results) == 1 else results
 
 
-def hstack(tup: Sequence[Any]):
+def hstack(tup: Sequence[Any], dtype: Any = None):
     """Concatenation along the second dim (the first, for 1-D arrays)."""
     arrays = [atleast_1d(a) for a in tup]
-    return concatenate(arrays, axis=0 if get_aval(arrays[0]).ndim == 1 else 1)
+    return concatenate(arrays, axis=0 if get_aval(arrays[0]).ndim == 1 else 1, dtype=dtype)
 
 
-def vstack(tup: Sequence[Any]):
+def vstack(tup: Sequence[Any], dtype: Any = None):
     """Concatenation along the first dim, 1-D arrays as rows."""
-    return concatenate([atleast_2d(a) for a in tup], axis=0)
+    return concatenate([atleast_2d(a) for a in tup], axis=0, dtype=dtype)
 
 
-def dstack(tup: Sequence[Any]):
+def dstack(tup: Sequence[Any], dtype: Any = None):
     """Concatenation along the third dim."""
-    return concatenate([atleast_3d(a) for a in tup], axis=2)
+    return concatenate([atleast_3d(a) for a in tup], axis=2, dtype=dtype)
 
 
 def column_stack(tup: Sequence[Any]):

@@ -38,8 +38,10 @@ def _dtype(dtype: Any, default: np.dtype, fun_name: str) -> np.dtype:
     return dtypes.check_and_canonicalize_user_dtype(dtype, fun_name)
 
 
-def array(object: Any, dtype: Any = None, copy: bool = True) -> Any:  # noqa: A002
-    """An array from data: nested lists, NumPy arrays, scalars or arrays.
+def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,  # noqa: A002
+          ndmin: int = 0) -> Any:
+    """An array from data: nested lists, NumPy arrays, scalars or arrays, with at least
+    ``ndmin`` dims (leading ones added).
 
     Python scalars stay weakly typed, as in JAX; float64 data becomes float32 unless
     ``jax_enable_x64`` is on.
@@ -50,8 +52,10 @@ def array(object: Any, dtype: Any = None, copy: bool = True) -> Any:  # noqa: A0
         Array([[1, 2],
                [3, 4]], dtype=int32)
     """
-    del copy  # arrays are immutable, so a copy is never observable
-    return _array(object, dtype, "array")
+    del copy, order  # arrays are immutable, so neither a copy nor a layout is observable
+    out = _array(object, dtype, "array")
+    missing = ndmin - get_aval(out).ndim
+    return out if missing <= 0 else lax.reshape(out, (1,) * missing + get_aval(out).shape)
 
 
 def asarray(a: Any, dtype: Any = None) -> Any:

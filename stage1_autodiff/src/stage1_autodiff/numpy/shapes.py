@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from .. import prims as lax
 from ..core import get_aval
 from .promotion import (
@@ -16,6 +17,7 @@ from .promotion import (
     broadcast_to_shape,
     canonicalize_axes,
     canonicalize_axis,
+    convert,
     promote,
 )
 
@@ -157,8 +159,9 @@ def broadcast_arrays(*args):
     return [broadcast_to_shape(v, shape) for v in values]
 
 
-def concatenate(arrays: Sequence[Any], axis: int | None = 0):
-    """Joins arrays along an existing dim (of the flattened arrays if ``axis`` is None).
+def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None):
+    """Joins arrays along an existing dim (of the flattened arrays if ``axis`` is None), in
+    their promoted type or ``dtype``.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -167,7 +170,7 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0):
     """
     if not len(arrays):
         raise ValueError("Need at least one array to concatenate.")
-    values = promote(*arrays)
+    values = _joined(arrays, dtype, "concatenate")
     if axis is None:
         values, axis = [ravel(v) for v in values], 0
     shapes = [get_aval(v).shape for v in values]
@@ -183,11 +186,23 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0):
     return values[0] if len(values) == 1 else lax.concatenate(values, axis)
 
 
-def stack(arrays: Sequence[Any], axis: int = 0):
-    """Joins arrays of one shape along a new dim."""
+def _joined(arrays: Sequence[Any], dtype: Any, fun_name: str) -> list[Any]:
+    """Arrays to join, in their promoted type or ``dtype``."""
+    values = promote(*arrays)
+    if dtype is None:
+        return values
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, fun_name)
+    return [convert(v, dtype) for v in values]
+
+
+def stack(arrays: Sequence[Any], axis: int = 0, out: Any = None, dtype: Any = None):
+    """Joins arrays of one shape along a new dim (in their promoted type or ``dtype``)."""
+    if out is not None:
+        raise NotImplementedError("stack: the 'out' argument is not supported: JAX arrays "
+                                  "are immutable. Use the returned array instead.")
     if not len(arrays):
         raise ValueError("Need at least one array to stack.")
-    values = promote(*arrays)
+    values = _joined(arrays, dtype, "stack")
     shapes = {get_aval(v).shape for v in values}
     if len(shapes) != 1:
         raise ValueError(f"All input arrays must have the same shape to stack, got "

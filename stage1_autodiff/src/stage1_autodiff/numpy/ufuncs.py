@@ -319,8 +319,9 @@ def clip(x, min=None, max=None):  # noqa: A002 -- JAX's names
     return x
 
 
-def where(condition, x=None, y=None):
-    """``x`` where ``condition`` holds, else ``y``, with broadcasting.
+def where(condition, x=None, y=None, /, *, size: int | None = None, fill_value: Any = None):
+    """``x`` where ``condition`` holds, else ``y``, with broadcasting. With ``condition``
+    alone, ``nonzero(condition, size=size, fill_value=fill_value)``.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -328,8 +329,11 @@ def where(condition, x=None, y=None):
         Array([1., 0.], dtype=float32, weak_type=True)
     """
     if x is None and y is None:
-        raise ValueError("where with one argument (nonzero) has a data-dependent shape and is "
-                         "not supported; pass both x and y.")
+        from .statistics import nonzero
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if size is not None or fill_value is not None:
+        raise ValueError("where: size and fill_value are for the one-argument form, "
+                         "where(condition), which gives the indices of true elements.")
     if x is None or y is None:
         raise TypeError("where takes both x and y or neither: got only "
                         f"{'y' if x is None else 'x'}.")
