@@ -41,6 +41,20 @@ from .arrangement import (
     vsplit,
     vstack,
 )
+from .array_api import (
+    cumulative_prod,
+    cumulative_sum,
+    matvec,
+    vecdot,
+    vecmat,
+)
+from .assembly import (
+    array_split,
+    block,
+    diagflat,
+    rollaxis,
+    unstack,
+)
 from .contractions import dot, einsum, inner, matmul, outer, tensordot, vdot
 from .covariance import (
     corrcoef,
@@ -148,6 +162,16 @@ from .scalar_types import (
     uint32,
     uint64,
 )
+from .searching import (
+    argwhere,
+    array_equiv,
+    choose,
+    compress,
+    digitize,
+    extract,
+    flatnonzero,
+    isin,
+)
 from .shapes import (
     atleast_1d,
     atleast_2d,
@@ -168,6 +192,14 @@ from .shapes import (
     swapaxes,
     tile,
     transpose,
+)
+from .signals import (
+    convolve,
+    correlate,
+    ediff1d,
+    gradient,
+    trapezoid,
+    unwrap,
 )
 from .statistics import (
     allclose,
