@@ -109,16 +109,6 @@ def test_linalg_matches_jax_with_x64(name, x64_both):
     _same(CASES[name](ojnp), CASES[name](jjnp), 1e-3)
 
 
-@pytest.fixture
-def x64_both():
-    previous = (oj.config.jax_enable_x64, jax.config.jax_enable_x64)
-    oj.config.update("jax_enable_x64", True)
-    jax.config.update("jax_enable_x64", True)
-    yield
-    oj.config.update("jax_enable_x64", previous[0])
-    jax.config.update("jax_enable_x64", previous[1])
-
-
 ERRORS = {
     "vector_norm_str": lambda m: m.linalg.vector_norm(A, ord="inf"),
     "vector_norm_0_int": lambda m: m.linalg.vector_norm(INTS, ord=0),

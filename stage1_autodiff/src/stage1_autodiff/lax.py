@@ -27,6 +27,22 @@ from .dynamic_slicing import (
     dynamic_update_slice_in_dim,
 )
 from .fft import FftType, fft
+from .lax_composed import (
+    RoundingMethod,
+    broadcast,
+    broadcasted_iota,
+    clz,
+    collapse,
+    dot,
+    index_in_dim,
+    is_finite,
+    population_count,
+    reciprocal,
+    round,
+    slice_in_dim,
+    sort_key_val,
+    square,
+)
 from .more_math import acos, acosh, asin, asinh, atan, atanh, cbrt, cosh, exp2, sinh
 from .precision import Precision
 from .prims import (
@@ -102,6 +118,27 @@ from .prims import (
     transpose,
     zeros_like,
 )
+
+# The primitives themselves, those JAX's jax.lax exports too: an interpreter dispatches on
+# them (``if eqn.primitive is lax.mul_p: ...``). (cholesky_p and the other decompositions'
+# are jax.lax.linalg's.)
+# isort: off
+from .prims import (
+    abs_p, acos_p, acosh_p, add_p, and_p, argmax_p, argmin_p, asin_p, asinh_p, atan2_p, atan_p,
+    atanh_p, bitcast_convert_type_p, broadcast_in_dim_p, cbrt_p, ceil_p, clamp_p, complex_p,
+    concatenate_p, conj_p, conv_general_dilated_p, convert_element_type_p, cos_p, cosh_p,
+    cummax_p, cummin_p, cumprod_p, cumsum_p, digamma_p, div_p, dot_general_p, dynamic_slice_p,
+    dynamic_update_slice_p, eq_p, erf_inv_p, erf_p, erfc_p, exp2_p, exp_p, expm1_p, fft_p,
+    floor_p, gather_p, ge_p, gt_p, imag_p, integer_pow_p, iota_p, le_p, lgamma_p, log1p_p,
+    log_p, logistic_p, lt_p, max_p, min_p, mul_p, ne_p, neg_p, nextafter_p, not_p, or_p, pad_p,
+    polygamma_p, pow_p, real_p, reduce_and_p, reduce_max_p, reduce_min_p, reduce_or_p,
+    reduce_prod_p, reduce_sum_p, reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p,
+    rem_p, reshape_p, rev_p, rsqrt_p, scatter_add_p, scatter_max_p, scatter_min_p,
+    scatter_mul_p, scatter_p, select_n_p, shift_left_p, shift_right_arithmetic_p,
+    shift_right_logical_p, sign_p, sin_p, sinh_p, slice_p, sort_p, sqrt_p, squeeze_p,
+    stop_gradient_p, sub_p, tan_p, tanh_p, tile_p, top_k_p, transpose_p, xor_p,
+)
+# isort: on
 from .slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, tile
 from .special import clamp, digamma, erf, erfc, lgamma, nextafter, polygamma, rsqrt
 from .windowed import (
@@ -146,3 +183,26 @@ __all__ += ["padtype_to_pads", "reduce_window", "reduce_window_max", "reduce_win
             "reduce_window_sum"]  # windowed.py
 __all__ += ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
             "conv_transpose", "conv_with_general_padding"]  # convolution.py
+__all__ += ["RoundingMethod", "broadcast", "broadcasted_iota", "clz", "collapse", "dot",
+            "index_in_dim", "is_finite", "population_count", "reciprocal", "round",
+            "slice_in_dim", "sort_key_val", "square"]  # lax_composed.py
+# the primitives themselves
+__all__ += ["abs_p", "acos_p", "acosh_p", "add_p", "and_p", "argmax_p", "argmin_p",
+            "asin_p", "asinh_p", "atan2_p", "atan_p", "atanh_p",
+            "bitcast_convert_type_p", "broadcast_in_dim_p", "cbrt_p", "ceil_p",
+            "clamp_p", "complex_p", "concatenate_p", "conj_p", "conv_general_dilated_p",
+            "convert_element_type_p", "cos_p", "cosh_p", "cummax_p", "cummin_p",
+            "cumprod_p", "cumsum_p", "digamma_p", "div_p", "dot_general_p",
+            "dynamic_slice_p", "dynamic_update_slice_p", "eq_p", "erf_inv_p", "erf_p",
+            "erfc_p", "exp2_p", "exp_p", "expm1_p", "fft_p", "floor_p", "gather_p",
+            "ge_p", "gt_p", "imag_p", "integer_pow_p", "iota_p", "le_p", "lgamma_p",
+            "log1p_p", "log_p", "logistic_p", "lt_p", "max_p", "min_p", "mul_p", "ne_p",
+            "neg_p", "nextafter_p", "not_p", "or_p", "pad_p", "polygamma_p", "pow_p",
+            "real_p", "reduce_and_p", "reduce_max_p", "reduce_min_p", "reduce_or_p",
+            "reduce_prod_p", "reduce_sum_p", "reduce_window_max_p",
+            "reduce_window_min_p", "reduce_window_sum_p", "rem_p", "reshape_p", "rev_p",
+            "rsqrt_p", "scatter_add_p", "scatter_max_p", "scatter_min_p",
+            "scatter_mul_p", "scatter_p", "select_n_p", "shift_left_p",
+            "shift_right_arithmetic_p", "shift_right_logical_p", "sign_p", "sin_p",
+            "sinh_p", "slice_p", "sort_p", "sqrt_p", "squeeze_p", "stop_gradient_p",
+            "sub_p", "tan_p", "tanh_p", "tile_p", "top_k_p", "transpose_p", "xor_p"]

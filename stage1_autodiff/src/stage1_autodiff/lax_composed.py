@@ -1,0 +1,319 @@
+"""More of ``jax.lax``, each composed of the primitives we have: JAX's conveniences over one
+primitive (``dot``, ``broadcast``, ``broadcasted_iota``, ``slice_in_dim``, ``index_in_dim``,
+``sort_key_val``, ``collapse``), and elementwise functions that JAX makes primitives of
+(``square``, ``round``, ``is_finite``, ``population_count``, ``clz``), which here are a few
+primitives each, so every interpreter of later stages runs them with no new rules.
+
+NB: JAX's are in jax/_src/lax/lax.py and jax/_src/lax/slicing.py, with ``square_p``,
+``round_p``, ``is_finite_p``, ``population_count_p`` and ``clz_p`` as primitives of their own.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from . import prims as lax
+from .core import get_aval
+from .numpy.promotion import as_value
+
+__all__ = ["RoundingMethod", "broadcast", "broadcasted_iota", "clz", "collapse", "dot",
+           "index_in_dim", "is_finite", "population_count", "reciprocal", "round",
+           "slice_in_dim", "sort_key_val", "square"]
+
+
+def _check_kind(name: str, x: Any, kinds: str, accepted: str) -> Any:
+    """``x`` as an array whose dtype's kind is one of ``kinds``, or JAX's TypeError."""
+    x = as_value(x)
+    dtype = get_aval(x).dtype
+    if dtypes.kind(dtype) not in kinds:
+        raise TypeError(f"{name} does not accept dtype {dtype.name}. Accepted dtypes are "
+                        f"subtypes of {accepted}.")
+    return x
+
+
+def _full_like(x: Any, value: Any) -> Any:
+    return lax.full_like(x, np.asarray(value, get_aval(x).dtype))
+
+
+# ------------------------------------------------------------------------------------------
+# Elementwise
+# ------------------------------------------------------------------------------------------
+
+
+def reciprocal(x: Any) -> Any:
+    """1 / x, as ``integer_pow(x, -1)`` (so an integer ``x`` is refused, as in JAX).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.lax.reciprocal(jax.numpy.array([2.0, 4.0]))
+        Array([0.5 , 0.25], dtype=float32)
+    """
+    x = as_value(x)
+    aval = get_aval(x)
+    if dtypes.kind(aval.dtype) in "iu":
+        raise TypeError(f"Integers cannot be raised to negative powers, got "
+                        f"integer_pow({aval.dtype.name}{list(aval.shape)}, -1)")
+    return lax.integer_pow(x, -1)
+
+
+def square(x: Any) -> Any:
+    """x * x, as ``integer_pow(x, 2)`` (a number of any kind but bool).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.lax.square(jax.numpy.array([-3, 2]))
+        Array([9, 4], dtype=int32)
+    """
+    x = _check_kind("square", x, "iufc", "integer, floating, complexfloating")
+    return lax.integer_pow(x, 2)
+
+
+class RoundingMethod(enum.IntEnum):
+    """How ``round`` breaks a tie (a value exactly halfway between two integers)."""
+
+    AWAY_FROM_ZERO = 0  # 0.5 -> 1, -0.5 -> -1
+    TO_NEAREST_EVEN = 1  # 0.5 -> 0, 1.5 -> 2: "banker's rounding"
+
+
+def round(x: Any, rounding_method: RoundingMethod | int = RoundingMethod.AWAY_FROM_ZERO
+          ) -> Any:  # noqa: A001 -- lax's name
+    """Each element rounded to the nearest integer, ties broken by ``rounding_method``.
+
+    The fraction ``x - floor(x)`` is exact in floating point, so comparing it with 0.5 finds
+    the ties exactly (``floor(x + 0.5)`` would not: 0.49999997 + 0.5 rounds up to 1).
+    The derivative is 0, as JAX's.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> x = jax.numpy.array([0.5, 1.5, -2.5, 2.7])
+        >>> jax.lax.round(x), jax.lax.round(x, jax.lax.RoundingMethod.TO_NEAREST_EVEN)
+        (Array([ 1.,  2., -3.,  3.], dtype=float32), Array([ 0.,  2., -2.,  3.], dtype=float32))
+    """
+    rounding_method = RoundingMethod(rounding_method)
+    x = _check_kind("round", x, "f", "floating")
+    below = lax.floor(x)
+    above = lax.add(below, _full_like(below, 1))
+    fraction = lax.sub(x, below)
+    half = _full_like(x, 0.5)
+    if rounding_method == RoundingMethod.AWAY_FROM_ZERO:
+        tie = lax.select_n(lax.lt(x, _full_like(x, 0)), above, below)
+    else:  # the even one of below and above: below is even when below / 2 is an integer
+        halved = lax.mul(below, half)
+        below_is_even = lax.eq(lax.floor(halved), halved)
+        tie = lax.select_n(below_is_even, above, below)
+    nearest = lax.select_n(lax.lt(fraction, half), above, below)
+    # select_n picks its second case where the predicate holds
+    rounded = lax.select_n(lax.eq(fraction, half), nearest, tie)
+    # A zero keeps x's sign, as IEEE rounding's does (-0.3 rounds to -0.0): x * 0 has it
+    return lax.select_n(lax.eq(rounded, _full_like(x, 0)), rounded, lax.mul(x, _full_like(x, 0)))
+
+
+def is_finite(x: Any) -> Any:
+    """True where an element is neither infinite nor NaN: |x| < inf (NaN compares false).
+
+    Example:
+        >>> import stage1_autodiff as jax, numpy as np
+        >>> jax.lax.is_finite(jax.numpy.array([1.0, np.inf, np.nan]))
+        Array([ True, False, False], dtype=bool)
+    """
+    x = _check_kind("is_finite", x, "f", "floating")
+    return lax.lt(lax.abs(x), _full_like(x, np.inf))
+
+
+def _unsigned(x: Any) -> tuple[Any, np.dtype]:
+    """``x``'s bits as the unsigned integer type of its width, and that type."""
+    dtype = get_aval(x).dtype
+    unsigned = np.dtype(f"uint{dtype.itemsize * 8}")
+    return (x if dtype == unsigned else lax.bitcast_convert_type(x, unsigned)), unsigned
+
+
+def _as_type_of(x: Any, count: Any) -> Any:
+    """An unsigned ``count`` (small, so its bits are the same number) in ``x``'s dtype and
+    weak type."""
+    aval = get_aval(x)
+    if get_aval(count).dtype != aval.dtype:
+        count = lax.bitcast_convert_type(count, aval.dtype)
+    return lax.convert_element_type(count, aval.dtype, aval.weak_type) if aval.weak_type else count
+
+
+def _ones_in(u: Any, unsigned: np.dtype) -> Any:
+    """The number of 1 bits of each unsigned element, by the classic parallel sums: 2-bit
+    fields, then 4-bit, then bytes, then all the bytes at once by one multiplication."""
+    bits = unsigned.itemsize * 8
+    pattern = (1 << bits) - 1
+
+    def masked(v, byte_pattern):
+        return lax.bitwise_and(v, _full_like(v, pattern // 255 * byte_pattern))
+
+    def shifted(v, n):
+        return lax.shift_right_logical(v, _full_like(v, n))
+
+    u = lax.sub(u, masked(shifted(u, 1), 0x55))
+    u = lax.add(masked(u, 0x33), masked(shifted(u, 2), 0x33))
+    u = masked(lax.add(u, shifted(u, 4)), 0x0F)
+    return shifted(lax.mul(u, _full_like(u, pattern // 255)), bits - 8)
+
+
+def population_count(x: Any) -> Any:
+    """The number of 1 bits in each integer (of its two's complement bits if signed).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.lax.population_count(jax.numpy.array([0, 7, -1]))
+        Array([ 0,  3, 32], dtype=int32)
+    """
+    x = _check_kind("population_count", x, "iu", "integer")
+    u, unsigned = _unsigned(x)
+    return _as_type_of(x, _ones_in(u, unsigned))
+
+
+def clz(x: Any) -> Any:
+    """The number of leading 0 bits of each integer: ``bits - popcount`` of the integer
+    with every bit below its highest 1 set (by shifts of 1, 2, 4, ... bits).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.lax.clz(jax.numpy.array([0, 1, 255, -1]))
+        Array([32, 31, 24,  0], dtype=int32)
+    """
+    x = _check_kind("clz", x, "iu", "integer")
+    u, unsigned = _unsigned(x)
+    bits = unsigned.itemsize * 8
+    shift = 1
+    while shift < bits:
+        u = lax.bitwise_or(u, lax.shift_right_logical(u, _full_like(u, shift)))
+        shift *= 2
+    return _as_type_of(x, lax.sub(_full_like(u, bits), _ones_in(u, unsigned)))
+
+
+# ------------------------------------------------------------------------------------------
+# Conveniences over one primitive
+# ------------------------------------------------------------------------------------------
+
+
+def dot(lhs: Any, rhs: Any, *, dimension_numbers: Any = None) -> Any:
+    """The product of vectors or matrices (``lhs``'s last dim with ``rhs``'s first), or
+    ``dot_general`` with ``dimension_numbers``.
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> jax.lax.dot(jnp.ones((2, 3)), jnp.arange(3.0))
+        Array([3., 3.], dtype=float32)
+    """
+    lhs, rhs = as_value(lhs), as_value(rhs)
+    lhs_shape, rhs_shape = get_aval(lhs).shape, get_aval(rhs).shape
+    if dimension_numbers is None:
+        if not (1 <= len(lhs_shape) <= 2 and 1 <= len(rhs_shape) <= 2
+                and lhs_shape[-1] == rhs_shape[0]):
+            raise ValueError(f"jax.lax.dot: dimension_numbers must be specified when not "
+                             f"performing simple un-batched matrix-matrix, matrix-vector, or "
+                             f"vector-vector products; got lhs_shape={lhs_shape} "
+                             f"rhs_shape={rhs_shape}")
+        dimension_numbers = (((len(lhs_shape) - 1,), (0,)), ((), ()))
+    return lax.dot_general(lhs, rhs, dimension_numbers)
+
+
+def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
+    """``operand`` repeated over new leading dims of ``sizes``.
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> jax.lax.broadcast(jnp.arange(2), (3,)).shape
+        (3, 2)
+    """
+    operand = as_value(operand)
+    shape = get_aval(operand).shape
+    if len(sizes) == 0:
+        return operand
+    dims = tuple(range(len(sizes), len(sizes) + len(shape)))
+    return lax.broadcast_in_dim(operand, tuple(sizes) + shape, dims)
+
+
+def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:
+    """0, 1, 2, ... along ``dimension`` of an array of ``shape``, the same along the others.
+
+    Example:
+        >>> import stage1_autodiff as jax, numpy as np
+        >>> jax.lax.broadcasted_iota(np.int32, (2, 3), 1)
+        Array([[0, 1, 2],
+               [0, 1, 2]], dtype=int32)
+    """
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "broadcasted_iota")
+    return lax.iota(dtype, tuple(shape), operator.index(dimension))
+
+
+def slice_in_dim(operand: Any, start_index: int | None, limit_index: int | None,
+                 stride: int = 1, axis: int = 0) -> Any:
+    """``operand[start_index:limit_index:stride]`` along ``axis`` (None: that end; negative
+    indices count from the end once).
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> jax.lax.slice_in_dim(jnp.arange(10), -3, None)
+        Array([7, 8, 9], dtype=int32)
+    """
+    operand = as_value(operand)
+    shape = get_aval(operand).shape
+    axis = int(axis)
+    size = shape[axis]
+    start = 0 if start_index is None else operator.index(start_index)
+    limit = size if limit_index is None else operator.index(limit_index)
+    start, limit = (start + size if start < 0 else start), (limit + size if limit < 0 else limit)
+    starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    starts[axis], limits[axis], strides[axis] = start, limit, operator.index(stride)
+    return lax.slice(operand, starts, limits, strides)
+
+
+def index_in_dim(operand: Any, index: int, axis: int = 0, keepdims: bool = True) -> Any:
+    """The slice at ``index`` along ``axis`` (negative: from the end), that dim kept with
+    size 1 unless ``keepdims`` is False.
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> jax.lax.index_in_dim(jnp.arange(6).reshape(2, 3), -1, axis=1, keepdims=False)
+        Array([2, 5], dtype=int32)
+    """
+    operand = as_value(operand)
+    index, axis = operator.index(index), int(axis)
+    size = get_aval(operand).shape[axis]
+    wrapped = index + size if index < 0 else index
+    if not 0 <= wrapped < size:
+        raise IndexError(f"index {index} is out of bounds for axis {axis} with size {size}")
+    result = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
+    return result if keepdims else lax.squeeze(result, (axis % get_aval(operand).ndim,))
+
+
+def sort_key_val(keys: Any, values: Any, dimension: int = -1,
+                 is_stable: bool = True) -> tuple[Any, Any]:
+    """``keys`` sorted along ``dimension``, and ``values`` permuted as the keys were.
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> jax.lax.sort_key_val(jnp.array([3, 1, 2]), jnp.array([10.0, 20.0, 30.0]))
+        (Array([1, 2, 3], dtype=int32), Array([20., 30., 10.], dtype=float32))
+    """
+    return lax.sort((keys, values), dimension, is_stable, num_keys=1)
+
+
+def collapse(operand: Any, start_dimension: int, stop_dimension: int | None = None) -> Any:
+    """``operand`` with its dims ``start_dimension:stop_dimension`` merged into one.
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> jax.lax.collapse(jnp.ones((2, 3, 4)), 1).shape
+        (2, 12)
+    """
+    operand = as_value(operand)
+    shape = get_aval(operand).shape
+    lo, hi, _ = slice(start_dimension, stop_dimension).indices(len(shape))
+    if hi < lo:
+        raise ValueError(f"Invalid dimension range passed to collapse: {shape}"
+                         f"[{start_dimension}:{stop_dimension}]")
+    return lax.reshape(operand, shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
