@@ -139,12 +139,6 @@ def test_a_boolean_scalar_index_raises() -> None:
     raises(TypeError, sjnp.arange(3.0).__getitem__, True, match="Boolean scalar indices")
 
 
-def test_where_needs_both_branches() -> None:
-    (found,) = jnp.where(jnp.array([True, False, True]))
-    assert found.tolist() == [0, 2]
-    raises(ValueError, sjnp.where, sjnp.array([True, False, True]), match="pass both")
-
-
 def test_repeated_indices_in_a_set_share_its_gradient() -> None:
     """``x.at[i].set(u)`` with ``i`` repeated: one update is written (the last, in both);
     JAX's gradient goes to that update alone, ours to every update of the position."""
@@ -214,12 +208,22 @@ def test_roll_needs_a_concrete_shift() -> None:
     assert np.asarray(ours).tolist() == np.asarray(theirs).tolist()
 
 
-@pytest.mark.parametrize("spec, shape, match", [
-    ("ii->i", (2, 2), "repeated index"), ("...i->...", (2, 3), "ellipsis")])
-def test_einsum_has_no_diagonals_and_no_ellipsis(spec: str, shape, match: str) -> None:
-    x = np.ones(shape, np.float32)
-    assert jnp.einsum(spec, x).shape == shape[:1]
-    raises(NotImplementedError, sjnp.einsum, spec, x, match=match)
+def test_einsum_contracts_left_to_right() -> None:
+    x, y, z = (np.ones(shape, np.float32) for shape in [(2, 30), (30, 40), (40, 1)])
+    ours = sj.make_jaxpr(lambda *a: sjnp.einsum("ij,jk,kl", *a))(x, y, z).jaxpr.eqns
+    assert [e.outvars[0].aval.shape for e in ours] == [(2, 40), (2, 1)]  # (x y) z
+    theirs = jax.make_jaxpr(lambda *a: jnp.einsum("ij,jk,kl", *a))(x, y, z).jaxpr.eqns
+    assert [e.outvars[0].aval.shape for e in theirs] == [(1, 30), (2, 1)]  # x (y z)
+
+
+def test_precision_is_checked_and_changes_nothing() -> None:
+    x = np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32)
+    plain = np.asarray(sjnp.dot(x, x))
+    for precision in ["highest", "bfloat16", slax.Precision.HIGH, ("float32", "default")]:
+        assert np.array_equal(np.asarray(sjnp.dot(x, x, precision=precision)), plain)
+    assert "precision" in str(jax.make_jaxpr(lambda a: jnp.dot(a, a, precision="highest"))(x))
+    assert "precision" not in str(sj.make_jaxpr(lambda a: sjnp.dot(a, a, precision="highest"))(x))
+    raises(ValueError, sjnp.dot, x, x, precision="fast", match="not a precision")
 
 
 def test_pad_has_no_negative_padding() -> None:

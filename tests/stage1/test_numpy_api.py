@@ -427,9 +427,11 @@ def test_where(shapes_, seed):
     np.testing.assert_array_equal(np.asarray(got), want.reshape(x_shape))
 
 
-def test_where_with_one_argument_is_not_supported():
-    with pytest.raises(ValueError):
-        jnp.where(jnp.array([True, False]))
+def test_where_with_one_argument_is_nonzero():
+    (found,) = jnp.where(jnp.array([True, False, True]))
+    assert found.tolist() == [0, 2]
+    with pytest.raises(ValueError, match="one-argument form"):
+        jnp.where(jnp.array([True]), 1.0, 0.0, size=1)
 
 
 @given(shape=shapes(), seed=seeds)
