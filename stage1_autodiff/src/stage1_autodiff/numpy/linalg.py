@@ -398,19 +398,15 @@ def tensordot(x1, x2, /, *, axes: int | tuple[Any, Any] = 2):
 
 
 def vecdot(x1, x2, /, *, axis: int = -1):
-    """The dot product ``sum(conj(x1) * x2)`` along ``axis``, the other dims broadcast.
+    """``jnp.vecdot``: the dot products ``sum(conj(x1) * x2)`` along ``axis``, the other dims
+    broadcast.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
         >>> jnp.linalg.vecdot(jnp.array([[1, 2], [3, 4]]), jnp.array([1, 1]))
         Array([3, 7], dtype=int32)
     """
-    x1, x2 = as_value(x1), as_value(x2)
-    shape1, shape2 = get_aval(x1).shape, get_aval(x2).shape
-    if shape1[axis] != shape2[axis]:
-        raise ValueError(f"axes must match; got shapes {shape1} and {shape2} with axis={axis}")
-    x1, x2 = jnp.moveaxis(x1, axis, -1), jnp.moveaxis(x2, axis, -1)
-    return jnp.einsum("...i,...i->...", jnp.conj(x1), x2)
+    return jnp.vecdot(x1, x2, axis=axis)
 
 
 def matmul(x1, x2, /):
