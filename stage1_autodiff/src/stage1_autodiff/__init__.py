@@ -11,7 +11,7 @@ Use it as JAX:
 
 from . import core, dtypes, errors, lax, nn, numpy, random, scipy, tree, tree_util
 from .autodiff import custom_vjp, grad, jvp, value_and_grad, vjp
-from .config import config
+from .config import config, default_matmul_precision, enable_x64
 from .core import Array
 from .custom_derivatives import custom_jvp
 from .dtypes import float0
@@ -19,6 +19,8 @@ from .errors import ConcretizationTypeError, TracerArrayConversionError
 from .test_util import check_grads
 from .tree_util import (
     block_until_ready,
+    device_get,
+    named_call,
     tree_flatten,
     tree_leaves,
     tree_map,

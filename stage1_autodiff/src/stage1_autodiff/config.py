@@ -6,8 +6,9 @@ Options are declared with :meth:`Config.define`, so later stages add their own
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -27,12 +28,13 @@ class Config:
 
     def define(self, name: str, default: Any, doc: str,
                on_update: Callable[[Any], None] | None = None) -> None:
-        """Declares option ``name``; an environment variable ``NAME`` overrides ``default``."""
+        """Declares option ``name``; an environment variable ``NAME`` overrides ``default``.
+        ``on_update`` sees each new value first, and may refuse it by raising."""
         env = os.environ.get(name.upper())
         if env is not None and isinstance(default, bool):
             default = env.lower() in ("1", "true", "yes", "on")
         elif env is not None:
-            default = type(default)(env)
+            default = env if default is None else type(default)(env)
         self._values[name] = default
         self._docs[name] = doc
         if on_update is not None:
@@ -48,9 +50,9 @@ class Config:
         if name not in self._values:
             known = ", ".join(sorted(self._values))
             raise AttributeError(f"Unrecognized config option: {name!r}. Known options: {known}.")
-        self._values[name] = value
         if name in self._hooks:
             self._hooks[name](value)
+        self._values[name] = value
 
     def __getattr__(self, name: str) -> Any:
         values = self.__dict__.get("_values", {})
@@ -59,6 +61,49 @@ class Config:
         raise AttributeError(f"Unrecognized config option: {name!r}.")
 
 
+class State:
+    """An option as JAX's ``jax.enable_x64`` is: ``with jax.enable_x64(True): ...`` sets it
+    for the block and then restores it; ``jax.enable_x64.value`` reads it.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> with jax.enable_x64(True):
+        ...     print(jax.numpy.array(1.0).dtype)
+        float64
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def value(self) -> Any:
+        return getattr(config, self.name)
+
+    @contextlib.contextmanager
+    def __call__(self, value: Any) -> Iterator[None]:
+        previous = self.value
+        config.update(self.name, value)
+        try:
+            yield
+        finally:
+            config.update(self.name, previous)
+
+
 config = Config()
 config.define("jax_enable_x64", False,
               "Enables 64-bit types (float64, int64). Off: they are canonicalized to 32 bits.")
+enable_x64 = State("jax_enable_x64")
+"""``jax_enable_x64`` for a block: ``with jax.enable_x64(True): ...``."""
+
+
+def _check_precision(value: Any) -> None:
+    from .precision import canonicalize_precision
+    canonicalize_precision(value)
+
+
+config.define("jax_default_matmul_precision", None,
+              "The precision of products that give none; checked, and it changes nothing here "
+              "(see lax.Precision).", on_update=_check_precision)
+default_matmul_precision = State("jax_default_matmul_precision")
+"""``jax_default_matmul_precision`` for a block: ``with jax.default_matmul_precision("highest")``
+(a name or ``lax.Precision`` is checked; the products are the same)."""

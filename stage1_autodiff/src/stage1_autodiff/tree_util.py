@@ -17,6 +17,8 @@ import functools
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, NamedTuple, TypeVar
 
+import numpy as np
+
 PyTree = Any
 IsLeaf = Callable[[Any], bool] | None
 T = TypeVar("T", bound=type)
@@ -567,3 +569,34 @@ def block_until_ready(tree: Any) -> Any:
         if callable(wait):
             wait()
     return tree
+
+
+def device_get(tree: Any) -> Any:
+    """``tree`` with each array copied to the host as a NumPy array (as
+    ``jax.device_get``): a GPU array is copied back, an array split over devices gathered.
+    Other leaves are left as they are.
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> jax.device_get({"w": jnp.ones(2), "step": 3})
+        {'step': 3, 'w': array([1., 1.], dtype=float32)}
+    """
+    from .core import Array, Tracer
+    def fetch(leaf: Any) -> Any:
+        if isinstance(leaf, Tracer):
+            raise TypeError("device_get of a traced value: under a transformation the value "
+                            "is not known yet. Call device_get on the transformed function's "
+                            "result instead.")
+        return np.asarray(leaf) if isinstance(leaf, Array) else leaf
+    return tree_map(fetch, tree)
+
+
+def named_call(fun: Callable, *, name: str | None = None) -> Callable:
+    """``fun`` under another ``name`` (JAX shows it as a scope in its profiles and HLO). Ours
+    has no scopes to name, so it returns ``fun`` renamed; results are unchanged."""
+    @functools.wraps(fun)
+    def named(*args: Any, **kwargs: Any) -> Any:
+        return fun(*args, **kwargs)
+    if name is not None:
+        named.__name__ = named.__qualname__ = name
+    return named

@@ -29,11 +29,14 @@ from stage2_jit import (  # noqa: F401
     custom_jvp,
     custom_vjp,
     default_backend,
+    default_matmul_precision,
     device_count,
+    device_get,
     device_put,
     devices,
     disable_jit,
     dtypes,
+    enable_x64,
     ensure_compile_time_eval,
     eval_shape,
     float0,
@@ -44,6 +47,7 @@ from stage2_jit import (  # noqa: F401
     local_device_count,
     local_devices,
     make_jaxpr,
+    named_call,
     named_scope,
     process_count,
     process_index,
@@ -72,6 +76,6 @@ from . import (  # noqa: F401
     tree_util,
 )
 from .batching import vmap  # noqa: F401
-from .jacobians import hessian, jacfwd, jacrev  # noqa: F401
+from .jacobians import hessian, jacfwd, jacobian, jacrev  # noqa: F401
 
 __version__ = "0.1.0"

@@ -122,6 +122,9 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 
 # --8<-- [start:jacfwd_chunked]
+
+jacobian = jacrev  # JAX's other name for it
+
 def jacfwd_chunked(fun: Callable, chunk_size: int,
                    argnums: int | Sequence[int] = 0) -> Callable:
     """``jacfwd(fun, argnums)``, with the basis pushed through ``jvp`` ``chunk_size`` vectors at

@@ -1,0 +1,73 @@
+"""Names of the ``jax`` namespace that real programs use beside the transformations, against
+JAX: ``device_get``, ``named_call``, ``jacobian``, the options as context managers
+(``enable_x64``, ``default_matmul_precision``) and ``lax.Precision``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+import stage4_sharding.numpy as sjnp  # noqa: E402
+from stage4_sharding.sharding import NamedSharding, PartitionSpec  # noqa: E402
+
+import stage4_sharding as sj  # noqa: E402
+
+
+def test_device_get_gives_numpy_arrays_in_the_same_tree() -> None:
+    mesh = sj.make_mesh((8,), ("d",))
+    split = sj.device_put(sjnp.arange(8.0), NamedSharding(mesh, PartitionSpec("d")))
+    ours = sj.device_get({"w": sjnp.ones(2), "split": split, "step": 3, "none": None})
+    theirs = jax.device_get({"w": jax.numpy.ones(2), "split": jax.numpy.arange(8.0),
+                             "step": 3, "none": None})
+    assert list(ours) == list(theirs)
+    for key in ours:
+        assert type(ours[key]) is type(theirs[key]), key
+        np.testing.assert_array_equal(ours[key], theirs[key])
+    with pytest.raises(TypeError, match="traced value"):
+        sj.jit(sj.device_get)(sjnp.ones(2))
+
+
+def test_named_call_and_jacobian_compute_what_jax_does() -> None:
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    for lib, jnp in ((sj, sjnp), (jax, jax.numpy)):
+        f = lib.named_call(lambda v: jnp.sin(v) * v, name="layer")
+        assert np.allclose(lib.jacobian(f)(x), np.diag(np.cos(x) * x + np.sin(x)), atol=1e-6)
+    assert sj.named_call(np.sin, name="layer").__name__ == "layer"
+
+
+def test_enable_x64_is_a_context_manager_that_restores() -> None:
+    assert sj.enable_x64.value is jax.enable_x64.value is False
+    for lib, jnp in ((sj, sjnp), (jax, jax.numpy)):
+        with lib.enable_x64(True):
+            assert jnp.array(1.0).dtype == np.float64 and lib.enable_x64.value
+        assert jnp.array(1.0).dtype == np.float32
+        with pytest.raises(KeyError), lib.enable_x64(True):
+            raise KeyError("restored even so")
+        assert not lib.config.jax_enable_x64
+
+
+@pytest.mark.parametrize("value", ["highest", "float32", "bfloat16", "tensorfloat32",
+                                   "default", "high", None])
+def test_default_matmul_precision_takes_jax_names(value) -> None:
+    x = np.ones((2, 2), np.float32)
+    with sj.default_matmul_precision(value), jax.default_matmul_precision(value):
+        assert sj.config.jax_default_matmul_precision == jax.config.jax_default_matmul_precision
+        np.testing.assert_array_equal(sjnp.dot(x, x), jax.numpy.dot(x, x))
+    assert sj.config.jax_default_matmul_precision is None
+
+
+def test_an_unknown_precision_is_refused_as_jax_refuses_it() -> None:
+    with pytest.raises(ValueError), jax.default_matmul_precision("fast"):
+        pass
+    with pytest.raises(ValueError, match="not a precision"), sj.default_matmul_precision("fast"):
+        pass
+    assert sj.config.jax_default_matmul_precision is None
+
+
+@pytest.mark.parametrize("name", ["default", "bfloat16", "fastest", "high", "bfloat16_3x",
+                                  "tensorfloat32", "highest", "float32"])
+def test_precision_names_mean_what_they_mean_in_jax(name: str) -> None:
+    ours, theirs = sj.lax.Precision(name), jax.lax.Precision(name)
+    assert (ours.name, ours.value, str(ours)) == (theirs.name, theirs.value, str(theirs))
