@@ -53,6 +53,7 @@ from .assembly import (
     block,
     diagflat,
     rollaxis,
+    trim_zeros,
     unstack,
 )
 from .contractions import dot, einsum, inner, matmul, outer, tensordot, vdot
@@ -139,6 +140,15 @@ from .nan_statistics import (
     nanstd,
     nanvar,
 )
+from .polynomials import (
+    polyadd,
+    polyder,
+    polyint,
+    polymul,
+    polysub,
+    polyval,
+    vander,
+)
 from .reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, std, sum, var
 from .rounding import (
     modf,
@@ -171,6 +181,16 @@ from .searching import (
     extract,
     flatnonzero,
     isin,
+)
+from .set_operations import (
+    intersect1d,
+    setdiff1d,
+    setxor1d,
+    union1d,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
 )
 from .shapes import (
     atleast_1d,

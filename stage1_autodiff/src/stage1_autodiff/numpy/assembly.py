@@ -1,6 +1,6 @@
 """Putting arrays together from pieces and taking them apart: ``block`` (nested lists of
-blocks), ``array_split`` (into nearly equal parts), ``unstack``, ``rollaxis`` and
-``diagflat``.
+blocks), ``array_split`` (into nearly equal parts), ``unstack``, ``rollaxis``, ``diagflat``
+and ``trim_zeros``.
 
 Example:
     >>> import stage1_autodiff.numpy as jnp
@@ -140,3 +140,33 @@ def diagflat(v, k: int = 0):
     """
     flat = ravel(as_value(v))
     return diag(convert(flat, get_aval(flat).dtype), k)  # never weak, as a new array
+
+
+def trim_zeros(filt, trim: str = "fb", axis: int | Sequence[int] | None = None):
+    """``filt`` without its leading ('f' in ``trim``) and trailing ('b') zeros along each
+    of ``axis`` (every axis by default): slices that are all zero are cut off. The result's
+    shape depends on the values, so ``filt`` must be concrete.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.trim_zeros(jnp.array([0, 0, 3, 0, 2, 0]))
+        Array([3, 0, 2], dtype=int32)
+    """
+    filt = as_value(filt)
+    if isinstance(filt, Tracer):
+        raise TypeError("trim_zeros: the result's shape depends on the values, so filt must "
+                        "be concrete (not traced). Under a transformation, mask the zeros "
+                        "instead.")
+    values = np.asarray(filt._value)
+    axes = range(values.ndim) if axis is None else \
+        [canonicalize_axis(a, values.ndim, "trim_zeros") for a in np.atleast_1d(axis)]
+    front, back = "f" in trim.lower(), "b" in trim.lower()
+    slices = [slice(None)] * values.ndim
+    for ax in axes:
+        nonzero = np.any(values != 0, axis=tuple(d for d in range(values.ndim) if d != ax))
+        if not nonzero.any():
+            slices[ax] = slice(0, 0)
+            continue
+        found = np.flatnonzero(nonzero)
+        slices[ax] = slice(found[0] if front else None, found[-1] + 1 if back else None)
+    return filt[tuple(slices)]

@@ -1,0 +1,163 @@
+"""Polynomials as 1-D arrays of coefficients, highest power first (NumPy's ``poly1d``
+order): evaluation by Horner's rule, sums, products (a convolution), derivatives and
+integrals, and the Vandermonde matrix of powers.
+
+Example:
+    >>> import stage1_autodiff.numpy as jnp
+    >>> jnp.polyval(jnp.array([1.0, 0.0, -2.0]), jnp.array([0.0, 2.0]))  # x**2 - 2
+    Array([-2.,  2.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from .. import prims as lax
+from ..core import Tracer, get_aval
+from .assembly import trim_zeros
+from .creation import arange, full, zeros
+from .promotion import as_value, broadcast_shapes, promote, promote_inexact
+from .reductions import prod
+from .shapes import atleast_1d, concatenate, expand_dims
+from .signals import convolve
+from .ufuncs import maximum, power
+
+
+def _static_order(m: Any, name: str) -> int:
+    if isinstance(m, Tracer):
+        raise TypeError(f"{name}: the order m must be a concrete int: it gives the result's "
+                        f"length.")
+    return operator.index(m)
+
+
+def polyval(p, x, *, unroll: int = 16):
+    """The polynomial with coefficients ``p`` (along its first dim) at ``x``, by Horner's
+    rule: ``(...(p[0] * x + p[1]) * x + ...) + p[-1]``.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.polyval(jnp.array([2, 1]), 3)
+        Array(7, dtype=int32)
+    """
+    del unroll  # a Python loop, unrolled whole
+    p, x = (as_value(v) for v in promote(p, x))
+    shape = broadcast_shapes(get_aval(p).shape[1:], get_aval(x).shape)
+    y = lax.full(shape, 0, get_aval(x).dtype)
+    for k in range(get_aval(p).shape[0]):
+        y = y * x + p[k]
+    return y
+
+
+def polyadd(a1, a2):
+    """The sum of two polynomials (the shorter one aligned to the end, the constant terms).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.polyadd(jnp.array([1, 2, 3]), jnp.array([10, 20]))
+        Array([ 1, 12, 23], dtype=int32)
+    """
+    a1, a2 = (as_value(v) for v in promote(a1, a2))
+    if get_aval(a2).shape[0] > get_aval(a1).shape[0]:
+        a1, a2 = a2, a1
+    return a1.at[-get_aval(a2).shape[0]:].add(a2) if get_aval(a2).shape[0] else a1
+
+
+def polysub(a1, a2):
+    """The difference of two polynomials (:func:`polyadd` of ``a1`` and ``-a2``)."""
+    a1, a2 = promote(a1, a2)
+    return polyadd(a1, -as_value(a2))
+
+
+def polymul(a1, a2, *, trim_leading_zeros: bool = False):
+    """The product of two polynomials: the convolution of their coefficients (in an inexact
+    type); with ``trim_leading_zeros``, leading zero coefficients are dropped first.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.polymul(jnp.array([1, 1]), jnp.array([1, -1]))
+        Array([ 1.,  0., -1.], dtype=float32)
+    """
+    a1, a2 = (as_value(v) for v in promote_inexact(a1, a2))
+    if trim_leading_zeros and (get_aval(a1).shape[0] > 1 or get_aval(a2).shape[0] > 1):
+        a1, a2 = trim_zeros(a1, trim="f"), trim_zeros(a2, trim="f")
+    if get_aval(a1).shape[0] == 0:
+        a1 = zeros(1, dtype=get_aval(a2).dtype)
+    if get_aval(a2).shape[0] == 0:
+        a2 = zeros(1, dtype=get_aval(a1).dtype)
+    return convolve(a1, a2, mode="full")
+
+
+def _falling_factorials(dtype: Any, m: int, n: int, offset: int):
+    """For each power ``j`` of ``offset`` to ``n - 1``: ``j (j - 1) ... (j - m + 1)``,
+    counting each factor below 1 as 1 (the factors a derivative or integral brings)."""
+    grid = arange(offset, n, dtype=dtype)[None] - arange(m, dtype=dtype)[:, None]
+    return prod(maximum(1, grid), axis=0)
+
+
+def polyder(p, m: int = 1):
+    """The ``m``-th derivative of the polynomial ``p``.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.polyder(jnp.array([1.0, 1.0, 1.0, 1.0]))  # of x**3 + x**2 + x + 1
+        Array([3., 2., 1.], dtype=float32)
+    """
+    m = _static_order(m, "polyder")
+    (p,) = (as_value(v) for v in promote_inexact(p))
+    if m < 0:
+        raise ValueError(f"polyder: the order of the derivative must be positive, got {m}; "
+                         f"for integrals use polyint.")
+    if m == 0:
+        return p
+    factors = _falling_factorials(get_aval(p).dtype, m, get_aval(p).shape[0], m)
+    return p[:-m] * factors[::-1]
+
+
+def polyint(p, m: int = 1, k: Any = None):
+    """The ``m``-th integral of the polynomial ``p``, with integration constants ``k`` (one
+    for all, or ``m``, the first for the highest power; 0 by default).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.polyint(jnp.array([3.0, 2.0, 1.0]), k=5.0)
+        Array([1., 1., 1., 5.], dtype=float32)
+    """
+    m = _static_order(m, "polyint")
+    p, k = (as_value(v) for v in promote_inexact(p, 0 if k is None else k))
+    if m < 0:
+        raise ValueError(f"polyint: the order of the integral must be positive, got {m}; "
+                         f"for derivatives use polyder.")
+    k = atleast_1d(k)
+    if get_aval(k).shape[0] == 1:
+        k = full((m,), k[0])
+    if get_aval(k).shape != (m,):
+        raise ValueError(f"polyint: k must be a scalar or 1-D of length 1 or m={m}, got "
+                         f"shape {get_aval(k).shape}.")
+    if m == 0:
+        return p
+    factors = _falling_factorials(get_aval(p).dtype, m, get_aval(p).shape[0] + m, 0)
+    return concatenate([p, k]) / factors[::-1]
+
+
+def vander(x, N: int | None = None, increasing: bool = False):
+    """The Vandermonde matrix of the 1-D ``x``: column ``j`` is ``x ** (N - 1 - j)`` (or
+    ``x ** j`` if ``increasing``), ``N`` columns (by default ``len(x)``).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.vander(jnp.array([1, 2, 3]), 3)
+        Array([[1, 1, 1],
+               [4, 2, 1],
+               [9, 3, 1]], dtype=int32)
+    """
+    x = as_value(x)
+    if get_aval(x).ndim != 1:
+        raise ValueError(f"vander: x must be 1-D, got shape {get_aval(x).shape}.")
+    n = get_aval(x).shape[0] if N is None else _static_order(N, "vander")
+    if n < 0:
+        raise ValueError(f"vander: N must be nonnegative, got {n}.")
+    powers = lax.iota(get_aval(x).dtype, (n,))
+    if not increasing:
+        powers = (n - 1) - powers
+    return power(x[..., None], expand_dims(powers, 0))
