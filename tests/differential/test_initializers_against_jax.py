@@ -131,3 +131,42 @@ def test_the_module_has_jax_s_names_and_imports_as_a_module():
     names = {n for n in dir(jax.nn.initializers) if not n.startswith("_")}
     assert names <= set(dir(module))
     assert module is ours.nn.initializers
+
+
+@pytest.mark.parametrize("code", ["init.zeros", "init.constant(2.0)", "init.uniform()",
+                                  "init.normal(2.0)", "init.truncated_normal()",
+                                  "init.he_uniform()", "init.xavier_normal()",
+                                  "init.variance_scaling(1.0, 'fan_out', 'normal')"])
+def test_out_sharding_lays_the_weights_out_as_jax(code):
+    """Stage 4's initializers take out_sharding: JAX's values, laid out as JAX's."""
+    shape, spec = (8, 4), ("x", "y")
+    results = []
+    for library in (ours, jax):
+        mesh = library.make_mesh((4, 2), ("x", "y"))
+        sharding = library.sharding.NamedSharding(mesh, library.sharding.PartitionSpec(*spec))
+        with library.set_mesh(mesh):  # (JAX's eager multiply by the scale needs it)
+            results.append(_init(code, library)(library.random.key(7), shape,
+                                                out_sharding=sharding))
+    got, want = results
+    _same(got, want)
+    assert tuple(got.sharding.spec) == tuple(want.sharding.spec) == spec
+
+
+@pytest.mark.parametrize("code", ["init.orthogonal()", "init.delta_orthogonal()"])
+def test_out_sharding_is_refused_where_jax_refuses_it(code):
+    for library in (ours, jax):
+        mesh = library.make_mesh((8,), ("d",))
+        sharding = library.sharding.NamedSharding(mesh, library.sharding.PartitionSpec("d"))
+        with pytest.raises(NotImplementedError):
+            _init(code, library)(library.random.key(0), (8, 8, 8), out_sharding=sharding)
+
+
+def test_out_sharding_as_a_spec_on_the_mesh_set():
+    results = []
+    for library in (ours, jax):
+        with library.set_mesh(library.make_mesh((8,), ("d",))):
+            init = library.nn.initializers.lecun_uniform()
+            results.append(init(library.random.key(1), (4, 16),
+                                out_sharding=library.sharding.PartitionSpec(None, "d")))
+    _same(*results)
+    assert tuple(results[0].sharding.spec) == tuple(results[1].sharding.spec) == (None, "d")

@@ -6,8 +6,8 @@ gives JAX's weights. The variance-scaling family (glorot, lecun, he) picks a dis
 width from the weight's fans: fan in is the size of the input axis times the receptive field
 (the product of the dims that are neither input, output nor batch), fan out likewise.
 
-NB: JAX's are in jax/_src/nn/initializers.py. There ``out_sharding`` lays the weights out
-over a mesh; stage 1 has no devices and refuses it.
+NB: JAX's are in jax/_src/nn/initializers.py. ``out_sharding`` lays the weights out over a
+mesh: stage 1 has no devices and refuses it; stage 4's ``nn_initializers.py`` takes it.
 
 Example:
     >>> import stage1_autodiff as jax
@@ -19,17 +19,14 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from . import dtypes, random
 from . import numpy as jnp
 
-# An initializer: ``init(key, shape, dtype=None, out_sharding=None) -> Array``.
-# NB: JAX's is a typing Protocol, ``jax.nn.initializers.Initializer``.
-Initializer = Callable[..., Any]
 Axes = int | Sequence[int]
 
 __all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform",
@@ -38,12 +35,23 @@ __all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal", "glor
            "variance_scaling", "xavier_normal", "xavier_uniform", "zeros"]
 
 
+@runtime_checkable
+class Initializer(Protocol):
+    """What every initializer is: ``init(key, shape, dtype=None, out_sharding=None)``, the
+    weights of ``shape`` drawn with ``key`` (``isinstance(f, Initializer)`` checks only that
+    ``f`` is callable, as for any runtime-checkable Protocol)."""
+
+    def __call__(self, key: Any, shape: Sequence[int], dtype: Any = None,
+                 out_sharding: Any = None) -> Any:
+        raise NotImplementedError
+
+
 def _dtype_and_layout(dtype: Any, out_sharding: Any, name: str) -> Any:
     """The default float type for a missing ``dtype``; ``out_sharding`` refused (stage 1)."""
     if out_sharding is not None:
         raise NotImplementedError(
             f"nn.initializers.{name}: out_sharding needs devices and meshes, which stage 1 "
-            f"does not have; reshard the result with stage 4's jax.reshard instead.")
+            f"does not have; stage 4's jax.nn.initializers take it.")
     return dtypes.default_float_dtype() if dtype is None else dtype
 
 
