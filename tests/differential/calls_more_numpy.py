@@ -224,6 +224,30 @@ CALLS: dict[str, list[Call]] = {
                    call("jnp.trim_zeros(jnp.array([0, 0, 2, 0, 1, 0]), 'b')"),
                    call("jnp.trim_zeros(a * 0)", a="i@4"),
                    call("jnp.trim_zeros(jnp.pad(a, 1), axis=1)", a="i@2,2")],
+    # assembly.py: deleting, inserting, resizing
+    "delete": [call("jnp.delete(a, 1)", a="f@2,3"), call("jnp.delete(a, jnp.array([0, 2]), axis=1)",
+                                                         a="f@2,4"),
+               call("jnp.delete(a, slice(1, None, 2), axis=0)", a="i@5,2"),
+               call("jnp.delete(a, jnp.array([3, -1]), assume_unique_indices=True)", a="f@6"),
+               call("jnp.delete(a, b, axis=0)", a="f@3,2", b="b@3")],
+    "insert": [call("jnp.insert(a, 1, b)", a="f@4", b="f@2"),
+               call("jnp.insert(a, jnp.array([0, 2, 2]), 7, axis=1)", a="i@2,3"),
+               call("jnp.insert(a, 1, b, axis=0)", a="f@2,3", b="f@3"),
+               call("jnp.insert(a, slice(0, 2), b)", a="f@2,2", b="i@2"),
+               call("jnp.insert(a, jnp.array([-1, 0]), 1.5)", a="f@3")],
+    "resize": [call("jnp.resize(a, (2, 5))", a="f@3"), call("jnp.resize(a, 3)", a="i@2,2"),
+               call("jnp.resize(a, (0, 2))", a="f@3")],
+    # ordering.py
+    "lexsort": [call("jnp.lexsort([a, b])", a="i@6", b="i@6"),
+                call("jnp.lexsort((a, b), axis=0)", a="f@4,2", b="i@4,2"),
+                call("jnp.lexsort([a])", a="f@")],
+    "partition": [call("jnp.partition(a, 2)", a="f@6"),
+                  call("jnp.partition(a, -1, axis=0)", a="i@4,3"),
+                  call("jnp.partition(a.astype(jnp.uint32), 1)", a="ipos@2,5")],
+    "argpartition": [call("jnp.argpartition(a, 2)", a="f@6"),
+                     call("jnp.argpartition(a, 1, axis=0)", a="i@4,3")],
+    "sort_complex": [call("jnp.sort_complex(a)", a="f@5"), call("jnp.sort_complex(a)",
+                                                               a="i@2,3")],
 }
 
 NN_CALLS: dict[str, list[Call]] = {
@@ -268,4 +292,12 @@ ERROR_CALLS: list[Call] = [
     call("jnp.polyder(a, -1)", a="f@3"), call("jnp.polyint(a, -1)", a="f@3"),
     call("jnp.polyint(a, 2, k=b)", a="f@3", b="f@3"), call("jnp.vander(a)", a="f@2,2"),
     call("jnp.vander(a, -1)", a="f@2"),
+    call("jnp.delete(a, b)", a="f@3", b="b@2"), call("jnp.delete(a, jnp.array([0.5]))", a="f@3"),
+    call("jnp.delete(a, [0])", a="f@3"),
+    call("jnp.insert(a, b, 1)", a="f@3", b="i@2,2"),
+    call("jnp.insert(a, jnp.array([0.5]), 1)", a="f@3"),
+    call("jnp.insert(a, [0], 1)", a="f@3"),
+    call("jnp.resize(a, (-1, 2))", a="f@3"),
+    call("jnp.lexsort([])"), call("jnp.lexsort([a, b])", a="f@3", b="f@2"),
+    call("jnp.partition(a * 1j, 1)", a="f@3"), call("jnp.argpartition(a, 3)", a="f@3"),
 ]

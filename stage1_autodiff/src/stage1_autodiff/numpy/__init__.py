@@ -51,7 +51,10 @@ from .array_api import (
 from .assembly import (
     array_split,
     block,
+    delete,
     diagflat,
+    insert,
+    resize,
     rollaxis,
     trim_zeros,
     unstack,
@@ -139,6 +142,12 @@ from .nan_statistics import (
     nanquantile,
     nanstd,
     nanvar,
+)
+from .ordering import (
+    argpartition,
+    lexsort,
+    partition,
+    sort_complex,
 )
 from .polynomials import (
     polyadd,

@@ -1,6 +1,6 @@
 """Putting arrays together from pieces and taking them apart: ``block`` (nested lists of
-blocks), ``array_split`` (into nearly equal parts), ``unstack``, ``rollaxis``, ``diagflat``
-and ``trim_zeros``.
+blocks), ``array_split`` (into nearly equal parts), ``unstack``, ``rollaxis``, ``diagflat``,
+``trim_zeros``, ``delete``, ``insert`` and ``resize``.
 
 Example:
     >>> import stage1_autodiff.numpy as jnp
@@ -18,10 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from ..core import Tracer, get_aval
+from .. import dtypes
+from .. import prims as lax
+from ..core import Array, Tracer, get_aval
 from .arrangement import diag
-from .promotion import as_value, canonicalize_axis, convert
-from .shapes import concatenate, moveaxis, ravel, reshape, split
+from .creation import arange, full, zeros_like
+from .promotion import as_value, broadcast_shapes, canonicalize_axis, convert
+from .reductions import sum
+from .shapes import concatenate, moveaxis, ravel, reshape, split, tile
+from .statistics import argsort, nonzero, sort
+from .ufuncs import astype, clip, where
 
 
 def _at_least(x, ndim: int):
@@ -163,10 +169,141 @@ def trim_zeros(filt, trim: str = "fb", axis: int | Sequence[int] | None = None):
     front, back = "f" in trim.lower(), "b" in trim.lower()
     slices = [slice(None)] * values.ndim
     for ax in axes:
-        nonzero = np.any(values != 0, axis=tuple(d for d in range(values.ndim) if d != ax))
-        if not nonzero.any():
+        occupied = np.any(values != 0, axis=tuple(d for d in range(values.ndim) if d != ax))
+        if not occupied.any():
             slices[ax] = slice(0, 0)
             continue
-        found = np.flatnonzero(nonzero)
+        found = np.flatnonzero(occupied)
         slices[ax] = slice(found[0] if front else None, found[-1] + 1 if back else None)
     return filt[tuple(slices)]
+
+
+# ------------------------------------------------------------------------------------------
+# Deleting, inserting, resizing
+# ------------------------------------------------------------------------------------------
+
+
+def _check_not_a_list(name: str, obj: Any) -> None:
+    if isinstance(obj, (list, tuple)):  # as JAX, which takes no lists where it wants arrays
+        raise TypeError(f"{name}: obj must be an array, a scalar or a slice, got a "
+                        f"{type(obj).__name__}; pass jnp.array({obj!r}) instead.")
+
+
+def _kept_positions(a, obj: Any, axis: int) -> Any:
+    """Which positions along ``axis`` ``delete`` keeps: a boolean mask (concrete ``obj``),
+    or the kept indices (``obj`` unique integers, which may be traced)."""
+    n = get_aval(a).shape[axis]
+    if isinstance(obj, slice):
+        obj = np.arange(n)[obj]
+    elif isinstance(obj, Tracer):
+        raise TypeError("delete: the number of elements left depends on obj, so obj must be "
+                        "concrete; or pass unique integer indices with "
+                        "assume_unique_indices=True.")
+    obj = np.asarray(obj._value if hasattr(obj, "_value") else obj)
+    if obj.dtype == np.bool_:
+        if obj.shape != (n,):
+            raise ValueError(f"delete: a boolean obj must be 1-D of the axis' length {n}, "
+                             f"got shape {obj.shape}.")
+        return ~obj
+    if not np.issubdtype(obj.dtype, np.integer):
+        raise ValueError(f"delete: obj must be integers or booleans, got {obj.dtype}.")
+    mask = np.ones(n, dtype=bool)
+    mask[obj] = False
+    return mask
+
+
+def delete(arr, obj: Any, axis: int | None = None, *, assume_unique_indices: bool = False):
+    """``arr`` without the entries ``obj`` (an index, indices, a slice or a boolean mask)
+    along ``axis`` (of the flattened ``arr`` if None).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.delete(jnp.array([[1, 2, 3], [4, 5, 6]]), jnp.array([0, 2]), axis=1)
+        Array([[2],
+               [5]], dtype=int32)
+    """
+    _check_not_a_list("delete", obj)
+    a = ravel(as_value(arr)) if axis is None else as_value(arr)
+    axis = canonicalize_axis(0 if axis is None else axis, get_aval(a).ndim, "delete")
+    before = (slice(None),) * axis
+    n = get_aval(a).shape[axis]
+    if isinstance(obj, (int, np.integer)):
+        i = canonicalize_axis(int(obj), n, "delete: index")
+        return concatenate([a[before + (slice(0, i),)], a[before + (slice(i + 1, None),)]],
+                           axis=axis)
+    if assume_unique_indices and not isinstance(obj, slice):
+        obj = as_value(obj)
+        removed = sort(clip(where(obj < 0, obj + n, obj), 0, n).ravel())
+        removed = removed - arange(get_aval(removed).size, dtype=get_aval(removed).dtype)
+        kept = arange(n - get_aval(removed).size, dtype=get_aval(removed).dtype)
+        kept = kept + sum(kept[None, :] >= removed[:, None], axis=0, dtype=get_aval(kept).dtype)
+        return a[before + (kept,)]
+    return a[before + (_kept_positions(a, obj, axis),)]
+
+
+def _insert_values(values, a, index_ndim: int, axis: int):
+    """``values`` in ``a``'s dtype, with leading dims of size 1 up to ``a``'s; for a single
+    scalar index, its first dim moved to ``axis`` (NumPy's rule)."""
+    values = _at_least(astype(values, get_aval(a).dtype), get_aval(a).ndim)
+    return moveaxis(values, 0, axis) if index_ndim == 0 else values
+
+
+def insert(arr, obj: Any, values: Any, axis: int | None = None):
+    """``arr`` with ``values`` inserted before the indices ``obj`` (an index, indices or a
+    slice) along ``axis`` (of the flattened ``arr`` if None).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.insert(jnp.array([1, 2, 3]), 1, jnp.array([8, 9]))
+        Array([1, 8, 9, 2, 3], dtype=int32)
+    """
+    _check_not_a_list("insert", obj)
+    a = ravel(as_value(arr)) if axis is None else as_value(arr)
+    axis = canonicalize_axis(0 if axis is None else axis, get_aval(a).ndim, "insert")
+    n = get_aval(a).shape[axis]
+    index = arange(*obj.indices(n)) if isinstance(obj, slice) else as_value(obj)
+    if get_aval(index).ndim > 1:
+        raise ValueError(f"insert: obj must be a slice, a 1-D array or a scalar, got shape "
+                         f"{get_aval(index).shape}.")
+    if not dtypes.is_int(get_aval(index).dtype):
+        if get_aval(index).size or isinstance(obj, (Array, Tracer)):
+            raise ValueError(f"insert: the indices must be integers, got "
+                             f"{get_aval(index).dtype}.")
+        index = astype(index, int)
+    values = _insert_values(values, a, get_aval(index).ndim, axis)
+    if get_aval(index).size == 1:
+        index = full(get_aval(values).shape[axis], ravel(index)[0])
+    count = broadcast_shapes(get_aval(index).shape, (get_aval(values).shape[axis],))[0]
+    index = clip(where(index < 0, index + n, index), 0, n)
+    # where each inserted value lands: its index, plus the values inserted before it
+    landed = index.at[argsort(index)].add(arange(count, dtype=get_aval(index).dtype))
+    old = lax.full((n + count,), True, np.dtype(np.bool_)).at[landed].set(False)
+    old_positions = nonzero(old, size=n)[0]
+    shape = list(get_aval(a).shape)
+    shape[axis] += count
+    before = (slice(None),) * axis
+    out = lax.full(tuple(shape), 0, get_aval(a).dtype, get_aval(a).weak_type)
+    out = out.at[before + (landed,)].set(values)
+    return out.at[before + (old_positions,)].set(a)
+
+
+def resize(a, new_shape: int | Sequence[int]):
+    """An array of ``new_shape`` filled with ``a``'s elements (flattened), repeated as often
+    as needed.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.resize(jnp.array([1, 2, 3]), (2, 4))
+        Array([[1, 2, 3, 1],
+               [2, 3, 1, 2]], dtype=int32)
+    """
+    shape = (new_shape,) if np.ndim(new_shape) == 0 else tuple(new_shape)
+    shape = tuple(operator.index(d) for d in shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"resize: all elements of new_shape must be nonnegative, got "
+                         f"{shape}.")
+    flat = ravel(as_value(a))
+    size, have = int(np.prod(shape)), get_aval(flat).size
+    if have == 0 or size == 0:
+        return zeros_like(flat, shape=shape)
+    return reshape(tile(flat, -(-size // have))[:size], shape)
