@@ -71,3 +71,46 @@ def test_an_unknown_precision_is_refused_as_jax_refuses_it() -> None:
 def test_precision_names_mean_what_they_mean_in_jax(name: str) -> None:
     ours, theirs = sj.lax.Precision(name), jax.lax.Precision(name)
     assert (ours.name, ours.value, str(ours)) == (theirs.name, theirs.value, str(theirs))
+
+
+def _meshes(axis_type: str):
+    for lib, jnp, module in ((sj, sjnp, sj.sharding), (jax, jax.numpy, jax.sharding)):
+        mesh = lib.make_mesh((4, 2), ("a", "b"),
+                             axis_types=(getattr(module.AxisType, axis_type),) * 2)
+        yield lib, jnp, module, mesh
+
+
+def test_with_sharding_constraint_lays_out_as_jax() -> None:
+    """On Auto axes: the result's values and layout, eagerly and under jit, and the
+    gradient's values (its layout is a documented difference); a pytree takes one sharding
+    for every leaf or one per leaf."""
+    x = np.arange(16.0, dtype=np.float32).reshape(8, 2)
+    results = []
+    for lib, jnp, module, mesh in _meshes("Auto"):
+        split = module.NamedSharding(mesh, module.PartitionSpec("a", "b"))
+        rows = module.NamedSharding(mesh, module.PartitionSpec("a"))
+
+        def f(v, split=split, jnp=jnp, lib=lib):
+            return jnp.sum(lib.lax.with_sharding_constraint(v * 2, split) ** 2)
+        tree = lib.lax.with_sharding_constraint({"p": x, "q": x}, {"p": split, "q": rows})
+        results.append([lib.lax.with_sharding_constraint(x, split),
+                        lib.jit(lambda v, s=split, lib=lib: lib.lax.with_sharding_constraint(
+                            v * 2, s))(x), tree["p"], tree["q"],
+                        lib.lax.with_sharding_constraint([x, x], rows)[1]])
+        np.testing.assert_allclose(lib.jit(f)(x), 4 * np.sum(x ** 2))
+        np.testing.assert_allclose(lib.grad(f)(x), 8 * x)
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs)
+        assert tuple(ours.sharding.spec) == tuple(theirs.sharding.spec), (ours, theirs)
+
+
+def test_with_sharding_constraint_on_explicit_axes_is_refused() -> None:
+    x = np.ones((8, 2), np.float32)
+    for lib, _, module, mesh in _meshes("Explicit"):
+        split = module.NamedSharding(mesh, module.PartitionSpec("a", "b"))
+        whole = lib.lax.with_sharding_constraint(x, module.NamedSharding(mesh, module.PartitionSpec()))
+        assert tuple(whole.sharding.spec) == ()
+        with pytest.raises(ValueError, match="reshard"):
+            lib.lax.with_sharding_constraint(x, split)
+        with pytest.raises(ValueError, match="reshard"):
+            lib.jit(lambda v, s=split, lib=lib: lib.lax.with_sharding_constraint(v, s))(x)

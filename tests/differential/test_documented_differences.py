@@ -1308,3 +1308,21 @@ def test_the_page_and_these_tests_name_each_other() -> None:
     here.discard("test_the_page_and_these_tests_name_each_other")
     assert named - here == set(), f"the page names tests that do not exist: {named - here}"
     assert here - named == set(), f"tests the page does not name: {here - named}"
+
+
+def test_with_sharding_constraint_is_a_reshard() -> None:
+    x = np.ones((8, 2), np.float32)
+    grads = []
+    for lib, numpy, module in ((sj, sjnp, sj.sharding), (jax, jnp, jax.sharding)):
+        mesh = lib.make_mesh((8,), ("d",), axis_types=(module.AxisType.Auto,))
+        split = module.NamedSharding(mesh, module.PartitionSpec("d"))
+
+        def f(v, numpy=numpy, lib=lib, split=split):
+            return numpy.sum(lib.lax.with_sharding_constraint(v * 2, split) ** 2)
+        grads.append(lib.grad(f)(x))
+        text = str(lib.make_jaxpr(f)(x))
+        assert ("reshard[" in text) is (lib is sj) and ("sharding_constraint[" in text) is (
+            lib is jax)
+    np.testing.assert_array_equal(*grads)
+    assert not any(grads[0].sharding.spec) and tuple(grads[1].sharding.spec) == ("d",)
+

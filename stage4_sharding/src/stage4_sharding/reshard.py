@@ -28,6 +28,7 @@ from stage2_jit.abstract_eval import abstract_eval_rules
 from stage3_vmap.batching import batching_rules, not_mapped
 
 from .arrays import shard
+from .mesh import AxisType
 from .named_sharding import NamedSharding, P, as_sharding
 from .partitioner import partition_rules
 from .sharding_rules import sharding_rules, spec_of
@@ -55,6 +56,46 @@ def reshard(x: Any, out_sharding: Any) -> Any:
             return reshard_p.bind(leaf, sharding=sharding)[0]
         return shard(leaf, sharding)  # a plain array: split it onto the devices
     return tree_map(one, x)
+
+
+def with_sharding_constraint(x: Any, shardings: Any) -> Any:
+    """``jax.lax.with_sharding_constraint``: ``x`` (a pytree) laid out by ``shardings``, one
+    for every leaf or a pytree of them shaped as ``x``.
+
+    The spec may name only ``Auto`` mesh axes (an ``Explicit`` layout is changed with
+    :func:`reshard`), as in JAX.
+
+    NB: JAX's (``sharding_constraint_p``, jax/_src/pjit.py) is a hint to XLA's sharding
+    propagation on Auto mesh axes. Here every value's layout is in its type, chosen by the
+    sharding rules, so the constraint is what the hint achieves: a :func:`reshard`.
+
+    Example:
+        >>> import numpy as np, stage4_sharding as jax
+        >>> from stage4_sharding.sharding import NamedSharding, P
+        >>> mesh = jax.make_mesh((8,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+        >>> y = jax.lax.with_sharding_constraint(np.zeros(16, np.float32),
+        ...                                      NamedSharding(mesh, P("x")))
+        >>> y.sharding.spec
+        P('x',)
+    """
+    if isinstance(shardings, (NamedSharding, P)):
+        return tree_map(lambda leaf: _constrain(leaf, shardings), x)
+    return tree_map(_constrain, x, shardings)
+
+
+def _constrain(x: Any, sharding: Any) -> Any:
+    sharding = as_sharding(sharding, "with_sharding_constraint")
+    kinds = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_types))
+    explicit = [a for dim in sharding.spec for a in _axes(dim) if kinds[a] is AxisType.Explicit]
+    if explicit:
+        raise ValueError(f"with_sharding_constraint names the Explicit mesh axes {explicit}: "
+                         f"it is for Auto axes. Change an Explicit layout with "
+                         f"jax.sharding.reshard(x, {sharding.spec}).")
+    return reshard(x, sharding)
+
+
+def _axes(dim: Any) -> tuple[str, ...]:
+    return () if dim is None else (dim,) if isinstance(dim, str) else tuple(dim)
 
 
 def reshard_abstract_eval(x: ShapedArray, *, sharding: NamedSharding) -> list[ShapedArray]:
