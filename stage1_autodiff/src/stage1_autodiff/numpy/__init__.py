@@ -59,6 +59,7 @@ from .assembly import (
     trim_zeros,
     unstack,
 )
+from .bit_counting import bitwise_count
 from .contractions import dot, einsum, inner, matmul, outer, tensordot, vdot
 from .covariance import (
     corrcoef,
@@ -85,6 +86,12 @@ from .creation import (
     zeros_like,
 )
 from .cumulative import around, cumprod, cumsum, nancumprod, nancumsum, round, unique
+from .functional import (
+    apply_along_axis,
+    apply_over_axes,
+    fromfunction,
+    vectorize,
+)
 from .index_tricks import (
     diag_indices,
     diag_indices_from,
@@ -335,12 +342,21 @@ from .ufuncs import (
     true_divide,
     where,
 )
+from .windows import (
+    bartlett,
+    blackman,
+    hamming,
+    hanning,
+    i0,
+    kaiser,
+)
 
 ndarray = Array
 pi = _np.pi
 e = _np.e
 inf = _np.inf
 nan = _np.nan
+euler_gamma = _np.euler_gamma
 newaxis = None
 bool = bool_  # noqa: A001 -- jnp.bool, as in NumPy 2
 # NumPy's abstract scalar types, for issubdtype (JAX exports NumPy's own)
