@@ -326,3 +326,14 @@ def python_scalar_dtype(x: bool | int | float | complex) -> np.dtype:
     if isinstance(x, complex):
         return default_complex_dtype()
     raise TypeError(f"Expected a Python bool, int, float or complex, got {type(x).__name__}.")
+
+
+def dot_accumulation_dtype(dtype: np.dtype, preferred: np.dtype | None) -> np.dtype:
+    """What a product of ``dtype`` operands computes in: integers in the preferred type (an
+    int8 product summed in int32 does not wrap), floats in the wider of theirs and the
+    preferred one."""
+    if preferred is None or dtype.kind == "c" or preferred.kind in "iub" and dtype.kind == "f":
+        return dtype
+    if dtype.kind in "iub":
+        return preferred
+    return preferred if preferred.itemsize > dtype.itemsize else dtype

@@ -752,17 +752,16 @@ def _chooser_jvp(prim: Primitive):
 
 reduce_max_p = Primitive("reduce_max", kind=REDUCTION, identity=dtypes.lowest)
 def reduce_max(x, axes: Sequence[int]): return reduce_max_p.bind(x, axes=tuple(axes))
-def reduce_max_impl(x, *, axes):  # an empty slice gives the identity, as XLA's reduce does
-    return np.max(x, axis=axes, **({"initial": dtypes.lowest(x.dtype)} if not x.size else {}))
-impl_rules[reduce_max_p] = reduce_max_impl
+def _empty_gives_identity(reduce, identity):  # as XLA's reduce does, where NumPy raises
+    return lambda x, *, axes: reduce(x, axis=axes, initial=identity(x.dtype)) if not x.size \
+        else reduce(x, axis=axes)
+impl_rules[reduce_max_p] = _empty_gives_identity(np.max, dtypes.lowest)
 vjp_rules[reduce_max_p] = _chooser_vjp
 jvp_rules[reduce_max_p] = _chooser_jvp(reduce_max_p)
 
 reduce_min_p = Primitive("reduce_min", kind=REDUCTION, identity=dtypes.highest)
 def reduce_min(x, axes: Sequence[int]): return reduce_min_p.bind(x, axes=tuple(axes))
-def reduce_min_impl(x, *, axes):
-    return np.min(x, axis=axes, **({"initial": dtypes.highest(x.dtype)} if not x.size else {}))
-impl_rules[reduce_min_p] = reduce_min_impl
+impl_rules[reduce_min_p] = _empty_gives_identity(np.min, dtypes.highest)
 vjp_rules[reduce_min_p] = _chooser_vjp
 jvp_rules[reduce_min_p] = _chooser_jvp(reduce_min_p)
 
@@ -858,7 +857,7 @@ def _free_dims(ndim: int, contract: Sequence[int], batch: Sequence[int]) -> list
 
 def dot_general_impl(x, y, *, dimension_numbers, preferred_element_type, out_sharding=None):
     (lc, rc), (lb, rb) = dimension_numbers
-    work = dot_accumulation_dtype(x.dtype, preferred_element_type)
+    work = dtypes.dot_accumulation_dtype(x.dtype, preferred_element_type)
     x, y = x.astype(work, copy=False), y.astype(work, copy=False)
     if not lb and x.ndim == y.ndim == 2 and len(lc) == 1:
         # A matrix product: BLAS reads a transposed view through its own flag, no copy.
@@ -878,16 +877,6 @@ def dot_general_impl(x, y, *, dimension_numbers, preferred_element_type, out_sha
             batch_shape + [x.shape[d] for d in lf] + [y.shape[d] for d in rf])
     return np.asarray(out, dtype=preferred_element_type or x.dtype)
 impl_rules[dot_general_p] = dot_general_impl
-
-
-def dot_accumulation_dtype(dtype: np.dtype, preferred: np.dtype | None) -> np.dtype:
-    """What a product computes in: integers in the preferred type (an int8 product summed
-    in int32 does not wrap), floats in the wider of theirs and the preferred one."""
-    if preferred is None or dtype.kind == "c" or preferred.kind in "iub" and dtype.kind == "f":
-        return dtype
-    if dtype.kind in "iub":
-        return preferred
-    return preferred if preferred.itemsize > dtype.itemsize else dtype
 
 
 def _dot_general_ct(ct, other, ct_free, other_free, ct_batch, other_batch,

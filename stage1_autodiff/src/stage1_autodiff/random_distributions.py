@@ -515,7 +515,7 @@ def beta(key: Any, a: Any, b: Any, shape: Shape | None = None, dtype: Any = None
 
 def dirichlet(key: Any, alpha: Any, shape: Shape | None = None, dtype: Any = None) -> Any:
     """Dirichlet(alpha) samples over alpha's last axis: softmax of log-gamma samples."""
-    from .nn import softmax
+    from .autodiff import stop_gradient
     dtype = _dtype(dtype, "dirichlet")
     alpha = as_value(alpha)
     alpha_shape = get_aval(alpha).shape
@@ -523,7 +523,9 @@ def dirichlet(key: Any, alpha: Any, shape: Shape | None = None, dtype: Any = Non
         raise ValueError("dirichlet requires alpha.ndim >= 1, got alpha.ndim == 0")
     batch = _result_shape("dirichlet", shape, jnp.zeros(alpha_shape[:-1]))
     log_gamma = loggamma(key, convert(alpha, dtype), batch + alpha_shape[-1:], dtype)
-    return softmax(log_gamma, -1)
+    # a softmax, written out (as JAX's random module does): nn builds on random
+    unnormalized = jnp.exp(log_gamma - stop_gradient(jnp.max(log_gamma, -1, keepdims=True)))
+    return unnormalized / jnp.sum(unnormalized, -1, keepdims=True)
 
 
 def t(key: Any, df: Any, shape: Shape | None = None, dtype: Any = None) -> Any:

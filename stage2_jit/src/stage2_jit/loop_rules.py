@@ -70,7 +70,7 @@ def emit_contraction(w: KernelWriter, eqn: JaxprEqn, comment: str) -> None:
     x_index = _contraction_index(x.aval.ndim, lb, lc, index, sums, first_free=len(lb))
     y_index = _contraction_index(y.aval.ndim, rb, rc, index, sums,
                                  first_free=x.aval.ndim - len(lc))
-    dtype = p.dot_accumulation_dtype(x.aval.dtype, eqn.params["preferred_element_type"])
+    dtype = dtypes.dot_accumulation_dtype(x.aval.dtype, eqn.params["preferred_element_type"])
     acc = f"{w._name_of(out)}_acc"
     inner: list[str] = []
     a, b = w.expr(x, x_index, inner, {}), w.expr(y, y_index, inner, {})

@@ -223,7 +223,9 @@ def isscalar(element: Any) -> bool:
 
 def dtype(obj: Any, align: bool = False, copy: bool = False) -> np.dtype:
     """``obj`` as a NumPy dtype (``jnp.float32``, ``"int32"``, an array's dtype...)."""
-    return np.dtype(getattr(obj, "dtype", obj), align=align, copy=copy)
+    if not isinstance(obj, type):  # (a NumPy scalar type's ``dtype`` is a descriptor)
+        obj = getattr(obj, "dtype", obj)
+    return np.dtype(obj, align=align, copy=copy)
 
 
 def finfo(dtype_like: Any) -> np.finfo:
