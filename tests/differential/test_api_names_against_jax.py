@@ -108,9 +108,43 @@ def test_with_sharding_constraint_on_explicit_axes_is_refused() -> None:
     x = np.ones((8, 2), np.float32)
     for lib, _, module, mesh in _meshes("Explicit"):
         split = module.NamedSharding(mesh, module.PartitionSpec("a", "b"))
-        whole = lib.lax.with_sharding_constraint(x, module.NamedSharding(mesh, module.PartitionSpec()))
+        whole = lib.lax.with_sharding_constraint(
+            x, module.NamedSharding(mesh, module.PartitionSpec()))
         assert tuple(whole.sharding.spec) == ()
         with pytest.raises(ValueError, match="reshard"):
             lib.lax.with_sharding_constraint(x, split)
         with pytest.raises(ValueError, match="reshard"):
             lib.jit(lambda v, s=split, lib=lib: lib.lax.with_sharding_constraint(v, s))(x)
+
+
+METHODS = ["x.argsort()", "x.sort(axis=0)", "x.sum(where=x > 1)", "x.prod(initial=2.0)",
+           "x.max(initial=0.0, where=x > 1)", "x.mean(axis=1, where=x > 0)",
+           "x.var(correction=1)", "x.std(axis=0, ddof=1)", "x.cumsum(1)", "x.cumprod()",
+           "x.round(1)", "round(x[0, 0])", "round(x[0, 1], 1)", "x.take(np.array([0, 4]))",
+           "x.repeat(2, axis=0)", "x.diagonal()", "x.trace()", "x.nonzero(size=7)",
+           "x.ptp(axis=1)", "x.conj()", "x.conjugate()", "x.real", "x.imag", "x.mT",
+           "x.itemsize", "x.nbytes", "x[0].sort().searchsorted(2.5)", "x.copy()",
+           "x.argpartition(1)", "complex(x[0, 0])", "2.0 in x[0]", "7.0 in x[0]",
+           "x.compress(np.array([True, False]), axis=0)", "copy.deepcopy(x)",
+           "jnp.array([2, 0, 1]).choose([x[0], x[1], x[0] * 2])"]
+
+
+@pytest.mark.parametrize("expr", METHODS)
+def test_array_methods_are_jax_s(expr: str) -> None:
+    """The methods of a JAX array that mirror jnp functions, and Python's protocols (round,
+    complex, in, copy), on our arrays; under jit too where the result is an array."""
+    import copy
+    x = np.array([[3.0, 1.0, 2.0], [0.5, 5.0, -1.0]], np.float32)
+    ours = eval(expr, {"x": sjnp.asarray(x), "np": np, "copy": copy, "jnp": sjnp})
+    theirs = eval(expr, {"x": jax.numpy.asarray(x), "np": np, "copy": copy, "jnp": jax.numpy})
+    for mine, want in zip(*(v if isinstance(v, tuple) else (v,) for v in (ours, theirs))):
+        assert type(mine) is type(want) or hasattr(want, "dtype"), (mine, want)
+        np.testing.assert_allclose(np.asarray(mine), np.asarray(want), rtol=1e-6)
+        assert np.asarray(mine).dtype == np.asarray(want).dtype
+
+
+def test_in_searches_a_vector_for_a_scalar() -> None:
+    x = np.ones((2, 2), np.float32)
+    for array in (sjnp.asarray(x), jax.numpy.asarray(x)):
+        with pytest.raises(ValueError):
+            1.0 in array  # noqa: B015

@@ -462,27 +462,28 @@ class ArrayMethods:
     def T(self): return jnp.transpose(self)
 
     # Methods that mirror functions of the numpy module. ``out`` exists so that NumPy's own
-    # functions (np.sum(x) calls x.sum(axis=..., dtype=..., out=None)) work on our arrays.
-    def sum(self, axis=None, dtype=None, out=None, keepdims=False):
-        return jnp.sum(self, axis, dtype, _no_out(out), keepdims)
+    # functions (np.sum(x) calls x.sum(axis=..., dtype=..., out=None)) work on our arrays;
+    # ``options`` are the function's others (``where=``, ``initial=``...).
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **options):
+        return jnp.sum(self, axis, dtype, _no_out(out), keepdims, **options)
 
-    def mean(self, axis=None, dtype=None, out=None, keepdims=False):
-        return jnp.mean(self, axis, dtype, _no_out(out), keepdims)
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **options):
+        return jnp.mean(self, axis, dtype, _no_out(out), keepdims, **options)
 
-    def prod(self, axis=None, dtype=None, out=None, keepdims=False):
-        return jnp.prod(self, axis, dtype, _no_out(out), keepdims)
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **options):
+        return jnp.prod(self, axis, dtype, _no_out(out), keepdims, **options)
 
-    def max(self, axis=None, out=None, keepdims=False):
-        return jnp.max(self, axis, _no_out(out), keepdims)
+    def max(self, axis=None, out=None, keepdims=False, **options):
+        return jnp.max(self, axis, _no_out(out), keepdims, **options)
 
-    def min(self, axis=None, out=None, keepdims=False):
-        return jnp.min(self, axis, _no_out(out), keepdims)
+    def min(self, axis=None, out=None, keepdims=False, **options):
+        return jnp.min(self, axis, _no_out(out), keepdims, **options)
 
-    def all(self, axis=None, out=None, keepdims=False):
-        return jnp.all(self, axis, _no_out(out), keepdims)
+    def all(self, axis=None, out=None, keepdims=False, **options):
+        return jnp.all(self, axis, _no_out(out), keepdims, **options)
 
-    def any(self, axis=None, out=None, keepdims=False):
-        return jnp.any(self, axis, _no_out(out), keepdims)
+    def any(self, axis=None, out=None, keepdims=False, **options):
+        return jnp.any(self, axis, _no_out(out), keepdims, **options)
 
     def argmax(self, axis=None, out=None, keepdims=False):
         return jnp.argmax(self, axis, _no_out(out), keepdims)
@@ -490,11 +491,71 @@ class ArrayMethods:
     def argmin(self, axis=None, out=None, keepdims=False):
         return jnp.argmin(self, axis, _no_out(out), keepdims)
 
-    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-        return jnp.var(self, axis, dtype, _no_out(out), ddof, keepdims)
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **options):
+        return jnp.var(self, axis, dtype, _no_out(out), ddof, keepdims, **options)
 
-    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-        return jnp.std(self, axis, dtype, _no_out(out), ddof, keepdims)
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **options):
+        return jnp.std(self, axis, dtype, _no_out(out), ddof, keepdims, **options)
+
+    def cumsum(self, axis=None, dtype=None, out=None):
+        return jnp.cumsum(self, axis, dtype, _no_out(out))
+
+    def cumprod(self, axis=None, dtype=None, out=None):
+        return jnp.cumprod(self, axis, dtype, _no_out(out))
+
+    def round(self, decimals=0, out=None): return jnp.round(self, decimals, _no_out(out))
+    def __round__(self, ndigits=None):  # as Python's round: an integer without ndigits
+        out = jnp.round(self, ndigits or 0)
+        return out if ndigits is not None else jnp.astype(out, int)
+    def argsort(self, axis=-1, **options): return jnp.argsort(self, axis, **options)
+    def sort(self, axis=-1, **options): return jnp.sort(self, axis, **options)
+    def argpartition(self, kth, axis=-1): return jnp.argpartition(self, kth, axis)
+    def searchsorted(self, v, side="left", sorter=None, **options):
+        return jnp.searchsorted(self, v, side, sorter, **options)
+    def take(self, indices, axis=None, out=None, mode=None, **options):
+        return jnp.take(self, indices, axis, _no_out(out), mode, **options)
+    def repeat(self, repeats, axis=None, **options):
+        return jnp.repeat(self, repeats, axis, **options)
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return jnp.diagonal(self, offset, axis1, axis2)
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        return jnp.trace(self, offset, axis1, axis2, dtype, _no_out(out))
+    def nonzero(self, *, size=None, fill_value=None):
+        return jnp.nonzero(self, size=size, fill_value=fill_value)
+    def ptp(self, axis=None, out=None, keepdims=False):
+        return jnp.ptp(self, axis, _no_out(out), keepdims)
+    def compress(self, condition, axis=None, **options):
+        return jnp.compress(condition, self, axis, **options)
+    def choose(self, choices, out=None, mode="raise"):
+        return jnp.choose(self, choices, _no_out(out), mode)
+    def conj(self): return jnp.conj(self)
+    def conjugate(self): return jnp.conjugate(self)
+    def copy(self): return jnp.copy(self)
+    def __copy__(self): return self  # immutable: a copy is never observable
+    def __deepcopy__(self, memo): return self
+    def __complex__(self) -> complex: return complex(self._concrete_value("complex(x)"))
+
+    def __contains__(self, value) -> bool:  # ``value in x``: of a vector, for a scalar
+        if value is None or isinstance(value, str) or self.ndim != 1 or np.ndim(value) != 0:
+            raise ValueError(f"`value in x` searches a vector x for a scalar value; got x of "
+                             f"shape {self.shape} and {value!r}. Use jnp.isin(x, value) for "
+                             f"an elementwise search.")
+        return bool(jnp.any(jnp.equal(self, value)))
+
+    @property
+    def real(self): return jnp.real(self)
+
+    @property
+    def imag(self): return jnp.imag(self)
+
+    @property
+    def mT(self): return jnp.matrix_transpose(self)  # noqa: N802 -- NumPy's name
+
+    @property
+    def itemsize(self) -> int: return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int: return self.size * self.dtype.itemsize
 
     def astype(self, dtype): return jnp.astype(self, dtype)
     def ravel(self): return jnp.ravel(self)

@@ -292,9 +292,9 @@ def diag(v, k: int = 0):
     return zeros((n, n), get_aval(v).dtype).at[asarray(rows), asarray(cols)].set(v)
 
 
-def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
+def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
     """The sum of the ``offset``-th diagonal."""
-    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
 
 
 def kron(a, b):
