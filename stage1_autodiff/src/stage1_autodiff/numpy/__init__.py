@@ -90,6 +90,7 @@ from .functional import (
     apply_along_axis,
     apply_over_axes,
     fromfunction,
+    piecewise,
     vectorize,
 )
 from .index_tricks import (
@@ -98,8 +99,10 @@ from .index_tricks import (
     index_exp,
     indices,
     ix_,
+    mask_indices,
     mgrid,
     ogrid,
+    ravel_multi_index,
     s_,
     tril_indices_from,
     triu_indices_from,
@@ -342,6 +345,12 @@ from .ufuncs import (
     true_divide,
     where,
 )
+from .updates import (
+    fill_diagonal,
+    place,
+    put,
+    put_along_axis,
+)
 from .windows import (
     bartlett,
     blackman,
@@ -362,6 +371,9 @@ bool = bool_  # noqa: A001 -- jnp.bool, as in NumPy 2
 # NumPy's abstract scalar types, for issubdtype (JAX exports NumPy's own)
 floating, integer, inexact, number = _np.floating, _np.integer, _np.inexact, _np.number
 complexfloating = _np.complexfloating
+generic, signedinteger, unsignedinteger = _np.generic, _np.signedinteger, _np.unsignedinteger
+character, flexible, object_ = _np.character, _np.flexible, _np.object_
+iterable = _np.iterable  # NumPy's own, as JAX's: whether iter() takes it
 # The array API's spellings (NumPy 2), which JAX exports too: the same functions.
 acos, acosh, asin, asinh = arccos, arccosh, arcsin, arcsinh
 atan, atanh, atan2 = arctan, arctanh, arctan2

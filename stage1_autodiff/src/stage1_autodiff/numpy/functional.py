@@ -1,6 +1,6 @@
 """Functions that apply a function over an array: ``vectorize`` (over broadcast elements, or
-sub-arrays named by a signature), ``apply_along_axis``, ``apply_over_axes`` and
-``fromfunction``.
+sub-arrays named by a signature), ``apply_along_axis``, ``apply_over_axes``,
+``fromfunction`` and ``piecewise``.
 
 NB: JAX builds these on ``jax.vmap``, which stage 1 does not have. Here the function is
 called once per element (or sub-array) in a Python loop and the results are stacked: the
@@ -24,10 +24,14 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from .. import prims as lax
 from ..core import Tracer, get_aval
-from .creation import arange
+from .creation import arange, zeros_like
+from .cumulative import cumsum
 from .promotion import as_value, broadcast_shapes, canonicalize_axis
-from .shapes import broadcast_to, expand_dims, moveaxis, reshape, stack
+from .reductions import argmax
+from .shapes import broadcast_to, concatenate, expand_dims, moveaxis, reshape, stack
+from .ufuncs import astype, where
 
 CoreDims = tuple[str, ...]
 
@@ -222,3 +226,38 @@ def fromfunction(function: Callable, shape: Any, *, dtype: Any = float, **kwargs
                                   + (1,) * (len(shape) - k - 1)), shape)
              for k, n in enumerate(shape)]
     return _map_over(lambda *index: function(*index, **kwargs), grids, shape)
+
+
+def piecewise(x, condlist: Any, funclist: list[Any], *args: Any, **kw: Any):
+    """``x`` with each element mapped by the function (or constant) of the last condition
+    in ``condlist`` that holds there; an extra last entry of ``funclist`` is the default
+    (else 0). The functions are called per element, and the result has ``x``'s dtype.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> x = jnp.array([-2.0, 0.5, 3.0])
+        >>> jnp.piecewise(x, [x < 0, x > 1], [lambda v: -v, lambda v: v * 10, 0.0])
+        Array([ 2.,  0., 30.], dtype=float32)
+    """
+    x = as_value(x)
+    conditions = as_value(condlist, bool)
+    n_conditions, n_functions = len(condlist), len(funclist)
+    if n_functions == n_conditions + 1:
+        funclist = [funclist[-1], *funclist[:-1]]
+    elif n_functions == n_conditions:
+        funclist = [0, *funclist]
+    else:
+        raise ValueError(f"piecewise: with {n_conditions} condition(s), {n_conditions} or "
+                         f"{n_conditions + 1} functions are expected, got {n_functions}.")
+    dtype = get_aval(x).dtype
+    # which function each element takes: 0 (the default) or one past the last true condition
+    chosen = argmax(cumsum(concatenate([zeros_like(conditions[:1]), conditions]), axis=0),
+                    axis=0)
+    result = lax.full(get_aval(x).shape, 0, dtype)
+    for k, f in enumerate(funclist):
+        # NB: JAX calls only the chosen function (lax.switch per element); here every
+        # function is computed per element and the chosen value kept.
+        value = vectorize(lambda v, f=f: astype(f(v, *args, **kw), dtype))(x) \
+            if callable(f) else astype(f, dtype)
+        result = where(chosen == k, value, result)
+    return result

@@ -1,6 +1,7 @@
 """Arrays of indices, and objects that build them from slice syntax: ``indices``, ``ix_``,
 the indices of diagonals and triangles, ``mgrid``/``ogrid`` (``jnp.mgrid[0:3, 0:2]``), and
-NumPy's ``s_`` and ``index_exp`` (which make index tuples for later use).
+NumPy's ``s_`` and ``index_exp`` (which make index tuples for later use); flat indices of
+coordinates (``ravel_multi_index``) and ``mask_indices``.
 
 Example:
     >>> import stage1_autodiff.numpy as jnp
@@ -24,9 +25,11 @@ from .. import dtypes
 from .. import prims as lax
 from ..core import Tracer, get_aval
 from .arrangement import meshgrid, tril_indices, triu_indices
-from .creation import arange, array, linspace
+from .creation import arange, array, linspace, ones
 from .promotion import as_value, promote
 from .shapes import stack
+from .statistics import nonzero
+from .ufuncs import clip
 
 # NumPy's own: they only turn slice syntax into tuples of slices, as JAX's do.
 s_ = np.s_
@@ -187,3 +190,84 @@ class _Ogrid:
 
 mgrid = _Mgrid()
 ogrid = _Ogrid()
+
+
+def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str = "raise",
+                      order: str = "C", *, dtype: Any = None):
+    """The flat indices, in an array of shape ``dims``, of the coordinates ``multi_index``
+    (one integer array per dim). ``mode`` says what a coordinate out of range does: 'raise'
+    (only outside a transformation), 'wrap', 'clip' or 'ignore'; ``order`` is 'C' (the last
+    dim varies fastest) or 'F'.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.ravel_multi_index((jnp.array([0, 1]), jnp.array([2, 0])), (2, 3))
+        Array([2, 3], dtype=int32)
+    """
+    if len(multi_index) != len(dims):
+        raise ValueError(f"ravel_multi_index: {len(multi_index)} index arrays for "
+                         f"{len(dims)} dims.")
+    dims = tuple(_static_int(d, "ravel_multi_index: each of dims") for d in dims)
+    coordinates = [as_value(i) for i in multi_index]
+    dtype = _flat_index_dtype(coordinates, dims, dtype)
+    coordinates = [_in_range(i, n, mode) for i, n in zip(coordinates, dims)]
+    if order not in ("C", "F"):
+        raise ValueError(f"ravel_multi_index: order must be 'C' or 'F', got {order!r}.")
+    sizes = dims[::-1] if order == "C" else dims
+    strides = np.cumprod((1,) + sizes[:-1])
+    strides = strides[::-1] if order == "C" else strides
+    result = as_value(0, dtype)
+    for index, stride in zip(coordinates, strides):
+        result = result + as_value(index, dtype) * int(stride)
+    return result
+
+
+def _flat_index_dtype(coordinates: list[Any], dims: tuple[int, ...], dtype: Any) -> np.dtype:
+    dtype = dtypes.promote_types((dtypes.default_int_dtype(), True),
+                                 *((c.dtype, c.weak_type) for c in coordinates))[0] \
+        if dtype is None else dtypes.check_and_canonicalize_user_dtype(dtype,
+                                                                       "ravel_multi_index")
+    if not dtypes.is_int(dtype):
+        raise ValueError(f"ravel_multi_index: dtype={dtype} is not an integer type.")
+    if int(np.prod(dims)) - 1 > np.iinfo(dtype).max:
+        raise ValueError(f"ravel_multi_index: dtype={dtype} is too small for the flat "
+                         f"indices of dims={dims}; pass a wider dtype.")
+    for c in coordinates:
+        if not dtypes.is_int(c.dtype):
+            raise TypeError(f"ravel_multi_index: only integer indices are allowed, got "
+                            f"{c.dtype}.")
+    return dtype
+
+
+def _in_range(index: Any, n: int, mode: str) -> Any:
+    """``index`` checked, wrapped or clipped into ``[0, n)`` as ``mode`` says."""
+    if mode == "raise":
+        if isinstance(index, Tracer):
+            raise TypeError("ravel_multi_index: mode='raise' needs concrete indices to check "
+                            "them; under a transformation use mode='wrap' or mode='clip'.")
+        values = np.asarray(index._value)
+        if np.any((values < 0) | (values >= n)):
+            raise ValueError(f"ravel_multi_index: an index is out of range for a dim of "
+                             f"size {n}.")
+        return index
+    if mode == "clip":
+        return clip(index, 0, n - 1)
+    if mode == "wrap":
+        return index % n
+    if mode == "ignore":
+        return index
+    raise ValueError(f"ravel_multi_index: mode must be 'raise', 'wrap', 'clip' or 'ignore', "
+                     f"got {mode!r}.")
+
+
+def mask_indices(n: int, mask_func: Any, k: int = 0, *, size: int | None = None):
+    """The indices where ``mask_func(ones((n, n)), k)`` is nonzero (e.g. ``jnp.triu``): a
+    pair of arrays, of length ``size`` if given.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.mask_indices(2, jnp.triu)
+        (Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))
+    """
+    rows, cols = nonzero(mask_func(ones((n, n)), k), size=size)
+    return rows, cols
