@@ -108,8 +108,9 @@ def logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False,
     return out if b is None or complex_ else jnp.where(sign < 0, np.nan, out)
 
 
-def softmax(x: Any, axis: Axis = -1) -> Any:
-    """exp(x) normalized to sum to 1 over ``axis``.
+def softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
+    """exp(x) normalized to sum to 1 over ``axis``; with ``where``, over the elements where it
+    is true (the others are 0).
 
     Example:
         >>> import stage1_autodiff as jax
@@ -117,13 +118,28 @@ def softmax(x: Any, axis: Axis = -1) -> Any:
         Array([0.5, 0.5], dtype=float32)
     """
     (x,) = promote_inexact(x)
+    if where is not None:
+        unnormalized = jnp.exp(_shifted(x, axis, where))
+        total = jnp.sum(unnormalized, axis, keepdims=True, where=where)
+        return jnp.where(where, unnormalized / total, 0)
     unnormalized = jnp.exp(x - stop_gradient(jnp.max(x, axis, keepdims=True)))
     return unnormalized / jnp.sum(unnormalized, axis, keepdims=True)
 
 
-def log_softmax(x: Any, axis: Axis = -1) -> Any:
-    """x minus its logsumexp over ``axis``: log-probabilities."""
+def _shifted(x: Any, axis: Axis, where: Any) -> Any:
+    """x less its largest kept element, -inf where ``where`` is false."""
+    top = stop_gradient(jnp.max(x, axis, keepdims=True, where=where, initial=-np.inf))
+    return jnp.where(where, x, -np.inf) - top
+
+
+def log_softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
+    """x minus its logsumexp over ``axis``: log-probabilities (-inf where ``where``, if given,
+    is false)."""
     (x,) = promote_inexact(x)
+    if where is not None:
+        shifted = _shifted(x, axis, where)
+        total = jnp.sum(jnp.exp(shifted), axis, keepdims=True, where=where)
+        return jnp.where(where, shifted - jnp.log(total), -np.inf)
     shifted = x - stop_gradient(jnp.max(x, axis, keepdims=True))
     return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis, keepdims=True))
 
