@@ -148,3 +148,26 @@ def test_in_searches_a_vector_for_a_scalar() -> None:
     for array in (sjnp.asarray(x), jax.numpy.asarray(x)):
         with pytest.raises(ValueError):
             1.0 in array  # noqa: B015
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 3, 7, 9])
+def test_lax_map_in_batches_equals_jax(batch_size: int) -> None:
+    x = np.arange(7.0, dtype=np.float32)
+    results = []
+    for lib in (sj, jax):
+        def f(v, lib=lib):
+            out = lib.lax.map(lambda t: {"a": t[0] * t[1] ** 2}, (v, v + 1),
+                              batch_size=batch_size)
+            return out["a"].sum()
+        results.append((lib.jit(f)(x), lib.grad(f)(x)))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def test_fori_loop_unroll_as_jax() -> None:
+    for lib in (sj, jax):
+        body = lambda i, v: v * 1.5 + i  # noqa: E731
+        assert float(lib.jit(lambda x, lib=lib: lib.lax.fori_loop(
+            0, 5, body, x, unroll=2))(1.0)) == float(jax.lax.fori_loop(0, 5, body, 1.0))
+        with pytest.raises(ValueError, match="unroll"):
+            lib.jit(lambda n, lib=lib: lib.lax.fori_loop(0, n, body, 0.0, unroll=2))(3)

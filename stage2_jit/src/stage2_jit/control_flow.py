@@ -409,10 +409,11 @@ vjp_rules_take_needs.add(while_p)
 
 
 # --8<-- [start:fori_loop]
-def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
+def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,
+              unroll: int | bool | None = None) -> Any:
     """``val = init_val; for i in range(lower, upper): val = body_fun(i, val)``. With bounds
-    known when tracing (Python ints, or concrete arrays), a ``scan`` of that length, so
-    reverse mode works; with traced bounds, a ``while_loop``.
+    known when tracing (Python ints, or concrete arrays), a ``scan`` of that length (with
+    ``unroll``), so reverse mode works; with traced bounds, a ``while_loop``.
 
     Example:
         >>> import stage2_jit as jax
@@ -427,8 +428,13 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
             return (i + 1, body_fun(i, val)), None
 
         start = lower if isinstance(lower, int) else asarray(lower)
-        (_, val), _ = scan(step, (start, init_val), None, length=max(hi - lo, 0))
+        (_, val), _ = scan(step, (start, init_val), None, length=max(hi - lo, 0),
+                           unroll=unroll or 1)
         return val
+    if unroll not in (None, False, 1):
+        raise ValueError("fori_loop: unroll needs loop bounds known when tracing (Python "
+                         "ints): with traced bounds the loop is a while_loop, which has no "
+                         "fixed number of steps to unroll.")
     (_, _, val) = while_loop(lambda c: c[0] < c[1],
                              lambda c: (c[0] + 1, c[1], body_fun(c[0], c[2])),
                              (lower, upper, init_val))
