@@ -317,6 +317,25 @@ CALLS: dict[str, list[Call]] = {
     "character": [call("jnp.issubdtype(a.dtype, jnp.character)", a="f")],
     "flexible": [call("jnp.issubdtype(a.dtype, jnp.flexible)", a="i")],
     "object_": [call("jnp.issubdtype(a.dtype, jnp.object_)", a="f")],
+    "r_": [call("jnp.r_[1:4, 5, a]", a="i@2"), call("jnp.r_[a, b]", a="f@2", b="f@3"),
+           call("jnp.r_['0,2,0', a, a]", a="f@3"), call("jnp.r_['r', 1:3]"),
+           call("jnp.r_[-1:1:5j, a]", a="f@2"), call("jnp.r_['1,3', a, a]", a="f@2,2")],
+    "c_": [call("jnp.c_[a, b]", a="f@3", b="f@3"), call("jnp.c_[a, 0:3]", a="i@3"),
+           call("jnp.c_['c', a]", a="f@2"), call("jnp.c_[a, a]", a="f@2,2")],
+    "polydiv": [call("jnp.polydiv(a, b)", a="f@4", b="fnz@2"),
+                call("jnp.polydiv(a, b)", a="i@3", b="inz@3"),
+                call("jnp.polydiv(jnp.polymul(a, b), b, trim_leading_zeros=True)", a="f@3",
+                     b="fnz@2"),
+                call("jnp.polydiv(a, b)", a="f@2", b="fnz@3")],
+    # (integer data: stage 1's lstsq takes no complex numbers; its rank is int32 with x64)
+    "polyfit": [call("jnp.polyfit(jnp.arange(6.0), b, 2)", b="i@6"),
+                call("jnp.polyfit(jnp.arange(5.0), b, 1, w=c)", b="i@5,2", c="ipos@5"),
+                call("(lambda r: r[:2] + r[3:])(jnp.polyfit(jnp.arange(5.0), b, 2, full=True))",
+                     b="i@5"),
+                call("jnp.polyfit(jnp.arange(6.0), b, 1, cov=True)", b="i@6"),
+                call("jnp.polyfit(jnp.arange(4.0), b, 1, cov='unscaled')", b="i@4,3")],
+    "poly": [call("jnp.poly(a)", a="f@3"), call("jnp.poly(a)", a="i@2"),
+             call("jnp.poly(jnp.array([]))"), call("jnp.poly(a)", a="pyf")],
 }
 
 NN_CALLS: dict[str, list[Call]] = {
@@ -386,6 +405,9 @@ ERROR_CALLS: list[Call] = [
     call("jnp.ravel_multi_index((jnp.array([5]),), (3,))"),
     call("jnp.ravel_multi_index((a,), (3,), mode='wrap')", a="f@2"),
     call("jnp.piecewise(a, [a > 0], [1.0, 2.0, 3.0])", a="f@3"),
+    call("jnp.r_[a, 'x']", a="f@2"), call("jnp.r_['a,b', a]", a="f@2"),
+    call("jnp.polyfit(a, a, -1)", a="f@3"), call("jnp.polyfit(a, b, 1)", a="f@3", b="f@4"),
+    call("jnp.polyfit(a, a, 3, cov=True)", a="f@3"), call("jnp.poly(a)", a="f@2,3"),
     call("jnp.lexsort([])"), call("jnp.lexsort([a, b])", a="f@3", b="f@2"),
     call("jnp.partition(a * 1j, 1)", a="f@3"), call("jnp.argpartition(a, 3)", a="f@3"),
 ]

@@ -94,6 +94,7 @@ from .functional import (
     vectorize,
 )
 from .index_tricks import (
+    c_,
     diag_indices,
     diag_indices_from,
     index_exp,
@@ -102,6 +103,7 @@ from .index_tricks import (
     mask_indices,
     mgrid,
     ogrid,
+    r_,
     ravel_multi_index,
     s_,
     tril_indices_from,
@@ -160,8 +162,11 @@ from .ordering import (
     sort_complex,
 )
 from .polynomials import (
+    poly,
     polyadd,
     polyder,
+    polydiv,
+    polyfit,
     polyint,
     polymul,
     polysub,

@@ -1,7 +1,8 @@
 """Arrays of indices, and objects that build them from slice syntax: ``indices``, ``ix_``,
 the indices of diagonals and triangles, ``mgrid``/``ogrid`` (``jnp.mgrid[0:3, 0:2]``), and
 NumPy's ``s_`` and ``index_exp`` (which make index tuples for later use); flat indices of
-coordinates (``ravel_multi_index``) and ``mask_indices``.
+coordinates (``ravel_multi_index``), ``mask_indices``; and ``r_``/``c_``, which join arrays,
+scalars and slices along an axis (``jnp.r_[1:3, 5, x]``).
 
 Example:
     >>> import stage1_autodiff.numpy as jnp
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from ..core import Tracer, get_aval
 from .arrangement import meshgrid, tril_indices, triu_indices
 from .creation import arange, array, linspace, ones
 from .promotion import as_value, promote
-from .shapes import stack
+from .shapes import concatenate, expand_dims, reshape, stack, transpose
 from .statistics import nonzero
 from .ufuncs import clip
 
@@ -271,3 +272,77 @@ def mask_indices(n: int, mask_func: Any, k: int = 0, *, size: int | None = None)
     """
     rows, cols = nonzero(mask_func(ones((n, n)), k), size=size)
     return rows, cols
+
+
+# ------------------------------------------------------------------------------------------
+# Concatenation from slice syntax: r_ and c_
+# ------------------------------------------------------------------------------------------
+
+
+class _Directive(NamedTuple):
+    """How ``r_``/``c_`` join their items: along ``axis``, each made at least ``ndmin``-D
+    with its own dims placed by ``trans1d``; ``matrix`` adds a dim to a 1-D result."""
+
+    axis: int
+    ndmin: int
+    trans1d: int
+    matrix: int
+
+
+def _read_directive(text: str, default: _Directive) -> _Directive:
+    """A leading string item: 'r' or 'c' (a row or column matrix), or 'axis,ndmin,trans1d'."""
+    if text in ("r", "c"):
+        return default._replace(matrix=0 if text == "r" else 1)
+    parts = text.split(",")[:3]
+    try:
+        numbers = [int(p) for p in parts]
+    except ValueError as error:
+        raise ValueError(f"could not understand directive {text!r}: expected 'r', 'c' or up "
+                         f"to three ints 'axis,ndmin,trans1d'.") from error
+    return _Directive(*numbers, *default[len(numbers):3], default.matrix)
+
+
+def _placed(item: Any, directive: _Directive, name: str):
+    """One item: a slice as a 1-D grid, anything else as an array; made ``ndmin``-D with
+    its own dims where ``trans1d`` says."""
+    if isinstance(item, slice):
+        value, own_ndim = _grid_from_slice(item, name), 0
+    elif isinstance(item, str):
+        raise ValueError(f"jnp.{name}: a string directive must be the first item.")
+    else:
+        value = array(item)
+        own_ndim = get_aval(value).ndim
+    shape = get_aval(value).shape
+    value = reshape(value, (1,) * (directive.ndmin - len(shape)) + shape)
+    if directive.trans1d != -1 and directive.ndmin > own_ndim:
+        ndmin = directive.ndmin
+        shifts = ndmin - abs(ndmin + directive.trans1d + 1) % ndmin
+        order = tuple(range(ndmin))
+        value = transpose(value, order[shifts:] + order[:shifts])
+    return value
+
+
+class _AxisConcat:
+    """``jnp.r_[...]`` and ``jnp.c_[...]``: items (arrays, scalars, slices as grids) joined
+    along an axis, after an optional directive string."""
+
+    def __init__(self, name: str, default: _Directive) -> None:
+        self.name, self.default = name, default
+
+    def __getitem__(self, key: Any):
+        items = key if isinstance(key, tuple) else (key,)
+        directive = self.default
+        if items and isinstance(items[0], str):
+            directive, items = _read_directive(items[0], self.default), items[1:]
+        joined = concatenate([_placed(item, directive, self.name) for item in items],
+                             axis=directive.axis)
+        if directive.matrix != -1 and get_aval(joined).ndim == 1:
+            joined = expand_dims(joined, directive.matrix)
+        return joined
+
+    def __len__(self) -> int:
+        return 0
+
+
+r_ = _AxisConcat("r_", _Directive(axis=0, ndmin=1, trans1d=-1, matrix=-1))
+c_ = _AxisConcat("c_", _Directive(axis=-1, ndmin=2, trans1d=0, matrix=-1))

@@ -1,6 +1,7 @@
 """Polynomials as 1-D arrays of coefficients, highest power first (NumPy's ``poly1d``
-order): evaluation by Horner's rule, sums, products (a convolution), derivatives and
-integrals, and the Vandermonde matrix of powers.
+order): evaluation by Horner's rule, sums, products (a convolution), long division,
+derivatives and integrals, the Vandermonde matrix of powers, least-squares fits, and the
+polynomial of given roots.
 
 Example:
     >>> import stage1_autodiff.numpy as jnp
@@ -13,15 +14,19 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import numpy as np
+
 from .. import prims as lax
 from ..core import Tracer, get_aval
 from .assembly import trim_zeros
+from .contractions import dot, outer
 from .creation import arange, full, zeros
+from .linalg import inv, lstsq
 from .promotion import as_value, broadcast_shapes, promote, promote_inexact
-from .reductions import prod
-from .shapes import atleast_1d, concatenate, expand_dims
+from .reductions import prod, sum
+from .shapes import atleast_1d, concatenate, expand_dims, stack
 from .signals import convolve
-from .ufuncs import maximum, power
+from .ufuncs import maximum, power, sqrt
 
 
 def _static_order(m: Any, name: str) -> int:
@@ -161,3 +166,127 @@ def vander(x, N: int | None = None, increasing: bool = False):
     if not increasing:
         powers = (n - 1) - powers
     return power(x[..., None], expand_dims(powers, 0))
+
+
+def polydiv(u, v, *, trim_leading_zeros: bool = False) -> tuple[Any, Any]:
+    """The quotient and remainder of dividing the polynomial ``u`` by ``v``, by long
+    division; the remainder keeps ``u``'s length unless ``trim_leading_zeros`` (then its
+    leading near-zeros go, which needs concrete values).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.polydiv(jnp.array([1.0, -3.0, 2.0]), jnp.array([1.0, -1.0]))
+        (Array([ 1., -2.], dtype=float32), Array([0., 0., 0.], dtype=float32))
+    """
+    u, v = (as_value(x) for x in promote_inexact(u, v))
+    m, n = get_aval(u).shape[0] - 1, get_aval(v).shape[0] - 1
+    scale = 1.0 / v[0]
+    quotient = zeros(max(m - n + 1, 1), dtype=get_aval(u).dtype)
+    for k in range(m - n + 1):
+        digit = scale * u[k]
+        quotient = quotient.at[k].set(digit)
+        u = u.at[k:k + n + 1].add(-digit * v)
+    if trim_leading_zeros:
+        u = _trim_small_leading(u, float(np.sqrt(np.finfo(get_aval(u).dtype).eps)))
+    return quotient, u
+
+
+def _trim_small_leading(u, tolerance: float):
+    """``u`` (concrete) without its leading elements of magnitude under ``tolerance``."""
+    if isinstance(u, Tracer):
+        raise TypeError("polydiv: trim_leading_zeros=True needs concrete values: the "
+                        "remainder's length depends on them.")
+    small = np.abs(np.asarray(u._value)) < tolerance
+    if small.all():
+        return zeros(0, dtype=get_aval(u).dtype)
+    return u[int(np.argmin(small)):]
+
+
+def polyfit(x, y, deg: int, rcond: float | None = None, full: bool = False, w: Any = None,
+            cov: bool | str = False):
+    """The least-squares polynomial of degree ``deg`` through the points (``x``, ``y``)
+    (``y`` 1-D, or 2-D for several fits at once), optionally weighted by ``w``. With
+    ``full``, also the residuals, rank, singular values and ``rcond``; with ``cov``, also
+    the coefficients' covariance matrix (``'unscaled'``: not scaled by the residuals).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> x = jnp.array([0.0, 1.0, 2.0, 3.0])
+        >>> jnp.round(jnp.polyfit(x, 2 * x + 1, 1), 4)
+        Array([2., 1.], dtype=float32)
+    """
+    deg = _static_order(deg, "polyfit")
+    x, y = (as_value(a) for a in promote_inexact(x, y))
+    _check_fit_shapes(x, y, deg)
+    order = deg + 1
+    rcond = get_aval(x).shape[0] * float(np.finfo(get_aval(x).dtype).eps) if rcond is None \
+        else float(rcond)
+    lhs, rhs = vander(x, order), y
+    if w is not None:
+        (w,) = (as_value(a) for a in promote_inexact(w))
+        if get_aval(w).ndim != 1 or get_aval(w).shape[0] != get_aval(y).shape[0]:
+            raise TypeError("polyfit: w must be 1-D, one weight per point.")
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w[:, None] if get_aval(rhs).ndim == 2 else w)
+    scale = sqrt(sum(lhs * lhs, axis=0))
+    lhs = lhs / scale[None, :]  # columns of unit norm, for a better-conditioned solve
+    coefficients, residuals, rank, singular = lstsq(lhs, rhs, rcond)
+    coefficients = (coefficients.T / scale).T
+    if full:
+        return coefficients, residuals, rank, singular, as_value(rcond)
+    if cov:
+        return coefficients, _fit_covariance(lhs, scale, residuals, x, y, order, cov)
+    return coefficients
+
+
+def _check_fit_shapes(x, y, deg: int) -> None:
+    if deg < 0:
+        raise ValueError(f"polyfit: expected deg >= 0, got {deg}.")
+    if get_aval(x).ndim != 1 or get_aval(x).size == 0:
+        raise TypeError(f"polyfit: x must be a non-empty 1-D array, got shape "
+                        f"{get_aval(x).shape}.")
+    if get_aval(y).ndim not in (1, 2):
+        raise TypeError(f"polyfit: y must be 1-D or 2-D, got shape {get_aval(y).shape}.")
+    if get_aval(x).shape[0] != get_aval(y).shape[0]:
+        raise TypeError(f"polyfit: x and y must have the same length, got "
+                        f"{get_aval(x).shape[0]} and {get_aval(y).shape[0]}.")
+
+
+def _fit_covariance(lhs, scale, residuals, x, y, order: int, cov: bool | str):
+    """The covariance of the fitted coefficients: ``inv(lhs.T lhs)`` (of the scaled
+    columns, then unscaled), times the residual variance unless ``cov == 'unscaled'``."""
+    base = inv(dot(lhs.T, lhs)) / outer(scale, scale)
+    if cov == "unscaled":
+        factor = as_value(1.0)
+    else:
+        if get_aval(x).shape[0] <= order:
+            raise ValueError("polyfit: the number of data points must exceed the order to "
+                             "scale the covariance matrix; pass cov='unscaled'.")
+        factor = residuals / (get_aval(x).shape[0] - order)
+    if get_aval(y).ndim == 1:
+        return base * atleast_1d(factor)[None]
+    return base[:, :, None] * atleast_1d(factor)[None, None, :]
+
+
+def poly(seq_of_zeros):
+    """The coefficients of the monic polynomial with the given roots (a 1-D array).
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.poly(jnp.array([1.0, 2.0]))  # (x - 1)(x - 2)
+        Array([ 1., -3.,  2.], dtype=float32)
+    """
+    (roots,) = (atleast_1d(as_value(a)) for a in promote_inexact(seq_of_zeros))
+    shape = get_aval(roots).shape
+    if len(shape) == 2 and shape[0] == shape[1] and shape[0]:
+        raise NotImplementedError("poly of a square matrix needs its eigenvalues "
+                                  "(jnp.linalg.eigvals), which stage 1 does not have; "
+                                  "pass the roots as a 1-D array.")
+    if len(shape) != 1:
+        raise ValueError(f"poly: the input must be 1-D or a non-empty square matrix, got "
+                         f"shape {shape}.")
+    dtype = get_aval(roots).dtype
+    result = lax.full((1,) if shape[0] else (), 1, dtype)
+    for k in range(shape[0]):
+        result = convolve(result, stack([lax.full((), 1, dtype), -roots[k]]), mode="full")
+    return result
