@@ -336,6 +336,25 @@ CALLS: dict[str, list[Call]] = {
                 call("jnp.polyfit(jnp.arange(4.0), b, 1, cov='unscaled')", b="i@4,3")],
     "poly": [call("jnp.poly(a)", a="f@3"), call("jnp.poly(a)", a="i@2"),
              call("jnp.poly(jnp.array([]))"), call("jnp.poly(a)", a="pyf")],
+    # histograms.py
+    "histogramdd": [call("jnp.histogramdd(a, bins=3)", a="f@10,2"),
+                    call("jnp.histogramdd(a, bins=(2, 3), range=[(-1, 1), None], weights=b)",
+                         a="f@8,2", b="fpos@8"),
+                    call("jnp.histogramdd(a, bins=[jnp.array([-2.0, 0.0, 2.0]), 2], "
+                         "density=True)", a="f@9,2"),
+                    call("jnp.histogramdd(a, 2)", a="f@6,3")],
+    "histogram2d": [call("jnp.histogram2d(a, b)", a="f@12", b="f@12"),
+                    call("jnp.histogram2d(a, b, bins=(3, 2), density=True)", a="f@9", b="f@9"),
+                    call("jnp.histogram2d(a, b, bins=jnp.array([-2.0, -0.5, 0.5, 2.0]), "
+                         "weights=c)", a="f@7", b="f@7", c="fpos@7")],
+    # bits.py: packing
+    "packbits": [call("jnp.packbits(a > 0)", a="f@11"),
+                 call("jnp.packbits(a, axis=1, bitorder='little')", a="i@2,10"),
+                 call("jnp.packbits(a, axis=0)", a="b@8,3")],
+    "unpackbits": [call("jnp.unpackbits(a.astype(jnp.uint8) * 50)", a="ipos@3"),
+                   call("jnp.unpackbits(a.astype(jnp.uint8), axis=1, count=5, "
+                        "bitorder='little')", a="ipos@2,2"),
+                   call("jnp.unpackbits(a.astype(jnp.uint8), count=20)", a="ipos@2")],
 }
 
 NN_CALLS: dict[str, list[Call]] = {
@@ -408,6 +427,11 @@ ERROR_CALLS: list[Call] = [
     call("jnp.r_[a, 'x']", a="f@2"), call("jnp.r_['a,b', a]", a="f@2"),
     call("jnp.polyfit(a, a, -1)", a="f@3"), call("jnp.polyfit(a, b, 1)", a="f@3", b="f@4"),
     call("jnp.polyfit(a, a, 3, cov=True)", a="f@3"), call("jnp.poly(a)", a="f@2,3"),
+    call("jnp.histogramdd(a, bins=[2, 2, 2])", a="f@4,2"),
+    call("jnp.histogramdd(a, weights=b)", a="f@4,2", b="f@3"),
+    call("jnp.histogramdd(a, range=[(0, 1)])", a="f@4,2"),
+    call("jnp.packbits(a)", a="f@4"), call("jnp.packbits(a, bitorder='middle')", a="i@4"),
+    call("jnp.unpackbits(a)", a="i@4"),
     call("jnp.lexsort([])"), call("jnp.lexsort([a, b])", a="f@3", b="f@2"),
     call("jnp.partition(a * 1j, 1)", a="f@3"), call("jnp.argpartition(a, 3)", a="f@3"),
 ]

@@ -59,7 +59,7 @@ from .assembly import (
     trim_zeros,
     unstack,
 )
-from .bit_counting import bitwise_count
+from .bits import bitwise_count, packbits, unpackbits
 from .contractions import dot, einsum, inner, matmul, outer, tensordot, vdot
 from .covariance import (
     corrcoef,
@@ -93,6 +93,7 @@ from .functional import (
     piecewise,
     vectorize,
 )
+from .histograms import histogram2d, histogramdd
 from .index_tricks import (
     c_,
     diag_indices,
