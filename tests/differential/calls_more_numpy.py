@@ -355,6 +355,28 @@ CALLS: dict[str, list[Call]] = {
                    call("jnp.unpackbits(a.astype(jnp.uint8), axis=1, count=5, "
                         "bitorder='little')", a="ipos@2,2"),
                    call("jnp.unpackbits(a.astype(jnp.uint8), count=20)", a="ipos@2")],
+    # host_data.py
+    "frombuffer": [call("jnp.frombuffer(a.tobytes(), dtype=jnp.float32)", a="f@3"),
+                   call("jnp.frombuffer(a.tobytes(), dtype=jnp.int32, count=2, offset=4)",
+                        a="i@4")],
+    "fromstring": [call("jnp.fromstring('1 2.5 3', sep=' ')"),
+                   call("jnp.fromstring('4, 5, 6', dtype=int, count=2, sep=',')")],
+    "load": [call("(lambda f: (np.save(f, a), f.seek(0), jnp.load(f))[2])("
+                  "__import__('io').BytesIO())", a="f@2,3")],
+    "save": [call("(lambda f: (jnp.save(f, a), f.seek(0), np.load(f))[2])("
+                  "__import__('io').BytesIO())", a="i@3")],
+    "savez": [call("(lambda f: (jnp.savez(f, x=a), f.seek(0), np.load(f)['x'])[2])("
+                   "__import__('io').BytesIO())", a="f@2")],
+    "from_dlpack": [call("jnp.from_dlpack(np.asarray(a))", a="f@3")],
+    "array_repr": [call("jnp.array_repr(a) == np.array_repr(np.asarray(a))", a="f@2,2")],
+    "array_str": [call("jnp.array_str(a, precision=2) == np.array_str(np.asarray(a), "
+                       "precision=2)", a="f@3")],
+    "printoptions": [call("callable(jnp.printoptions(precision=3).__enter__)")],
+    "get_printoptions": [call("jnp.get_printoptions()['precision']")],
+    "set_printoptions": [call("jnp.set_printoptions(precision=8) is None")],
+    "ComplexWarning": [call("issubclass(jnp.ComplexWarning, Warning)")],
+    # refused in JAX (ERROR_CALLS below): here only that they exist
+    "fromiter": [call("callable(jnp.fromiter)")], "fromfile": [call("callable(jnp.fromfile)")],
 }
 
 NN_CALLS: dict[str, list[Call]] = {
@@ -432,6 +454,7 @@ ERROR_CALLS: list[Call] = [
     call("jnp.histogramdd(a, range=[(0, 1)])", a="f@4,2"),
     call("jnp.packbits(a)", a="f@4"), call("jnp.packbits(a, bitorder='middle')", a="i@4"),
     call("jnp.unpackbits(a)", a="i@4"),
+    call("jnp.fromiter(iter([1, 2]), dtype=int)"), call("jnp.fromfile('x.npy')"),
     call("jnp.lexsort([])"), call("jnp.lexsort([a, b])", a="f@3", b="f@2"),
     call("jnp.partition(a * 1j, 1)", a="f@3"), call("jnp.argpartition(a, 3)", a="f@3"),
 ]

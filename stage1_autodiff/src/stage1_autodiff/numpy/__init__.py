@@ -94,6 +94,22 @@ from .functional import (
     vectorize,
 )
 from .histograms import histogram2d, histogramdd
+from .host_data import (
+    ComplexWarning,
+    array_repr,
+    array_str,
+    from_dlpack,
+    frombuffer,
+    fromfile,
+    fromiter,
+    fromstring,
+    get_printoptions,
+    load,
+    printoptions,
+    save,
+    savez,
+    set_printoptions,
+)
 from .index_tricks import (
     c_,
     diag_indices,
