@@ -377,6 +377,27 @@ CALLS: dict[str, list[Call]] = {
     "ComplexWarning": [call("issubclass(jnp.ComplexWarning, Warning)")],
     # refused in JAX (ERROR_CALLS below): here only that they exist
     "fromiter": [call("callable(jnp.fromiter)")], "fromfile": [call("callable(jnp.fromfile)")],
+    # ufunc_objects.py
+    "frompyfunc": [call("jnp.frompyfunc(lambda x, y: x * y - 1, 2, 1)(a, b)", a="f@2,3",
+                        b="f@3"),
+                   call("jnp.frompyfunc(lambda x, y: x + y, 2, 1, identity=0).reduce(a, axis=1)",
+                        a="i@3,4"),
+                   call("jnp.frompyfunc(lambda x, y: jnp.maximum(x, y), 2, 1).accumulate(a)",
+                        a="f@4,2"),
+                   call("jnp.frompyfunc(lambda x, y: x - y, 2, 1).outer(a, b)", a="f@2",
+                        b="i@3")],
+    "ufunc": [call("jnp.ufunc(lambda x, y: x * y, 2, 1, identity=1).reduce(a, axis=None, "
+                   "keepdims=True)", a="funit@2,3"),
+              call("jnp.ufunc(lambda x, y: x + 2 * y, 2, 1, identity=0).reduce(a, where=b, "
+                   "initial=1.0)", a="f@4,2", b="b@4,2"),
+              call("jnp.ufunc(lambda x, y: x + y, 2, 1).at(a, jnp.array([0, 2, 0]), b, "
+                   "inplace=False)", a="f@4", b="f@3"),
+              call("jnp.ufunc(lambda x: x * 2, 1, 1).at(a, 1, inplace=False)", a="i@3"),
+              call("jnp.ufunc(lambda x, y: x + y, 2, 1).reduceat(a, jnp.array([0, 2, 3]))",
+                   a="f@5,2"),
+              call("jnp.ufunc(lambda x, y: x * y, 2, 1).reduceat(a, jnp.array([1, 0, 3]), "
+                   "axis=1)", a="i@2,4"),
+              call("jnp.ufunc(lambda x, y: x + y, 2, 1, identity=0).reduce(a[:0])", a="f@2")],
 }
 
 NN_CALLS: dict[str, list[Call]] = {
@@ -455,6 +476,11 @@ ERROR_CALLS: list[Call] = [
     call("jnp.packbits(a)", a="f@4"), call("jnp.packbits(a, bitorder='middle')", a="i@4"),
     call("jnp.unpackbits(a)", a="i@4"),
     call("jnp.fromiter(iter([1, 2]), dtype=int)"), call("jnp.fromfile('x.npy')"),
+    call("jnp.ufunc(lambda x: x, 1, 1).reduce(a)", a="f@3"),
+    call("jnp.ufunc(lambda x, y: x + y, 2, 1).reduce(a[:0])", a="f@2"),
+    call("jnp.ufunc(lambda x, y: x + y, 2, 1).reduce(a, where=a > 0)", a="f@2"),
+    call("jnp.ufunc(lambda x, y: x + y, 2, 1).at(a, 0, 1.0)", a="f@2"),
+    call("jnp.ufunc(lambda x, y: x + y, 2, 1).accumulate(a, axis=None)", a="f@2"),
     call("jnp.lexsort([])"), call("jnp.lexsort([a, b])", a="f@3", b="f@2"),
     call("jnp.partition(a * 1j, 1)", a="f@3"), call("jnp.argpartition(a, 3)", a="f@3"),
 ]

@@ -301,6 +301,7 @@ from .type_queries import (
     isreal,
     isrealobj,
 )
+from .ufunc_objects import frompyfunc, ufunc
 from .ufuncs import (
     abs,
     absolute,
