@@ -740,7 +740,8 @@ def test_every_nn_function_has_a_call() -> None:
     """Each function nn.py defines has rows, and each row's name is a function of both our
     nn and JAX's (nn.py also takes some from elsewhere: tanh, dot_product_attention)."""
     defined = sorted(n for n in dir(ours_nn) if callable(getattr(ours_nn, n))
-                     and getattr(getattr(ours_nn, n), "__module__", "") == ours_nn.__name__)
+                     and getattr(getattr(ours_nn, n), "__module__", "") == ours_nn.__name__
+                     and not n.startswith("_"))
     assert not set(defined) - set(NN_CALLS), f"no rows: {sorted(set(defined) - set(NN_CALLS))}"
     assert all(hasattr(ours_nn, name) and hasattr(jax.nn, name) for name in NN_CALLS)
 

@@ -1326,3 +1326,12 @@ def test_with_sharding_constraint_is_a_reshard() -> None:
     np.testing.assert_array_equal(*grads)
     assert not any(grads[0].sharding.spec) and tuple(grads[1].sharding.spec) == ("d",)
 
+
+def test_narrow_running_sums_and_nanmean_accumulate_in_float32() -> None:
+    x = (np.random.default_rng(0).standard_normal(4096) * 3).astype(ml_dtypes.bfloat16)
+    exact = np.cumsum(x.astype(np.float64))
+    ours, theirs = np.asarray(sjnp.cumsum(x), np.float64), np.asarray(jnp.cumsum(x), np.float64)
+    assert np.abs(ours - exact).max() < 1 < np.abs(theirs - exact).max()
+    square, mean = x.reshape(64, 64), float(np.mean(x.astype(np.float64)))
+    assert abs(float(sjnp.nanmean(square)) - mean) < 1e-3 < abs(float(jnp.nanmean(square)) - mean)
+

@@ -77,7 +77,10 @@ def _check_numeric(prim: Primitive, x: Any) -> None:
 def _accumulate(ufunc) -> Callable[..., np.ndarray]:
     def impl(x, *, axis, reverse):
         x = np.flip(x, axis) if reverse else x
-        out = ufunc.accumulate(x, axis=axis, dtype=x.dtype)
+        # A narrow float accumulates in float32 (in its own type the error grows with each
+        # step); each result is rounded once, as XLA's for float16.
+        wide = np.float32 if dtypes.kind(x.dtype) == "f" and x.dtype.itemsize == 2 else x.dtype
+        out = ufunc.accumulate(x, axis=axis, dtype=wide).astype(x.dtype, copy=False)
         return np.ascontiguousarray(np.flip(out, axis) if reverse else out)
     return impl
 

@@ -192,7 +192,7 @@ jvp_rules[tanh_p] = _unary_elementwise_jvp(tanh_p)
 logistic_p = Primitive("logistic", kind=ELEMENTWISE)
 def logistic(x): return logistic_p.bind(x)
 def logistic_impl(x):
-    if x.dtype.kind == "c":  # no order to choose a form by: the plain one, as XLA's
+    if x.dtype.kind == "c" or x.dtype.itemsize < 4:  # as XLA: the plain form, each op rounded
         return (1 / (1 + np.exp(-x))).astype(x.dtype)
     # Two forms so that exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below.
     e = np.exp(-np.abs(x))
@@ -845,10 +845,9 @@ def dot_general(x, y, dimension_numbers, precision=None, preferred_element_type=
     canonicalize_precision(precision)
     (lc, rc), (lb, rb) = dimension_numbers
     dims = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
-    if preferred_element_type is not None:
-        preferred_element_type = dtypes.canonicalize_dtype(preferred_element_type)
+    preferred = preferred_element_type and dtypes.canonicalize_dtype(preferred_element_type)
     return dot_general_p.bind(x, y, dimension_numbers=dims, out_sharding=out_sharding,
-                              preferred_element_type=preferred_element_type)
+                              preferred_element_type=preferred)
 
 
 def _free_dims(ndim: int, contract: Sequence[int], batch: Sequence[int]) -> list[int]:

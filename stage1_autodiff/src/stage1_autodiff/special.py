@@ -121,6 +121,8 @@ ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
 
 
 def erf_inv_impl(x):
+    if x.dtype.itemsize < 4:  # a narrow float: in float32, rounded once, as XLA computes it
+        return erf_inv_impl(x.astype(np.float32)).astype(x.dtype)
     dtype = x.dtype
     w = -np.log1p(-x * x)
     central, tail = w - dtype.type(2.5), np.sqrt(w) - dtype.type(3.0)
@@ -154,8 +156,8 @@ jvp_rules[erf_inv_p] = _unary_elementwise_jvp(erf_inv_p)
 
 
 def _rsqrt_impl(x):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return (1 / np.sqrt(x)).astype(x.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):  # in float32 for a narrow float
+        return (1 / np.sqrt(x.astype(np.promote_types(x.dtype, np.float32)))).astype(x.dtype)
 
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)

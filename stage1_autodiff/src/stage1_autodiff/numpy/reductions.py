@@ -50,10 +50,26 @@ def sum(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False,  # n
         Array([2., 2., 2.], dtype=float32)
     """
     _check_no_out(out)
-    a = _accumulation_dtype(as_value(a), dtype, "sum", promote_integers)
+    a, narrow = widened(as_value(a), dtype)
+    a = _accumulation_dtype(a, dtype, "sum", promote_integers)
     a = _masked(a, where, 0)
-    return _with_initial(_reduce("sum", lax.reduce_sum, a, axis, keepdims), initial, lax.add)
+    out = _with_initial(_reduce("sum", lax.reduce_sum, a, axis, keepdims), initial, lax.add)
+    return narrowed(out, narrow)
 # --8<-- [end:sum]
+
+
+def widened(a: Any, dtype: Any) -> tuple[Any, np.dtype | None]:
+    """A float16 or bfloat16 operand in float32, when no dtype is asked for, and the type to
+    round the result back to: as JAX's, sums of narrow floats accumulate in float32 (in
+    their own type, 4096 bfloat16 values sum with an error of several units)."""
+    narrow = get_aval(a).dtype
+    if dtype is None and dtypes.is_float(narrow) and narrow.itemsize == 2:
+        return convert(a, np.dtype(np.float32)), narrow
+    return a, None
+
+
+def narrowed(out: Any, narrow: np.dtype | None) -> Any:
+    return out if narrow is None else convert(out, narrow)
 
 
 def _masked(a: Any, where: Any, identity: Any) -> Any:
@@ -121,14 +137,16 @@ def mean(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, *,
     """
     _check_no_out(out)
     (a,) = promote_inexact(_requested_dtype(as_value(a), dtype, "mean"))
+    a, narrow = widened(a, dtype)
     shape = get_aval(a).shape
     axes = canonicalize_axes(axis, len(shape), "mean")
     total = sum(a, axes, keepdims=keepdims, where=where)
     aval = get_aval(total)
     if where is not None:  # as many as are kept
-        return lax.div(total, _kept(where, shape, axes, keepdims, aval.dtype))
+        return narrowed(lax.div(total, _kept(where, shape, axes, keepdims, aval.dtype)), narrow)
     # divided by a scalar, as JAX's: div b 3.0:f32[]
-    return lax.div(total, lax.full((), _count(shape, axes), aval.dtype, aval.weak_type))
+    return narrowed(lax.div(total, lax.full((), _count(shape, axes), aval.dtype,
+                                             aval.weak_type)), narrow)
 
 
 def _kept(where: Any, shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool,
@@ -155,6 +173,7 @@ def var(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: boo
             raise ValueError("var: ddof and correction are the same argument; give one.")
         ddof = correction
     (a,) = promote_inexact(_requested_dtype(as_value(a), dtype, "var"))
+    a, narrow = widened(a, dtype)
     shape = get_aval(a).shape
     axes = canonicalize_axes(axis, len(shape), "var")
     center = _mean(a, axes, keepdims=True, where=where) if mean is None else as_value(mean)
@@ -167,9 +186,10 @@ def var(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: boo
         squares = lax.mul(centered, centered)
     total = sum(squares, axes, keepdims=keepdims, where=where)
     if where is None:
-        return lax.div(total, lax.full_like(total, _count(shape, axes) - ddof))
+        return narrowed(lax.div(total, lax.full_like(total, _count(shape, axes) - ddof)),
+                         narrow)
     count = _kept(where, shape, axes, keepdims, get_aval(total).dtype)
-    return lax.div(total, lax.sub(count, lax.full_like(count, ddof)))
+    return narrowed(lax.div(total, lax.sub(count, lax.full_like(count, ddof))), narrow)
 
 
 _mean = mean
@@ -229,8 +249,10 @@ def prod(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, ini
          where=None, promote_integers: bool = True):
     """Product over ``axis`` (of the elements where ``where`` is true), times ``initial``."""
     _check_no_out(out)
-    a = _masked(_accumulation_dtype(as_value(a), dtype, "prod", promote_integers), where, 1)
-    return _with_initial(_reduce("prod", lax.reduce_prod, a, axis, keepdims), initial, lax.mul)
+    a, narrow = widened(as_value(a), dtype)
+    a = _masked(_accumulation_dtype(a, dtype, "prod", promote_integers), where, 1)
+    out = _with_initial(_reduce("prod", lax.reduce_prod, a, axis, keepdims), initial, lax.mul)
+    return narrowed(out, narrow)
 
 
 def all(a, axis: Axis = None, out=None, keepdims: bool = False, *, where=None):  # noqa: A001

@@ -30,7 +30,7 @@ from .promotion import (
     promote_inexact,
     real_only,
 )
-from .reductions import Axis, all, any, max, mean, min, sum
+from .reductions import Axis, all, any, max, mean, min, narrowed, sum, widened
 from .shapes import broadcast_to, concatenate, expand_dims, flip, moveaxis, ravel, reshape
 from .ufuncs import (
     astype,
@@ -140,10 +140,11 @@ def nanmin(a, axis: Axis = None, out=None, keepdims: bool = False, initial=None,
 def nanmean(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, where=None):
     """Mean over ``axis`` of the elements that are not NaN (and where ``where`` is true)."""
     (a,) = promote_inexact(a)
+    a, narrow = widened(a, dtype)  # a count of bfloat16 ones stops at 256
     kept = logical_not(isnan(a))
     total = nansum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
     count = sum(kept, axis=axis, keepdims=keepdims, dtype=get_aval(total).dtype, where=where)
-    return total / count
+    return narrowed(total / count, narrow)
 
 
 # ------------------------------------------------------------------------------------------
