@@ -1335,3 +1335,13 @@ def test_narrow_running_sums_and_nanmean_accumulate_in_float32() -> None:
     square, mean = x.reshape(64, 64), float(np.mean(x.astype(np.float64)))
     assert abs(float(sjnp.nanmean(square)) - mean) < 1e-3 < abs(float(jnp.nanmean(square)) - mean)
 
+
+@pytest.mark.parametrize("name", ["elu", "selu", "hard_swish", "softmax", "silu"])
+def test_float16_results_differ_from_jax_in_the_last_bits(name: str) -> None:
+    x = np.random.default_rng(0).standard_normal(4096) * 3
+    half, brain = x.astype(np.float16), x.astype(ml_dtypes.bfloat16)
+    ours, theirs = (np.asarray(f(half)).view(np.int16).astype(int)
+                    for f in (getattr(sj.nn, name), getattr(jax.nn, name)))
+    assert np.abs(ours - theirs).max() <= 3
+    np.testing.assert_array_equal(getattr(sj.nn, name)(brain), getattr(jax.nn, name)(brain))
+
