@@ -293,6 +293,10 @@ def ndim(a) -> int:
     return get_aval(as_value(a)).ndim
 
 
-def size(a) -> int:
-    """The number of elements of ``a``."""
-    return get_aval(as_value(a)).size
+def size(a, axis: int | Sequence[int] | None = None) -> int:
+    """The number of elements of ``a`` (along ``axis``, if given)."""
+    shape = get_aval(as_value(a)).shape
+    if axis is None:
+        return math.prod(shape)
+    axes = canonicalize_axes(axis, len(shape), "size")
+    return math.prod(shape[d] for d in axes)
