@@ -22,6 +22,7 @@ from .. import dtypes
 from .. import prims as lax
 from ..core import Array, Tracer, get_aval
 from .arrangement import diag
+from .concrete import concrete_value, static_int
 from .creation import arange, full, zeros_like
 from .promotion import as_value, broadcast_shapes, canonicalize_axis, convert
 from .reductions import sum
@@ -76,18 +77,14 @@ def array_split(ary, indices_or_sections: int | Sequence[int] | Any, axis: int =
         [[0, 1], [2, 3], [4]]
     """
     ary = as_value(ary)
-    if isinstance(axis, Tracer):
-        raise TypeError("array_split: axis must be a concrete int.")
-    n = get_aval(ary).shape[canonicalize_axis(operator.index(axis), get_aval(ary).ndim,
-                                              "array_split")]
+    axis = static_int(axis, "array_split's axis")
+    n = get_aval(ary).shape[canonicalize_axis(axis, get_aval(ary).ndim, "array_split")]
     if isinstance(indices_or_sections, (tuple, list)) or np.ndim(indices_or_sections) > 0:
-        if isinstance(indices_or_sections, Tracer):
-            raise TypeError("array_split: the split indices must be concrete: they give "
-                            "the shapes of the parts.")
-        return split(ary, [int(i) for i in np.asarray(indices_or_sections)], axis)
-    if isinstance(indices_or_sections, Tracer):
-        raise TypeError("array_split: the number of sections must be a concrete int.")
-    sections = int(indices_or_sections)
+        cuts = concrete_value(as_value(list(indices_or_sections)) if isinstance(
+            indices_or_sections, (tuple, list)) else indices_or_sections,
+            "array_split's indices", "Pass them as Python ints: they give the parts' shapes.")
+        return split(ary, [int(i) for i in cuts], axis)
+    sections = static_int(indices_or_sections, "array_split's number of sections")
     if sections == 0:  # the error JAX's division by the number of sections raises
         raise ZeroDivisionError("array_split: cannot split into 0 sections; pass a positive "
                                 "number of sections, or the indices to split at.")
@@ -159,11 +156,8 @@ def trim_zeros(filt, trim: str = "fb", axis: int | Sequence[int] | None = None):
         Array([3, 0, 2], dtype=int32)
     """
     filt = as_value(filt)
-    if isinstance(filt, Tracer):
-        raise TypeError("trim_zeros: the result's shape depends on the values, so filt must "
-                        "be concrete (not traced). Under a transformation, mask the zeros "
-                        "instead.")
-    values = np.asarray(filt._value)
+    values = concrete_value(filt, "trim_zeros (its result's shape depends on the values)",
+                            "Under jit, mask the zeros instead.")
     axes = range(values.ndim) if axis is None else \
         [canonicalize_axis(a, values.ndim, "trim_zeros") for a in np.atleast_1d(axis)]
     front, back = "f" in trim.lower(), "b" in trim.lower()
@@ -195,11 +189,8 @@ def _kept_positions(a, obj: Any, axis: int) -> Any:
     n = get_aval(a).shape[axis]
     if isinstance(obj, slice):
         obj = np.arange(n)[obj]
-    elif isinstance(obj, Tracer):
-        raise TypeError("delete: the number of elements left depends on obj, so obj must be "
-                        "concrete; or pass unique integer indices with "
-                        "assume_unique_indices=True.")
-    obj = np.asarray(obj._value if hasattr(obj, "_value") else obj)
+    obj = concrete_value(obj, "delete (the number of elements left depends on obj)",
+                         "Pass unique integer indices with assume_unique_indices=True.")
     if obj.dtype == np.bool_:
         if obj.shape != (n,):
             raise ValueError(f"delete: a boolean obj must be 1-D of the axis' length {n}, "

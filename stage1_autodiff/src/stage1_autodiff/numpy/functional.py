@@ -25,7 +25,8 @@ import numpy as np
 
 from .. import dtypes
 from .. import prims as lax
-from ..core import Tracer, get_aval
+from ..core import get_aval
+from .concrete import static_int
 from .creation import arange, zeros_like
 from .cumulative import cumsum
 from .promotion import as_value, broadcast_shapes, canonicalize_axis
@@ -218,9 +219,8 @@ def fromfunction(function: Callable, shape: Any, *, dtype: Any = float, **kwargs
         Array([[ 0, 10, 20],
                [ 1, 11, 21]], dtype=int32)
     """
-    if isinstance(shape, Tracer) or any(isinstance(d, Tracer) for d in np.atleast_1d(shape)):
-        raise TypeError("fromfunction: shape must be concrete: it is the result's shape.")
-    shape = tuple(int(d) for d in np.atleast_1d(shape)) if np.ndim(shape) else (int(shape),)
+    dims = shape if isinstance(shape, (tuple, list)) else (shape,)
+    shape = tuple(static_int(d, "fromfunction's shape") for d in dims)
     dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "fromfunction")
     grids = [broadcast_to(reshape(arange(n, dtype=dtype), (1,) * k + (n,)
                                   + (1,) * (len(shape) - k - 1)), shape)

@@ -16,7 +16,6 @@ Example:
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -24,8 +23,9 @@ import numpy as np
 
 from .. import dtypes
 from .. import prims as lax
-from ..core import Tracer, get_aval
+from ..core import get_aval
 from .arrangement import meshgrid, tril_indices, triu_indices
+from .concrete import concrete_value, static_int
 from .creation import arange, array, linspace, ones
 from .promotion import as_value, promote
 from .shapes import concatenate, expand_dims, reshape, stack, transpose
@@ -35,14 +35,6 @@ from .ufuncs import clip
 # NumPy's own: they only turn slice syntax into tuples of slices, as JAX's do.
 s_ = np.s_
 index_exp = np.index_exp
-
-
-def _static_int(value: Any, what: str) -> int:
-    """``value`` as a Python int, which a shape needs: a traced value cannot be one."""
-    if isinstance(value, Tracer):
-        raise TypeError(f"{what} must be a concrete int: it gives a shape, which cannot "
-                        f"depend on traced values. Pass it as a static argument.")
-    return operator.index(value)
 
 
 def indices(dimensions: Sequence[int], dtype: Any = None, sparse: bool = False):
@@ -59,7 +51,7 @@ def indices(dimensions: Sequence[int], dtype: Any = None, sparse: bool = False):
     """
     dtype = dtypes.check_and_canonicalize_user_dtype(int if dtype is None else dtype,
                                                      "indices")
-    shape = tuple(_static_int(d, "indices: each of dimensions") for d in dimensions)
+    shape = tuple(static_int(d, "indices: each of dimensions") for d in dimensions)
     grids = []
     for k, size in enumerate(shape):
         grid_shape = (1,) * k + (size,) + (1,) * (len(shape) - k - 1) if sparse else shape
@@ -107,7 +99,7 @@ def diag_indices(n: int, ndim: int = 2) -> tuple[Any, ...]:
         >>> jnp.diag_indices(3)
         (Array([0, 1, 2], dtype=int32), Array([0, 1, 2], dtype=int32))
     """
-    n, ndim = _static_int(n, "diag_indices: n"), _static_int(ndim, "diag_indices: ndim")
+    n, ndim = static_int(n, "diag_indices: n"), static_int(ndim, "diag_indices: ndim")
     for name, value in (("n", n), ("ndim", ndim)):
         if value < 0:
             raise ValueError(f"diag_indices: {name} must be nonnegative, got {value}.")
@@ -153,15 +145,20 @@ def triu_indices_from(arr, k: int = 0) -> tuple[Any, Any]:
 def _grid_from_slice(s: slice, name: str):
     """``arange(start, stop, step)``, or with an imaginary step ``5j`` ``linspace`` of 5
     points including ``stop``."""
-    for part in (s.start, s.stop, s.step):
-        if isinstance(part, Tracer):
-            raise TypeError(f"jnp.{name}: a slice's start, stop and step must be concrete: "
-                            f"they give a shape. Use jnp.arange or jnp.linspace of traced "
-                            f"ends with a static number of points instead.")
-    start, step = s.start or 0, s.step or 1
+    start, stop, step = (_slice_part(part, name) for part in (s.start, s.stop, s.step))
+    start, step = start or 0, step or 1
     if np.iscomplex(step):
-        return linspace(start, s.stop, int(abs(step)))
-    return arange(start, s.stop, step)
+        return linspace(start, stop, int(abs(step)))
+    return arange(start, stop, step)
+
+
+def _slice_part(part: Any, name: str) -> Any:
+    """A slice's start, stop or step as a Python number (an array's must be concrete)."""
+    if part is None or isinstance(part, (int, float, complex, np.generic)):
+        return part
+    return concrete_value(part, f"jnp.{name}: a slice's start, stop and step",
+                          "Use jnp.arange or jnp.linspace of traced ends with a static number "
+                          "of points instead.").item()
 
 
 def _grids(key: slice | tuple[slice, ...], name: str) -> list[Any]:
@@ -208,7 +205,7 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
     if len(multi_index) != len(dims):
         raise ValueError(f"ravel_multi_index: {len(multi_index)} index arrays for "
                          f"{len(dims)} dims.")
-    dims = tuple(_static_int(d, "ravel_multi_index: each of dims") for d in dims)
+    dims = tuple(static_int(d, "ravel_multi_index: each of dims") for d in dims)
     coordinates = [as_value(i) for i in multi_index]
     dtype = _flat_index_dtype(coordinates, dims, dtype)
     coordinates = [_in_range(i, n, mode) for i, n in zip(coordinates, dims)]
@@ -243,10 +240,8 @@ def _flat_index_dtype(coordinates: list[Any], dims: tuple[int, ...], dtype: Any)
 def _in_range(index: Any, n: int, mode: str) -> Any:
     """``index`` checked, wrapped or clipped into ``[0, n)`` as ``mode`` says."""
     if mode == "raise":
-        if isinstance(index, Tracer):
-            raise TypeError("ravel_multi_index: mode='raise' needs concrete indices to check "
-                            "them; under a transformation use mode='wrap' or mode='clip'.")
-        values = np.asarray(index._value)
+        values = concrete_value(index, "ravel_multi_index with mode='raise'",
+                                "Use mode='wrap' or mode='clip' under jit.")
         if np.any((values < 0) | (values >= n)):
             raise ValueError(f"ravel_multi_index: an index is out of range for a dim of "
                              f"size {n}.")

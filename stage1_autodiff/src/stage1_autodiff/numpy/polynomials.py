@@ -11,14 +11,14 @@ Example:
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
 
 from .. import prims as lax
-from ..core import Tracer, get_aval
+from ..core import get_aval
 from .assembly import trim_zeros
+from .concrete import concrete_value, static_int
 from .contractions import dot, outer
 from .creation import arange, full, zeros
 from .linalg import inv, lstsq
@@ -30,10 +30,7 @@ from .ufuncs import maximum, power, sqrt
 
 
 def _static_order(m: Any, name: str) -> int:
-    if isinstance(m, Tracer):
-        raise TypeError(f"{name}: the order m must be a concrete int: it gives the result's "
-                        f"length.")
-    return operator.index(m)
+    return static_int(m, f"{name}'s order (it gives the result's length)")
 
 
 def polyval(p, x, *, unroll: int = 16):
@@ -193,10 +190,9 @@ def polydiv(u, v, *, trim_leading_zeros: bool = False) -> tuple[Any, Any]:
 
 def _trim_small_leading(u, tolerance: float):
     """``u`` (concrete) without its leading elements of magnitude under ``tolerance``."""
-    if isinstance(u, Tracer):
-        raise TypeError("polydiv: trim_leading_zeros=True needs concrete values: the "
-                        "remainder's length depends on them.")
-    small = np.abs(np.asarray(u._value)) < tolerance
+    values = concrete_value(u, "polydiv with trim_leading_zeros=True (the remainder's "
+                               "length depends on the values)", "Pass trim_leading_zeros=False.")
+    small = np.abs(values) < tolerance
     if small.all():
         return zeros(0, dtype=get_aval(u).dtype)
     return u[int(np.argmin(small)):]

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..core import Tracer, get_aval
+from ..core import get_aval
 from .arrangement import vstack
+from .concrete import concrete_value
 from .creation import ones, zeros, zeros_like
 from .index_tricks import indices
 from .promotion import as_value, broadcast_shapes, promote
@@ -28,6 +29,7 @@ from .statistics import argsort, nonzero, searchsorted
 from .ufuncs import astype, clip, where
 
 _ISIN_METHODS = ("auto", "compare_all", "binary_search", "sort")
+_PASS_SIZE = "Pass size= (a Python int), and fill_value= for the missing elements."
 
 
 def isin(element, test_elements, assume_unique: bool = False, invert: bool = False, *,
@@ -90,8 +92,7 @@ def digitize(x, bins, right: bool = False, *, method: str | None = None):
         Array([0, 1, 2], dtype=int32)
     """
     del method  # one search for every method
-    if isinstance(right, Tracer):
-        raise TypeError("digitize: right must be a concrete bool, not a traced value.")
+    right = bool(concrete_value(right, "digitize's right", "Pass a Python bool."))
     bins = as_value(bins)
     if get_aval(bins).ndim != 1:
         raise ValueError(f"digitize: bins must be 1-D, got shape {get_aval(bins).shape}.")
@@ -128,13 +129,11 @@ def compress(condition, a, axis: int | None = None, *, size: int | None = None,
     condition, beyond = condition[:n], condition[n:]
     a = a[:get_aval(condition).shape[0]]
     if size is None:
-        if isinstance(beyond, Tracer) or isinstance(condition, Tracer):
-            raise TypeError("compress: under a transformation, the number of slices kept "
-                            "depends on the values; pass size= (a Python int).")
-        if np.any(np.asarray(beyond._value)):
+        found = concrete_value(condition, "compress without size=", _PASS_SIZE)
+        if np.any(concrete_value(beyond, "compress without size=", _PASS_SIZE)):
             raise ValueError("compress: condition is true at entries beyond a's length "
                              f"{n} along the axis.")
-        return moveaxis(a[condition], 0, axis)
+        return moveaxis(a[np.flatnonzero(found)], 0, axis)
     if not 0 <= size <= n:
         raise ValueError(f"compress: size must be from 0 to a's length along the axis "
                          f"({n}), got {size}.")
@@ -166,10 +165,9 @@ def choose(a, choices: Sequence[Any], out: None = None, mode: str = "raise"):
         raise ValueError(f"choose: a must be of an integer type, got {get_aval(a).dtype}.")
     n = len(choices)
     if mode == "raise":
-        if isinstance(a, Tracer):
-            raise TypeError("choose: mode='raise' needs concrete indices to check them; "
-                            "under a transformation use mode='wrap' or mode='clip'.")
-        if np.any((np.asarray(a._value) < 0) | (np.asarray(a._value) >= n)):
+        values = concrete_value(a, "choose with mode='raise'",
+                                "Use mode='wrap' or mode='clip' under jit.")
+        if np.any((values < 0) | (values >= n)):
             raise ValueError(f"choose: an entry of a is out of range for {n} choices.")
     elif mode == "wrap":
         a = a % n

@@ -21,7 +21,8 @@ import numpy as np
 
 from .. import dtypes
 from .. import prims as lax
-from ..core import Tracer, get_aval
+from ..core import get_aval
+from .concrete import concrete_array, concrete_value
 from .creation import arange
 from .cumulative import unique
 from .promotion import as_value, convert, promote
@@ -55,11 +56,10 @@ def _packed(name: str, values, keep, size: int | None, fill_value: Any):
     inputs only), or the first ``size``, then ``fill_value`` (by default the smallest
     element kept, or 0 if none is)."""
     if size is None:
-        if isinstance(keep, Tracer):
-            raise TypeError(f"{name}: the size of the result depends on the values; under a "
-                            f"transformation pass size= (a Python int), and fill_value= for "
-                            f"the missing elements.")
-        return values[keep]
+        kept = concrete_value(keep, f"{name} without size= (the result's size depends on "
+                                    f"the values)", "Pass size= (a Python int), and "
+                                    "fill_value= for the missing elements.")
+        return values[np.flatnonzero(kept)]
     count = sum(keep)
     n = get_aval(values).shape[0]
     positions = nonzero(keep, size=size, fill_value=0)[0]
@@ -82,6 +82,17 @@ def _flat_pair(ar1, ar2) -> tuple[Any, Any]:
     return ravel(as_value(ar1)), ravel(as_value(ar2))
 
 
+def _fixed(name: str, x, size: int | None, unique_first: bool):
+    """``x`` as a constant when the result's size comes from its values (no ``size``) and
+    it is made unique first: as in JAX, whose ``unique`` takes the concrete value, so no
+    gradient flows back through it then."""
+    if size is not None or not unique_first:
+        return x
+    return concrete_array(x, f"{name} without size= (the result's size depends on the "
+                             f"values)", "Pass size= (a Python int), and fill_value= for "
+                             "the missing elements.")
+
+
 def intersect1d(ar1, ar2, assume_unique: bool = False, return_indices: bool = False, *,
                 size: int | None = None, fill_value: Any = None):
     """The sorted values found in both ``ar1`` and ``ar2``; with ``return_indices``, also
@@ -92,8 +103,7 @@ def intersect1d(ar1, ar2, assume_unique: bool = False, return_indices: bool = Fa
         >>> jnp.intersect1d(jnp.array([1, 4, 2]), jnp.array([2, 1]), size=3, fill_value=-1)
         Array([ 1,  2, -1], dtype=int32)
     """
-    del assume_unique  # the same result, found the same way
-    ar1, ar2 = _flat_pair(ar1, ar2)
+    ar1, ar2 = (_fixed("intersect1d", a, size, not assume_unique) for a in _flat_pair(ar1, ar2))
     first = _sorted_firsts(ar1)
     keep = first.keep & isin(first.values, ar2)
     values = _packed("intersect1d", first.values, keep, size, fill_value)
@@ -118,7 +128,8 @@ def setdiff1d(ar1, ar2, assume_unique: bool = False, *, size: int | None = None,
         >>> jnp.setdiff1d(jnp.array([5, 1, 3, 1]), jnp.array([3]))
         Array([1, 5], dtype=int32)
     """
-    ar1, ar2 = ravel(as_value(ar1)), ravel(as_value(ar2))
+    ar1 = _fixed("setdiff1d", ravel(as_value(ar1)), size, not assume_unique)
+    ar2 = ravel(as_value(ar2))
     fill_value = 0 if fill_value is None else fill_value
     if assume_unique:
         return _packed("setdiff1d", ar1, logical_not(isin(ar1, ar2)), size, fill_value)
@@ -136,9 +147,7 @@ def union1d(ar1, ar2, *, size: int | None = None, fill_value: Any = None):
         >>> jnp.union1d(jnp.array([3, 1]), jnp.array([2, 3]))
         Array([1, 2, 3], dtype=int32)
     """
-    if size is None and any(isinstance(a, Tracer) for a in (ar1, ar2)):
-        raise TypeError("union1d: the size of the result depends on the values; under a "
-                        "transformation pass size= (a Python int).")
+    ar1, ar2 = (_fixed("union1d", as_value(a), size, True) for a in (ar1, ar2))
     return unique(concatenate([ar1, ar2], axis=None), size=size, fill_value=fill_value)
 
 
@@ -151,8 +160,7 @@ def setxor1d(ar1, ar2, assume_unique: bool = False, *, size: int | None = None,
         >>> jnp.setxor1d(jnp.array([1, 2, 3]), jnp.array([2, 3, 4]))
         Array([1, 4], dtype=int32)
     """
-    del assume_unique
-    ar1, ar2 = _flat_pair(ar1, ar2)
+    ar1, ar2 = (_fixed("setxor1d", a, size, not assume_unique) for a in _flat_pair(ar1, ar2))
     first1, first2 = _sorted_firsts(ar1), _sorted_firsts(ar2)
     values = concatenate([first1.values, first2.values])
     keep = concatenate([first1.keep & logical_not(isin(first1.values, ar2)),
@@ -200,13 +208,15 @@ def unique_values(x, /, *, size: int | None = None, fill_value: Any = None):
         >>> jnp.unique_values(jnp.array([3, 1, 3]))
         Array([1, 3], dtype=int32)
     """
-    return unique(x, equal_nan=False, size=size, fill_value=fill_value)
+    return unique(_fixed("unique_values", x, size, True), equal_nan=False, size=size,
+                  fill_value=fill_value)
 
 
 def unique_counts(x, /, *, size: int | None = None,
                   fill_value: Any = None) -> _UniqueCountsResult:
     """The sorted unique values of ``x`` and how often each occurs."""
-    return _UniqueCountsResult(*unique(x, return_counts=True, equal_nan=False, size=size,
+    return _UniqueCountsResult(*unique(_fixed("unique_counts", x, size, True),
+                                      return_counts=True, equal_nan=False, size=size,
                                       fill_value=fill_value))
 
 
@@ -214,7 +224,8 @@ def unique_inverse(x, /, *, size: int | None = None,
                    fill_value: Any = None) -> _UniqueInverseResult:
     """The sorted unique values of ``x`` and, for each element of ``x``, the index of its
     value among them (shaped as ``x``)."""
-    return _UniqueInverseResult(*unique(x, return_inverse=True, equal_nan=False, size=size,
+    return _UniqueInverseResult(*unique(_fixed("unique_inverse", x, size, True),
+                                       return_inverse=True, equal_nan=False, size=size,
                                        fill_value=fill_value))
 
 
@@ -227,6 +238,6 @@ def unique_all(x, /, *, size: int | None = None, fill_value: Any = None) -> _Uni
         >>> jnp.unique_all(jnp.array([2, 1, 2])).counts
         Array([1, 2], dtype=int32)
     """
-    return _UniqueAllResult(*unique(x, return_index=True, return_inverse=True,
-                                   return_counts=True, equal_nan=False, size=size,
-                                   fill_value=fill_value))
+    return _UniqueAllResult(*unique(_fixed("unique_all", x, size, True), return_index=True,
+                                    return_inverse=True, return_counts=True, equal_nan=False,
+                                    size=size, fill_value=fill_value))

@@ -17,18 +17,18 @@ import numpy as np
 
 from .. import dtypes
 from .. import prims as lax
-from ..core import Tracer, get_aval
+from ..core import get_aval
+from .concrete import static_int
 from .promotion import as_value, promote_inexact
 from .ufuncs import abs, cos, exp, sqrt, where
 
 
 def _points(name: str, M: int) -> Any:
     """The positions 0, 1, ..., M - 1 as floats; None when the window is all ones (M <= 1)."""
-    if isinstance(M, Tracer):
-        raise TypeError(f"jnp.{name}: M must be a concrete int: it is the window's length.")
-    if int(M) <= 1:
+    M = static_int(M, f"jnp.{name}'s M (the window's length)")
+    if M <= 1:
         return None
-    return lax.iota(dtypes.default_float_dtype(), (int(M),))
+    return lax.iota(dtypes.default_float_dtype(), (M,))
 
 
 def _ones(M: int):
