@@ -84,16 +84,11 @@ def nanprod(a, axis: Axis = None, dtype: Any = None, out: None = None, keepdims:
         >>> jnp.nanprod(jnp.array([2.0, jnp.nan, 3.0]))
         Array(6., dtype=float32)
     """
-    _check_no_out(out)
     a = as_value(a)
     if dtypes.is_inexact(get_aval(a).dtype):
         a = _where(isnan(a), 1, a)
-    if where is not None:
-        a = _where(where, a, 1)
-    result = prod(a, axis=axis, dtype=dtype, keepdims=keepdims)
-    if initial is not None:
-        result = astype(result * initial, get_aval(result).dtype)
-    return result
+    return prod(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial,
+                where=where)
 
 
 def _nan_arg_extremum(arg_reduce, fill: float, a, axis: int | None, out: None,
