@@ -5,6 +5,7 @@ import sys
 
 from stage1_autodiff.scipy import linalg, special, stats
 
-for _name, _module in {"linalg": linalg, "special": special, "stats": stats,
-                       "stats.norm": stats.norm}.items():
+for _name, _module in {"linalg": linalg, "special": special, "stats": stats}.items():
     sys.modules[f"{__name__}.{_name}"] = _module
+for _name in stats.__all__:  # each distribution, so that ``import <stage>.scipy.stats.t`` works
+    sys.modules[f"{__name__}.stats.{_name}"] = getattr(stats, _name)
