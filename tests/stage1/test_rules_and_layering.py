@@ -154,6 +154,13 @@ DTYPE_CASES: dict[str, list[DtypeCase]] = {
     **{name: _unary_float(getattr(lax, name)) for name in  # special.py
        ["rsqrt", "erf", "erfc", "lgamma", "digamma"]},
     "polygamma": [(lambda: lax.polygamma(a([0.0, 1.0, 2.0]), Y), (f32,))],
+    **{name: [(lambda fn=getattr(lax, name): fn(a([0.5, 1.0, 3.0]), Y), (f32,))]
+       for name in ["igamma", "igammac", "igamma_grad_a", "zeta"]},  # special_functions.py
+    "regularized_incomplete_beta": [(lambda: lax.betainc(Y, Y, a([0.1, 0.5, 0.9])), (f32,))],
+    "bessel_i0e": _unary_float(lax.bessel_i0e),
+    "bessel_i1e": _unary_float(lax.bessel_i1e),
+    **{name: _unary_float(getattr(lax, name)) for name in ["erfcx", "dawsn", "expi", "spence"]},
+    "expn": [(lambda: lax.expn(a([0.0, 1.0, 3.0]), Y), (f32,))],
     "clamp": [(lambda: lax.clamp(a([0.3, 0.3, 0.3]), X, a([0.6, 0.6, 0.6])), (f32,)),
               (lambda: lax.clamp(a([0, 0, 0], np.int32), N, a([4, 4, 4], np.int32)), (i32,))],
     "nextafter": [(lambda: lax.nextafter(X, Y), (f32,))],

@@ -103,10 +103,19 @@ def safe_square(v):
 safe_square.defjvp(lambda p, t: (safe_square(p[0]), 2.0 * p[0] * t[0]))
 
 
+def _special_functions(t):
+    """Stage 1's special_functions.py primitives, on positive operands."""
+    sp = jax.scipy.special
+    return (sp.gammainc(t, 1.5), sp.gammaincc(t, 1.5), lax.igamma_grad_a(t, t),
+            sp.betainc(t, 2.0, 0.5), sp.zeta(t + 1, t), sp.i0e(t), sp.i1e(t), sp.erfcx(t),
+            sp.dawsn(t), sp.expi(t), sp.spence(t), sp.expn(2, t))
+
+
 # Each case: the function and its inputs. Together they bind every primitive with a
 # sharding rule (checked below).
 _M = np.random.default_rng(5).standard_normal((8, 3, 3)).astype(np.float32)
 SPD8 = _M @ _M.transpose(0, 2, 1) + 3 * np.eye(3, dtype=np.float32)  # 8 matrices, 3x3
+
 
 CASES: dict[str, tuple[Callable, tuple]] = {
     "unary": (lambda x: (
@@ -119,7 +128,7 @@ CASES: dict[str, tuple[Callable, tuple]] = {
         jnp.cbrt(x), jnp.exp2(x), lax.rsqrt(jnp.abs(x) + 1), lax.erf(x), lax.erfc(x),
         lax.lgamma(jnp.abs(x) + 0.5), lax.digamma(jnp.abs(x) + 0.5),
         lax.polygamma(jnp.ones_like(x), jnp.abs(x) + 0.5), lax.clamp(-0.5, x, 0.5),
-        lax.nextafter(x, jnp.zeros_like(x))), (F,)),
+        lax.nextafter(x, jnp.zeros_like(x)), *_special_functions(jnp.abs(x) + 0.5)), (F,)),
     "binary": (lambda x, y: (
         x + y, x - y, x * y, x / (jnp.abs(y) + 1), lax.rem(x, jnp.abs(y) + 1),
         jnp.power(jnp.abs(x) + 0.5, y), jnp.maximum(x, y), jnp.minimum(x, y),

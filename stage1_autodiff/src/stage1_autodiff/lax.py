@@ -141,6 +141,22 @@ from .prims import (
 # isort: on
 from .slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, tile
 from .special import clamp, digamma, erf, erfc, lgamma, nextafter, polygamma, rsqrt
+from .special_functions import (
+    bessel_i0e,
+    bessel_i0e_p,
+    bessel_i1e,
+    bessel_i1e_p,
+    betainc,
+    igamma,
+    igamma_grad_a,
+    igamma_grad_a_p,
+    igamma_p,
+    igammac,
+    igammac_p,
+    regularized_incomplete_beta_p,
+    zeta,
+    zeta_p,
+)
 from .windowed import (
     padtype_to_pads,
     reduce_window,
@@ -170,6 +186,9 @@ __all__ = [
 ]
 __all__ += ["clamp", "digamma", "erf", "erfc", "lgamma", "nextafter", "polygamma",
             "rsqrt"]  # special.py
+__all__ += ["bessel_i0e", "bessel_i0e_p", "bessel_i1e", "bessel_i1e_p", "betainc", "igamma",
+            "igamma_grad_a", "igamma_grad_a_p", "igamma_p", "igammac", "igammac_p",
+            "regularized_incomplete_beta_p", "zeta", "zeta_p"]  # special_functions.py
 __all__ += ["associative_scan", "cummax", "cummin", "cumprod", "cumsum", "reduce",
             "top_k"]  # cumulative.py
 __all__ += ["dynamic_index_in_dim", "dynamic_slice", "dynamic_slice_in_dim",

@@ -16,6 +16,7 @@ from .primitives import *  # noqa: F403 (elementwise, shape, reductions, dot_gen
 from .slicing import *  # noqa: F403 (gather, the scatters, sort)
 from .more_math import *  # noqa: F403 (sinh... asin... atanh, cbrt, exp2)
 from .special import *  # noqa: F403 (erf_inv, rsqrt, erf, lgamma, digamma, clamp...)
+from .special_functions import *  # noqa: F403 (igamma, igammac, betainc, zeta, bessel_i0e...)
 from .cumulative import *  # noqa: F403 (cumsum, cumprod, cummax, cummin, reduce, top_k)
 from .dynamic_slicing import *  # noqa: F403 (dynamic_slice, dynamic_update_slice)
 from .windowed import *  # noqa: F403 (reduce_window_sum, _max, _min)

@@ -515,6 +515,22 @@ for prim in p.SPECIAL:
         _unary(prim, _FLOAT))
 
 
+def betainc_abstract_eval(a: ShapedArray, b: ShapedArray, x: ShapedArray) -> ShapedArray:
+    """Three float operands of one shape and dtype (lax.betainc broadcasts first)."""
+    _check_equal(p.regularized_incomplete_beta_p, a, b, x)
+    _check_kinds(p.regularized_incomplete_beta_p, _FLOAT, a, b, x)
+    return ShapedArray(x.shape, x.dtype, a.weak_type and b.weak_type and x.weak_type)
+
+
+# special_functions.py's: unary or binary on floats, but for the ternary betainc
+for prim in p.SPECIAL_FUNCTIONS:
+    abstract_eval_rules[prim] = (
+        betainc_abstract_eval if prim is p.regularized_incomplete_beta_p else
+        _unary(prim, _FLOAT) if prim in (p.bessel_i0e_p, p.bessel_i1e_p, p.erfcx_p,
+                                         p.dawsn_p, p.expi_p, p.spence_p) else
+        _binary(prim, _FLOAT))
+
+
 
 
 # ------------------------------------------------------------------------------------------

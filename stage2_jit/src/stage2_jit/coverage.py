@@ -31,6 +31,9 @@ CPU_FALLBACK: dict[Primitive, str] = {
            "not yet written; the interpreter calls NumPy's",
     p.polygamma_p: "its Hurwitz zeta sum takes a number of terms that depends on each element "
                    "(and on m), not yet written as a kernel_math function; NumPy's impl runs",
+    **dict.fromkeys(p.SPECIAL_FUNCTIONS, "SciPy's igamma, betainc, zeta and Bessel functions "
+                    "(series and continued fractions of data-dependent length) are not yet "
+                    "written as kernel_math functions; NumPy's impl calls SciPy's"),
     p.top_k_p: "a partial sort of each line (a selection of the k largest, NaN first, ties in "
                "index order), not yet written as a loop rule; NumPy's impl runs",
     debug_print_p: "an effect (printing on every call), which a compiled kernel cannot do",
@@ -57,6 +60,8 @@ CUDA_MISSING: dict[Primitive, str] = {
                  "(kernel_math.digamma_f64); CUDA has no digamma in its math module",
     p.polygamma_p: "its Hurwitz zeta sum takes a number of terms that depends on each "
                    "element; not yet written for either backend",
+    **dict.fromkeys(p.SPECIAL_FUNCTIONS, "SciPy's igamma, betainc, zeta and Bessel functions "
+                    "are not yet written for either backend; they run on the host"),
     p.nextafter_p: "numba-cuda's math module has no nextafter, and the bit arithmetic it "
                    "needs is not yet written for CUDA",
     p.sort_p: "a sort of each line needs a parallel sorting network (bitonic or radix), not "

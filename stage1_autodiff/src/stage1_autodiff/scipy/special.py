@@ -15,18 +15,25 @@ NB: JAX's functions are in ``jax/_src/scipy/special.py``; ``logsumexp`` in
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
 
+from .. import nn
 from .. import numpy as jnp
 from .. import prims as lax
 from ..core import get_aval
+from ..custom_derivatives import custom_jvp
 from ..nn import logsumexp
 from ..numpy.promotion import convert, promote_and_broadcast, promote_inexact
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "expit", "gammaln", "log_ndtr",
-           "logit", "logsumexp", "ndtr", "ndtri", "polygamma", "xlog1py", "xlogy"]
+__all__ = ["bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn",
+           "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn",
+           "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e",
+           "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
+           "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "softmax", "spence",
+           "xlog1py", "xlogy", "zeta"]
 
 def erf(x: Any) -> Any:
     """The error function, 2/sqrt(pi) times the integral of exp(-t**2) from 0 to x."""
@@ -183,3 +190,340 @@ def log_ndtr(x: Any) -> Any:
                 + jnp.log(series))
     return _strong(jnp.where(far_left, log_left, jnp.where(
         right, jnp.log1p(-ndtr(-x_right)), jnp.log(ndtr(x_mid)))))
+
+
+# ------------------------------------------------------------------------------------------
+# softmax and log_softmax: jax.nn's, over every axis unless told
+# ------------------------------------------------------------------------------------------
+
+
+def softmax(x: Any, /, *, axis: int | tuple[int, ...] | None = None) -> Any:
+    """exp(x) normalized to sum to 1 over ``axis`` (all axes by default, as SciPy's).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.scipy.special.softmax(jax.numpy.array([[0.0, 0.0], [0.0, 0.0]])))
+        [[0.25 0.25]
+         [0.25 0.25]]
+    """
+    return nn.softmax(x, axis=axis)
+
+
+def log_softmax(x: Any, /, *, axis: int | tuple[int, ...] | None = None) -> Any:
+    """x minus its logsumexp over ``axis`` (all axes by default)."""
+    return nn.log_softmax(x, axis=axis)
+
+
+# ------------------------------------------------------------------------------------------
+# The gamma function and its relatives, from lgamma and the sign of Gamma
+# ------------------------------------------------------------------------------------------
+
+
+def gammasgn(x: Any) -> Any:
+    """The sign of Gamma(x): -1 on the intervals (-2k-1, -2k) and at -0, else +1; NaN at the
+    negative integers (the poles, where the sign depends on the side), -inf and NaN."""
+    (x,) = promote_inexact(x)
+    negative = x < 0
+    floor_x = lax.floor(x)
+    undefined = (negative & (x == floor_x)) | jnp.isnan(x)
+    minus = (negative & (jnp.remainder(floor_x, 2) != 0)) | ((x == 0) & jnp.signbit(x))
+    one = _strong(jnp.ones_like(x))  # a strongly typed result, as JAX's
+    return jnp.where(undefined, np.nan * one, jnp.where(minus, -one, one))
+
+
+def gamma(x: Any) -> Any:
+    """Gamma(x), as gammasgn(x) exp(gammaln(x)); NaN at the poles 0 > x in the integers.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.scipy.special.gamma(5.0))
+        24.0
+    """
+    (x,) = promote_inexact(x)
+    return gammasgn(x) * jnp.exp(lax.lgamma(x))
+
+
+def loggamma(x: Any) -> Any:
+    """log Gamma(x) for real x > 0; NaN elsewhere (the principal branch is complex there)."""
+    (x,) = promote_inexact(x)
+    return jnp.where(x > 0, lax.lgamma(x), np.nan)
+
+
+def betaln(a: Any, b: Any) -> Any:
+    """log |B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b).
+
+    NB: JAX (``jax/_src/third_party/scipy/betaln.py``) corrects for the cancellation when
+    a or b is large; this direct sum loses digits there."""
+    a, b = promote_inexact(a, b)
+    return lax.lgamma(a) + lax.lgamma(b) - lax.lgamma(a + b)
+
+
+def beta(a: Any, b: Any) -> Any:
+    """B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b), its sign from gammasgn."""
+    a, b = promote_inexact(a, b)
+    sign = gammasgn(a) * gammasgn(b) * gammasgn(a + b)
+    return sign * jnp.exp(betaln(a, b))
+
+
+def factorial(n: Any, exact: bool = False) -> Any:
+    """n! = Gamma(n + 1) as a float (0 for n < 0); ``exact=True`` is not supported, as in JAX.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.scipy.special.factorial(4))
+        24.0
+    """
+    if exact:
+        raise NotImplementedError("factorial with exact=True")
+    (n,) = promote_inexact(n)
+    return jnp.where(n < 0, 0, jnp.exp(lax.lgamma(n + 1)))
+
+
+def comb(N: Any, k: Any, *, repetition: bool = False) -> Any:  # noqa: N803 -- SciPy's name
+    """N choose k, exp(gammaln(N + 1) - gammaln(k + 1) - gammaln(N - k + 1)): 0 where k < 0,
+    N < 0 or k > N; with ``repetition``, (N + k - 1) choose k (1 at k = 0 for N >= 0)."""
+    N, k = promote_inexact(N, k)  # noqa: N806
+    if repetition:
+        return jnp.where((k == 0) & (N >= 0), 1.0, comb(N + k - 1, k))
+    defined = (k <= N) & (N >= 0) & (k >= 0)
+    safe_n, safe_k = jnp.where(defined, N, 0.0), jnp.where(defined, k, 0.0)
+    log_comb = (lax.lgamma(safe_n + 1) - lax.lgamma(safe_k + 1)
+                - lax.lgamma(safe_n + 1 - safe_k))
+    return jnp.where(defined, jnp.exp(log_comb), 0.0)
+
+
+@custom_jvp
+def poch(z: Any, m: Any) -> Any:
+    """The rising factorial (z)_m = Gamma(z + m) / Gamma(z); 1 where m = 0."""
+    z, m = promote_inexact(z, m)
+    return jnp.where(m == 0, jnp.ones_like(z), gamma(z + m) / gamma(z))  # strong, as JAX's
+
+
+@poch.defjvp
+def _poch_jvp(primals: tuple, tangents: tuple) -> tuple:
+    """d/dz (z)_m = (psi(z + m) - psi(z)) (z)_m and d/dm (z)_m = psi(z + m) (z)_m."""
+    (z, m), (z_dot, m_dot) = primals, tangents
+    out = poch(z, m)
+    z, m = promote_inexact(z, m)
+    psi_sum = lax.digamma(z + m)
+    return out, ((psi_sum - lax.digamma(z)) * z_dot + psi_sum * m_dot) * out
+
+
+def multigammaln(a: Any, d: int) -> Any:
+    """log Gamma_d(a) = d (d - 1) / 4 log(pi) + sum_{i<d} gammaln(a - i / 2); ``d`` a
+    concrete integer."""
+    d = int(d)  # truncated, as JAX's; a traced d raises a ConcretizationTypeError
+    a, d_ = promote_inexact(a, d)
+    constant = 0.25 * d_ * (d_ - 1) * math.log(math.pi)
+    halves = jnp.arange(d, dtype=d_.dtype) / 2
+    return jnp.sum(lax.lgamma(jnp.expand_dims(a, -1) - halves), axis=-1) + constant
+
+
+
+# ------------------------------------------------------------------------------------------
+# Entropies and the Box-Cox transforms
+# ------------------------------------------------------------------------------------------
+
+
+def rel_entr(p: Any, q: Any) -> Any:
+    """p log(p / q) where p, q > 0; 0 where p = 0 and q >= 0; +inf elsewhere.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.scipy.special.rel_entr(0.0, 2.0))
+        0.0
+    """
+    p, q = promote_inexact(p, q)
+    positive = (p > 0) & (q > 0)
+    safe_p, safe_q = jnp.where(positive, p, 1), jnp.where(positive, q, 1)
+    log_ratio = xlogy(safe_p, safe_p) - xlogy(safe_p, safe_q)
+    zero = jnp.zeros_like(p)
+    return jnp.where(positive, log_ratio, jnp.where((p == 0) & (q >= 0), zero, np.inf))
+
+
+def kl_div(p: Any, q: Any) -> Any:
+    """rel_entr(p, q) - p + q, the summand of a Kullback-Leibler divergence."""
+    p, q = promote_inexact(p, q)
+    return rel_entr(p, q) - p + q
+
+
+def _boxcox(log_x: Any, lmbda: Any) -> Any:
+    """(exp(lmbda log_x) - 1) / lmbda, its limit log_x where lmbda is 0."""
+    zero = lmbda == 0
+    safe_lmbda = jnp.where(zero, jnp.ones_like(lmbda), lmbda)
+    return jnp.where(zero, log_x, jnp.expm1(safe_lmbda * log_x) / safe_lmbda)
+
+
+def boxcox(x: Any, lmbda: Any) -> Any:
+    """The Box-Cox transform (x^lmbda - 1) / lmbda, log(x) at lmbda = 0; NaN for x < 0."""
+    x, lmbda = promote_inexact(x, lmbda)
+    return _boxcox(jnp.log(x), lmbda)
+
+
+def boxcox1p(x: Any, lmbda: Any) -> Any:
+    """boxcox(1 + x, lmbda), without the rounding of 1 + x for small x."""
+    x, lmbda = promote_inexact(x, lmbda)
+    return _boxcox(jnp.log1p(x), lmbda)
+
+
+# ------------------------------------------------------------------------------------------
+# lax's special_functions.py: incomplete gamma and beta, Hurwitz zeta, Bessel functions
+# ------------------------------------------------------------------------------------------
+
+
+def _binary(name: str, x: Any, y: Any) -> list[Any]:
+    return promote_and_broadcast(name, x, y, inexact=True, keep_scalars=False)
+
+
+def gammainc(a: Any, x: Any) -> Any:
+    """P(a, x), the regularized lower incomplete gamma function.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.scipy.special.gammainc(1.0, 2.0))  # 1 - exp(-2)
+        0.86466473
+    """
+    return lax.igamma(*_binary("gammainc", a, x))
+
+
+def gammaincc(a: Any, x: Any) -> Any:
+    """Q(a, x) = 1 - P(a, x), the regularized upper incomplete gamma function."""
+    return lax.igammac(*_binary("gammaincc", a, x))
+
+
+def betainc(a: Any, b: Any, x: Any) -> Any:
+    """I_x(a, b), the regularized incomplete beta function; differentiable in x only.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.scipy.special.betainc(1.0, 1.0, 0.25))
+        0.25
+    """
+    a, b, x = promote_and_broadcast("betainc", a, b, x, inexact=True, keep_scalars=False)
+    return lax.betainc(a, b, x)
+
+
+def zeta(x: Any, q: Any = None) -> Any:
+    """The Hurwitz zeta function, the sum over k >= 0 of (q + k)^-x; ``q`` is required (the
+    Riemann zeta function, q = 1, is not implemented, as in JAX)."""
+    if q is None:
+        raise NotImplementedError("Riemann zeta function not implemented; pass q != None to "
+                                  "compute the Hurwitz Zeta function.")
+    return lax.zeta(*_binary("zeta", x, q))
+
+
+def i0e(x: Any) -> Any:
+    """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0."""
+    (x,) = promote_inexact(x)
+    return lax.bessel_i0e(x)
+
+
+def i0(x: Any) -> Any:
+    """I0(x), the modified Bessel function of the first kind of order 0.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.scipy.special.i0(0.0))
+        1.0
+    """
+    (x,) = promote_inexact(x)
+    return jnp.exp(jnp.abs(x)) * lax.bessel_i0e(x)
+
+
+def i1e(x: Any) -> Any:
+    """exp(-|x|) I1(x), the exponentially scaled modified Bessel function of order 1."""
+    (x,) = promote_inexact(x)
+    return lax.bessel_i1e(x)
+
+
+def i1(x: Any) -> Any:
+    """I1(x), the modified Bessel function of the first kind of order 1."""
+    (x,) = promote_inexact(x)
+    return jnp.exp(jnp.abs(x)) * lax.bessel_i1e(x)
+
+
+# ------------------------------------------------------------------------------------------
+# Bernoulli numbers
+# ------------------------------------------------------------------------------------------
+
+
+def bernoulli(n: int) -> Any:
+    """The Bernoulli numbers B_0 ... B_n (B_1 = -1/2), in the default float dtype: the even
+    ones from B_2k = (-1)^(k+1) 2 (2k)! zeta(2k) / (2 pi)^(2k), zeta summed to 50 terms.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.scipy.special.bernoulli(4))
+        [ 1.         -0.5         0.16666667  0.         -0.03333325]
+    """
+    n = operator.index(n)
+    if n < 0:
+        raise ValueError("n must be a non-negative integer.")
+    first = np.array([1.0, -0.5, 1 / 6])[:n + 1]
+    m = np.arange(4, n + 1, 2, dtype=np.float64)
+    ratio = np.cumprod(-(m - 1) * m / (4 * np.pi ** 2)) / np.pi ** 2  # 2 (2k)! / (2 pi)^2k
+    k = np.arange(2, 50, dtype=np.float64)
+    zeta_of_m = 1 + np.sum(k[:, None] ** -m[None, :], axis=0)
+    numbers = np.zeros(n + 1)
+    numbers[:first.size] = first
+    numbers[4::2] = ratio * zeta_of_m
+    return jnp.asarray(numbers, dtype=jnp.result_type(float))
+
+
+# ------------------------------------------------------------------------------------------
+# erfcx, dawsn and the exponential integrals; spence
+# ------------------------------------------------------------------------------------------
+
+
+def erfcx(x: Any) -> Any:
+    """exp(x^2) erfc(x), the scaled complementary error function (no overflow for large x).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.scipy.special.erfcx(0.0))
+        1.0
+    """
+    (x,) = promote_inexact(x)
+    return _strong(lax.erfcx(x))
+
+
+def dawsn(x: Any) -> Any:
+    """Dawson's integral exp(-x^2) times the integral of exp(t^2) from 0 to x."""
+    (x,) = promote_inexact(x)
+    return _strong(lax.dawsn(x))
+
+
+def expi(x: Any) -> Any:
+    """Ei(x), the principal value of the integral of exp(t) / t from -inf to x; NaN at 0 and
+    at +-inf (where Ei tends to -inf, +inf and 0), as JAX's."""
+    (x,) = promote_inexact(x)
+    return _strong(jnp.where((x == 0) | jnp.isinf(x), np.nan, lax.expi(x)))
+
+
+def expn(n: Any, x: Any) -> Any:
+    """E_n(x), the integral over t > 1 of exp(-x t) / t^n; NaN for n < 0 or x < 0, and at
+    x = +inf (where it tends to 0), as JAX's.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.scipy.special.expn(0, 1.0))  # exp(-1)
+        0.36787945
+    """
+    n, x = _binary("expn", n, x)
+    return _strong(jnp.where(x == np.inf, np.nan, lax.expn(n, x)))
+
+
+def exp1(x: Any) -> Any:
+    """E_1(x) = expn(1, x), the exponential integral."""
+    (x,) = promote_inexact(x)
+    return expn(1, x)
+
+
+def spence(x: Any) -> Any:
+    """Spence's function, the integral of log(t) / (1 - t) from 1 to x; NaN for x < 0.
+    Only float32 and float64 operands are accepted (no promotion), as in JAX."""
+    x = jnp.asarray(x)
+    if x.dtype not in (np.float32, np.float64):
+        raise TypeError(f"x.dtype={x.dtype} is not supported, see docstring for supported "
+                        "types.")
+    return lax.spence(x)

@@ -1,0 +1,313 @@
+"""The special functions of ``lax`` that need more than ``math``: the regularized incomplete
+gamma and beta functions (``igamma``, ``igammac``, ``igamma_grad_a``, ``betainc``), the Hurwitz
+zeta function (``zeta``) and the exponentially scaled modified Bessel functions of orders 0
+and 1 (``bessel_i0e``, ``bessel_i1e``), each an elementwise primitive on floats; and five of
+``jax.scipy.special``'s that JAX writes as ``jax.numpy`` arithmetic (``erfcx``, ``dawsn``,
+``expi``, ``expn``, ``spence``), here primitives too.
+
+Each impl evaluates SciPy's function in float64 and rounds the result to the operands' dtype.
+SciPy is imported when an impl first runs, not with stage 1: stage 1 itself depends on NumPy
+only, and SciPy comes with stage 2 (and with JAX).
+
+The derivatives are JAX's: d/dx igamma(a, x) = exp(-x) x^(a-1) / Gamma(a), d/da igamma is the
+primitive ``igamma_grad_a``; betainc has a derivative in x only, zeta in q only (in JAX's
+``lax``; ``jax.scipy.special.zeta`` differentiates a series in x too).
+
+NB: JAX defines these in ``jax/_src/lax/special.py``, where XLA's own loops (a series, a
+continued fraction, Chebyshev polynomials) compute them in the operands' dtype.
+
+Example:
+    >>> from stage1_autodiff import lax
+    >>> import numpy as np
+    >>> lax.igamma(np.float32(1.0), np.float32(2.0))  # 1 - exp(-2)
+    Array(0.86466473, dtype=float32)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .core import (
+    ELEMENTWISE,
+    Primitive,
+    get_aval,
+    impl_rules,
+    jvp_rules,
+    vjp_rules,
+    vjp_rules_take_needs,
+)
+from .primitives import (
+    abs,  # noqa: A004 -- lax's name
+    add,
+    div,
+    eq,
+    exp,
+    full_like,
+    gt,
+    log,
+    log1p,
+    mul,
+    neg,
+    select_n,
+    sign,
+    sub,
+)
+from .special import _check_float, lgamma
+
+__all__ = ["SPECIAL_FUNCTIONS", "betainc", "bessel_i0e", "bessel_i0e_p", "bessel_i1e",
+           "bessel_i1e_p", "dawsn", "dawsn_p", "erfcx", "erfcx_p", "expi", "expi_p", "expn",
+           "expn_p", "igamma", "igamma_grad_a", "igamma_grad_a_p", "igamma_p", "igammac",
+           "igammac_p", "regularized_incomplete_beta_p", "spence", "spence_p", "zeta", "zeta_p"]
+
+
+def _scipy_special():
+    try:
+        from scipy import special
+    except ImportError as error:  # stage 1 alone: NumPy only
+        raise ImportError("lax's igamma, betainc, zeta and Bessel functions evaluate SciPy's "
+                          "on the host: install scipy (it comes with stage2_jit).") from error
+    return special
+
+
+def _from_scipy(name: str):
+    """SciPy's ufunc ``name`` on float64 operands, rounded to the first operand's dtype."""
+    def impl(*operands):
+        function = getattr(_scipy_special(), name)
+        with np.errstate(all="ignore"):
+            out = function(*(np.asarray(x, np.float64) for x in operands))
+        return np.asarray(out).astype(operands[0].dtype)
+    impl.__name__ = f"{name}_impl"
+    return impl
+
+
+def _no_derivative_rule(*args, **kwargs):
+    raise NotImplementedError("Differentiation rule for 'igamma_grad_a' not implemented")
+
+
+def _binary_primitive(name: str) -> Primitive:
+    return Primitive(name, kind=ELEMENTWISE)
+
+
+def _bind(prim: Primitive, *operands: Any) -> Any:
+    _check_float(prim.name, *operands)
+    return prim.bind(*operands)
+
+
+# ------------------------------------------------------------------------------------------
+# igamma, igammac and igamma_grad_a
+# ------------------------------------------------------------------------------------------
+
+igamma_p = _binary_primitive("igamma")
+def igamma(a: Any, x: Any) -> Any:
+    """P(a, x), the regularized lower incomplete gamma function (a CDF of Gamma(a))."""
+    return _bind(igamma_p, a, x)
+impl_rules[igamma_p] = _from_scipy("gammainc")
+def _igamma_slope_x(a, x):  # the density of Gamma(a): exp(-x + (a - 1) log x - lgamma(a))
+    return exp(sub(add(neg(x), mul(sub(a, full_like(a, 1)), log(x))), lgamma(a)))
+def igamma_vjp(ct, a, x, *, out, needs):
+    ct_a = mul(ct, igamma_grad_a(a, x)) if needs[0] else None
+    return [ct_a, mul(ct, _igamma_slope_x(a, x))]
+vjp_rules[igamma_p] = igamma_vjp
+vjp_rules_take_needs.add(igamma_p)
+def igamma_jvp(primals, tangents):
+    (a, x), (a_dot, x_dot) = primals, tangents
+    slope_a, slope_x = igamma_grad_a(a, x), _igamma_slope_x(a, x)
+    return igamma(a, x), add(mul(a_dot, slope_a), mul(x_dot, slope_x))
+jvp_rules[igamma_p] = igamma_jvp
+
+igammac_p = _binary_primitive("igammac")
+def igammac(a: Any, x: Any) -> Any:
+    """Q(a, x) = 1 - P(a, x), computed without the cancellation (a survival function)."""
+    return _bind(igammac_p, a, x)
+impl_rules[igammac_p] = _from_scipy("gammaincc")
+def igammac_vjp(ct, a, x, *, out, needs):
+    return [None if ct_ is None else neg(ct_) for ct_ in igamma_vjp(ct, a, x, out=out,
+                                                                    needs=needs)]
+vjp_rules[igammac_p] = igammac_vjp
+vjp_rules_take_needs.add(igammac_p)
+def igammac_jvp(primals, tangents):
+    _, out_dot = igamma_jvp(primals, tangents)
+    return igammac(*primals), neg(out_dot)
+jvp_rules[igammac_p] = igammac_jvp
+
+
+def _igamma_grad_a_impl(a, x):
+    """d/da P(a, x) = P d/da log P where P <= 1/2, and -Q d/da log Q (Q = 1 - P) above, so
+    that neither tail cancels; each logarithm, nearly straight in a, differentiated by
+    Richardson's extrapolation of central differences in float64 (h a thousandth of a).
+    NB: XLA differentiates its series and continued fraction term by term instead."""
+    special = _scipy_special()
+    a64, x64 = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
+    with np.errstate(all="ignore"):
+        lower = special.gammainc(a64, x64) <= 0.5
+        h = np.minimum(1e-3 * np.maximum(np.abs(a64), 1e-2), 0.5 * a64)  # keep a - h > 0
+
+        def log_tail(shape):
+            return np.log(np.where(lower, special.gammainc(shape, x64),
+                                   special.gammaincc(shape, x64)))
+
+        def central(step):
+            return (log_tail(a64 + step) - log_tail(a64 - step)) / (2 * step)
+        slope = (4 * central(h / 2) - central(h)) / 3
+        tail = np.exp(log_tail(a64))
+        out = np.where(tail == 0, 0.0, np.where(lower, tail * slope, -tail * slope))
+    return out.astype(a.dtype)
+
+
+igamma_grad_a_p = _binary_primitive("igamma_grad_a")
+def igamma_grad_a(a: Any, x: Any) -> Any:
+    """d/da P(a, x), the derivative of igamma in its shape parameter."""
+    return _bind(igamma_grad_a_p, a, x)
+impl_rules[igamma_grad_a_p] = _igamma_grad_a_impl
+vjp_rules[igamma_grad_a_p] = _no_derivative_rule  # as in JAX, which has none
+jvp_rules[igamma_grad_a_p] = _no_derivative_rule
+
+# ------------------------------------------------------------------------------------------
+# betainc (regularized_incomplete_beta) and zeta
+# ------------------------------------------------------------------------------------------
+
+regularized_incomplete_beta_p = Primitive("regularized_incomplete_beta", kind=ELEMENTWISE)
+def betainc(a: Any, b: Any, x: Any) -> Any:
+    """I_x(a, b), the regularized incomplete beta function (a CDF of Beta(a, b))."""
+    return _bind(regularized_incomplete_beta_p, a, b, x)
+impl_rules[regularized_incomplete_beta_p] = _from_scipy("betainc")
+def _betainc_slope_x(a, b, x):  # the density of Beta(a, b) at x
+    one = full_like(a, 1)
+    log_beta = sub(add(lgamma(a), lgamma(b)), lgamma(add(a, b)))
+    return exp(sub(add(mul(sub(b, one), log1p(neg(x))), mul(sub(a, one), log(x))), log_beta))
+def betainc_vjp(ct, a, b, x, *, out, needs):
+    if needs[0] or needs[1]:
+        raise ValueError("Betainc gradient with respect to a and b not supported.")
+    return [None, None, mul(ct, _betainc_slope_x(a, b, x))]
+vjp_rules[regularized_incomplete_beta_p] = betainc_vjp
+vjp_rules_take_needs.add(regularized_incomplete_beta_p)
+def betainc_jvp(primals, tangents):  # NB: a's and b's tangents are taken as zero (JAX raises)
+    (a, b, x), x_dot = primals, tangents[2]
+    return betainc(a, b, x), mul(x_dot, _betainc_slope_x(a, b, x))
+jvp_rules[regularized_incomplete_beta_p] = betainc_jvp
+
+zeta_p = _binary_primitive("zeta")
+def zeta(x: Any, q: Any) -> Any:
+    """The Hurwitz zeta function zeta(x, q) = sum over k >= 0 of (q + k)^-x."""
+    return _bind(zeta_p, x, q)
+impl_rules[zeta_p] = _from_scipy("zeta")
+def zeta_vjp(ct, x, q, *, out, needs):  # d/dq zeta(x, q) = -x zeta(x + 1, q)
+    if needs[0]:
+        raise ValueError("zeta gradient with respect to x is not supported.")
+    return [None, mul(ct, neg(mul(x, zeta(add(x, full_like(x, 1)), q))))]
+vjp_rules[zeta_p] = zeta_vjp
+vjp_rules_take_needs.add(zeta_p)
+def zeta_jvp(primals, tangents):  # NB: x's tangent is taken as zero
+    (x, q), (_, q_dot) = primals, tangents
+    return zeta(x, q), mul(q_dot, neg(mul(x, zeta(add(x, full_like(x, 1)), q))))
+jvp_rules[zeta_p] = zeta_jvp
+
+# ------------------------------------------------------------------------------------------
+# bessel_i0e and bessel_i1e
+# ------------------------------------------------------------------------------------------
+
+
+def _host_unary(name: str, scipy_name: str, slope, doc: str) -> tuple[Primitive, Any]:
+    """A unary primitive whose impl is SciPy's ``scipy_name`` and whose derivative at x is
+    ``slope(x, out)``; its wrapper checks for a float and has the docstring ``doc``."""
+    prim = Primitive(name, kind=ELEMENTWISE)
+    impl_rules[prim] = _from_scipy(scipy_name)
+
+    def vjp(ct, x, *, out):
+        return [mul(ct, slope(x, out))]
+    vjp_rules[prim] = vjp
+
+    def jvp(primals, tangents):
+        out = prim.bind(primals[0])
+        return out, mul(tangents[0], slope(primals[0], out))
+    jvp_rules[prim] = jvp
+
+    def apply(x: Any) -> Any:
+        return _bind(prim, x)
+    apply.__name__, apply.__doc__ = name, doc
+    return prim, apply
+
+
+def _i0e_slope(x, out):  # d i0e = i1e(x) - sign(x) i0e(x)
+    return sub(bessel_i1e(x), mul(sign(x), out))
+
+
+def _i1e_slope(x, out):
+    """i0e(x) - i1e(x) (sign(x) + 1/x), and its limit 1/2 where |x| is below the dtype's
+    epsilon (where 1/x would overflow the difference), as JAX's."""
+    eps = float(np.finfo(get_aval(x).dtype).eps)
+    not_tiny = gt(abs(x), full_like(x, eps))
+    safe_x = select_n(not_tiny, full_like(x, eps), x)
+    slope = sub(bessel_i0e(safe_x), mul(out, add(sign(safe_x), div(full_like(x, 1), safe_x))))
+    return select_n(not_tiny, full_like(x, 0.5), slope)
+
+
+bessel_i0e_p, bessel_i0e = _host_unary(
+    "bessel_i0e", "i0e", _i0e_slope,
+    "exp(-|x|) I0(x), the modified Bessel function of order 0 scaled to stay finite.")
+bessel_i1e_p, bessel_i1e = _host_unary(
+    "bessel_i1e", "i1e", _i1e_slope,
+    "exp(-|x|) I1(x), the modified Bessel function of order 1 scaled to stay finite.")
+
+# ------------------------------------------------------------------------------------------
+# erfcx, dawsn, expi, expn and spence: jax.scipy.special's, as primitives of our own
+# ------------------------------------------------------------------------------------------
+# NB: JAX has no such primitives: jax/_src/scipy/special.py writes each as jax.numpy
+# arithmetic (rational approximations, series, continued fractions) under a custom_jvp. Here
+# the values come from SciPy and the custom derivative is the primitive's rule.
+
+
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+# erfcx(x) = exp(x^2) erfc(x): d erfcx = 2 x erfcx(x) - 2 / sqrt(pi)
+erfcx_p, erfcx = _host_unary("erfcx", "erfcx", lambda x, out: sub(
+    mul(full_like(x, 2), mul(x, out)), full_like(x, _TWO_OVER_SQRT_PI)),
+    "exp(x^2) erfc(x), the scaled complementary error function.")
+# Dawson's integral D(x) = exp(-x^2) int_0^x exp(t^2) dt: D' = 1 - 2 x D(x)
+dawsn_p, dawsn = _host_unary("dawsn", "dawsn", lambda x, out: sub(
+    full_like(x, 1), mul(full_like(x, 2), mul(x, out))), "Dawson's integral D(x).")
+# Ei(x) = int_-inf^x exp(t) / t dt: Ei' = exp(x) / x
+expi_p, expi = _host_unary("expi", "expi", lambda x, out: div(exp(x), x),
+                            "The exponential integral Ei(x).")
+
+
+def _spence_slope(x, out):
+    """spence(x) = int_1^x log(t) / (1 - t) dt, so its slope is log(x) / (1 - x), -1 at 1."""
+    one = full_like(x, 1)
+    at_one = eq(x, one)
+    safe_x = select_n(at_one, x, full_like(x, 2))
+    return select_n(at_one, div(log(safe_x), sub(one, safe_x)), neg(one))
+
+
+spence_p, spence = _host_unary("spence", "spence", _spence_slope,
+                                "Spence's function, the dilogarithm of 1 - x.")
+
+expn_p = _binary_primitive("expn")
+def expn(n: Any, x: Any) -> Any:
+    """E_n(x) = the integral over t > 1 of exp(-x t) / t^n; ``n`` a float holding an integer."""
+    return _bind(expn_p, n, x)
+impl_rules[expn_p] = _from_scipy("expn")
+def _expn_slope(n, x):
+    """d/dx E_n(x) = -E_(n-1)(x); at n = 0, where SciPy has no E_-1, the derivative of
+    E_0(x) = exp(-x) / x, which is -exp(-x) (x + 1) / x^2."""
+    one = full_like(n, 1)
+    lower = neg(expn(select_n(eq(n, full_like(n, 0)), sub(n, one), one), x))
+    e0_slope = neg(div(mul(exp(neg(x)), add(x, one)), mul(x, x)))
+    return select_n(eq(n, full_like(n, 0)), lower, e0_slope)
+def expn_vjp(ct, n, x, *, out, needs):
+    if needs[0]:
+        raise ValueError("expn gradient with respect to n is not supported.")
+    return [None, mul(ct, _expn_slope(n, x))]
+vjp_rules[expn_p] = expn_vjp
+vjp_rules_take_needs.add(expn_p)
+def expn_jvp(primals, tangents):  # NB: n's tangent is taken as zero (JAX's n is nondiff)
+    (n, x), (_, x_dot) = primals, tangents
+    return expn(n, x), mul(x_dot, _expn_slope(n, x))
+jvp_rules[expn_p] = expn_jvp
+
+# This module's primitives, all on floats: unary or binary, but for the ternary betainc.
+SPECIAL_FUNCTIONS = (igamma_p, igammac_p, igamma_grad_a_p, regularized_incomplete_beta_p,
+                     zeta_p, bessel_i0e_p, bessel_i1e_p, erfcx_p, dawsn_p, expi_p, spence_p,
+                     expn_p)
