@@ -9,6 +9,8 @@ these keys). Then the laws: jit equals eager, vmap over keys equals a loop, shar
 unsharded, on stage 4 (the whole API).
 """
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -213,3 +215,178 @@ def test_gamma_gradient_matches_jax():
     theirs = jax_.grad(lambda a: jax_.random.loggamma(jax_.random.key(2), a).sum())(
         jjnp.asarray(a))
     np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-4)
+
+
+# ------------------------------------------------------------------------------------------
+# triangular, wald, generalized_normal, ball, binomial, multinomial; the modes of bernoulli,
+# gumbel, categorical and choice; categorical without replacement; key_impl, key_dtype, clone
+# ------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _x64(enabled):
+    """jax_enable_x64 set in both libraries for the block, and off again after it."""
+    ours.config.update("jax_enable_x64", enabled)
+    jax_.config.update("jax_enable_x64", enabled)
+    try:
+        yield
+    finally:
+        ours.config.update("jax_enable_x64", False)
+        jax_.config.update("jax_enable_x64", False)
+
+
+def _call_both(call, seed=5):
+    """``call`` (text over ``r``, ``k``, ``np``, ``jnp``) in both libraries, with weak types."""
+    mine = eval(f"r.{call}", {"r": ours.random, "k": ours.random.key(seed), "np": np, "jnp": jnp})
+    theirs = eval(f"r.{call}", {"r": jax_.random, "k": jax_.random.key(seed), "np": np,
+                                "jnp": jjnp})
+    assert getattr(mine, "weak_type", False) == theirs.weak_type, call
+    return np.asarray(mine), np.asarray(theirs)
+
+
+F32 = "np.float32"
+NEW_BIT_EXACT_CALLS = [
+    # the same uniforms and the same IEEE operations (+, *, /, sqrt, floor, comparisons)
+    "triangular(k, 0.0, 1.0, 3.0, (200,))",
+    f"triangular(k, np.array([0.0, 1.0], {F32}), 1.5, 3.0, (4, 2))",
+    "triangular(k, 0, 2, 5)",
+    "bernoulli(k, 0.3, (300,), mode='high')", "bernoulli(k, 1e-9, (300,), mode='high')",
+    f"bernoulli(k, np.array([0.1, 0.5, 0.9], {F32}), (4, 3), mode='high')",
+    "bernoulli(k, jnp.float16(0.3), (50,), mode='high')",
+    f"categorical(k, np.linspace(0, 1, 15).reshape(3, 5).astype({F32}), 1, (4, 3))",
+    f"categorical(k, np.linspace(0, 1, 15).reshape(3, 5).astype({F32}), 0, (2, 5))",
+    f"categorical(k, np.linspace(0, 1, 5).reshape(1, 5).astype({F32}), 1, (2, 4))",
+    f"categorical(k, np.linspace(0, 1, 15).reshape(3, 5).astype({F32}), 1, (4, 3), False)",
+    f"categorical(k, np.linspace(0, 1, 15).reshape(3, 5).astype({F32}), 0, (3, 5), False, "
+    "'high')",
+    f"categorical(k, np.zeros(7, {F32}), shape=(7,), replace=False, mode='highest')",
+    f"categorical(k, np.zeros((2, 6), {F32}), mode='high')",
+    f"choice(k, 6, (4,), False, np.array([0.1, 0.2, 0.3, 0.1, 0.2, 0.1], {F32}), mode='high')",
+    f"choice(k, 6, (4,), False, np.array([0.1, 0.2, 0.3, 0.1, 0.2, 0.1], {F32}), mode='low')",
+    "choice(k, 6, (4,), mode='high')",
+    # the binomial loops: their counts are exact, whatever the rounding of logs
+    "binomial(k, 10, 0.3, (300,))", "binomial(k, 100, 0.3, (300,))",
+    "binomial(k, 1000, 0.7, (300,))", "binomial(k, 10.0, 0.5)",
+    f"binomial(k, np.array([0, 1, 5, 30, 200, np.nan, -1, np.inf, 12.5], {F32}), "
+    f"np.array([0.5, 0.2, 0.9, 0.4, 0.05, 0.3, 0.3, 0.3, 0.6], {F32}))",
+    f"binomial(k, 20, np.array([0.0, 1.0, 0.5, np.nan, -0.1, 1.2], {F32}))",
+    "binomial(k, np.array([5, 50]), 0.4, (3, 2))",
+    f"multinomial(k, 10, np.array([0.2, 0.3, 0.5], {F32}))",
+    f"multinomial(k, np.array([10.0, 200.0], {F32}), np.array([0.1, 0.2, 0.3, 0.4], {F32}), "
+    "shape=(2, 4))",
+    f"multinomial(k, 50, np.array([[0.2, 0.3, 0.5], [0.0, 0.0, 1.0]], {F32}), dtype=jnp.int32)",
+]
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
+@pytest.mark.parametrize("call", NEW_BIT_EXACT_CALLS)
+@pytest.mark.parametrize("seed", [0, 42])
+def test_new_samplers_are_bit_exact(call, seed, x64):
+    """Dtypes, shapes, weak types and every bit, with x64 off and on (64-bit defaults)."""
+    with _x64(x64):
+        mine, theirs = _call_both(call, seed)
+    assert mine.dtype == theirs.dtype and mine.shape == theirs.shape
+    np.testing.assert_array_equal(mine, theirs)
+
+
+NEW_CLOSE_CALLS = [
+    # Each applies log, log1p or pow, whose last bit XLA rounds differently from NumPy; a
+    # sample then differs by a few float32 ulps, up to 40 for wald (its root subtracts
+    # nearly equal terms), and by 5e-7 in absolute terms near 0 for gumbel.
+    ("wald(k, 1.0, (300,))", 1e-5), (f"wald(k, np.array([[0.5], [3.0]], {F32}), (2, 5))", 1e-5),
+    ("generalized_normal(k, 1.5, (300,))", 2e-6),
+    (f"generalized_normal(k, np.array([1.0, 2.0, 3.0], {F32}), (2, 3))", 2e-6),
+    ("generalized_normal(k, 0.7, (300,))", 2e-6),
+    ("ball(k, 3, 2, (100,))", 2e-6), ("ball(k, 5, 1.5, (10,))", 2e-6),
+    ("gumbel(k, (300,), mode='high')", 2e-6), ("gumbel(k, (300,), mode='highest')", 2e-6),
+    ("gumbel(k, (300,), jnp.float16, mode='high')", 2e-3),
+    ("gumbel(k, (300,), jnp.bfloat16, mode='highest')", 1e-2),
+]
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
+@pytest.mark.parametrize("call, rtol", NEW_CLOSE_CALLS, ids=[c for c, _ in NEW_CLOSE_CALLS])
+@pytest.mark.parametrize("seed", [0, 42])
+def test_new_float_samplers_follow_jax(call, rtol, seed, x64):
+    with _x64(x64):
+        mine, theirs = _call_both(call, seed)
+    assert mine.dtype == theirs.dtype and mine.shape == theirs.shape
+    np.testing.assert_allclose(mine.astype(float), theirs.astype(float), rtol=rtol,
+                               atol=rtol / 4)
+
+
+NEW_ERROR_CALLS = [
+    "triangular(k, 0.0, 1.0, 2.0, dtype=jnp.int32)", "triangular(k, jnp.zeros(3), 1.0, 2.0, (2,))",
+    "wald(k, 1.0, dtype=jnp.int32)", "wald(k, jnp.ones(3), (3, 2))",
+    "ball(k, 3.5)", "binomial(k, 10, 0.3, dtype=jnp.int32)", "binomial(k, jnp.ones(3), 0.5, (2,))",
+    "bernoulli(k, 1)", "bernoulli(k, 0.5, (3,), mode='x')", "bernoulli(k, jnp.ones(3) / 2, (2,))",
+    "gumbel(k, (2,), mode='x')", "gumbel(k, (2,), jnp.int32)",
+    "categorical(k, jnp.zeros((2, 5)), shape=(6, 2), replace=False)",
+    "choice(k, 5, (3,), False, jnp.ones(5) / 5, mode='x')",
+    "key_impl(jnp.zeros(3))", "key_dtype('foo')", "key_dtype(3)",
+]
+
+
+@pytest.mark.parametrize("call", NEW_ERROR_CALLS)
+def test_new_errors_are_jaxs(call):
+    """The same exception type; a float64 parameter with a float32 dtype (x64 on) is a
+    ValueError in both (JAX's TypePromotionError is one)."""
+    errors = []
+    for r, np_ in ((ours.random, jnp), (jax_.random, jjnp)):
+        with pytest.raises(Exception) as info:
+            eval(f"r.{call}", {"r": r, "k": r.key(0), "jnp": np_})
+        errors.append(info.type)
+    assert issubclass(errors[0], errors[1]) or issubclass(errors[1], errors[0]), errors
+
+
+def test_unsafe_parameter_casts_are_refused_as_in_jax():
+    with _x64(True):
+        for r, np_ in ((ours.random, jnp), (jax_.random, jjnp)):
+            with pytest.raises(ValueError, match="cannot safely cast"):
+                r.triangular(r.key(0), np_.zeros(3), 1.0, 2.0, dtype=np_.float32)
+            with pytest.raises(ValueError, match="cannot safely cast"):
+                r.wald(r.key(0), np_.ones(3), dtype=np_.float32)
+
+
+def test_key_impl_key_dtype_and_clone():
+    for r in (ours.random, jax_.random):
+        assert r.key_impl(r.key(0)) == r.key_impl(r.PRNGKey(0)) == "threefry2x32"
+        assert r.key_impl(r.split(r.key(0), 3)) == "threefry2x32"
+        assert str(r.key_dtype()) == str(r.key_dtype("threefry2x32")) == "key<fry>"
+        assert r.key_dtype(r.key_dtype()) == r.key(0).dtype
+        np.testing.assert_array_equal(np.asarray(r.key_data(r.clone(r.key(3)))),
+                                      np.asarray(r.key_data(r.key(3))))
+    with pytest.raises(NotImplementedError, match="only 'threefry2x32'"):
+        ours.random.key_dtype("rbg")  # JAX has it; we have one implementation
+
+
+def _new_samplers(key, x):
+    r = ours.random
+    k = r.split(key, 8)
+    return (r.triangular(k[0], 0.0, x, 2.0), r.wald(k[1], x), r.generalized_normal(k[2], 1.5, (3,)),
+            r.ball(k[3], 3, 2.0, (2,)), r.bernoulli(k[4], x / 2, mode="high"),
+            r.gumbel(k[5], (3,), mode="highest"),
+            r.categorical(k[6], jnp.stack([x, 2 * x]), axis=0, shape=(2, 3), replace=False),
+            r.choice(k[7], 3, (2,), False, x / x.sum(), mode="high"))
+
+
+def test_new_samplers_under_jit_and_vmap_give_the_eager_samples():
+    key, x = ours.random.key(3), jnp.asarray(np.array([0.4, 1.5, 1.9], np.float32))
+    eager = _new_samplers(key, x)
+    for a, b in zip(eager, ours.jit(_new_samplers)(key, x)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    keys = ours.random.split(key, 3)
+    batched = ours.vmap(_new_samplers, in_axes=(0, None))(keys, x)
+    for i in range(3):
+        for a, b in zip(batched, _new_samplers(keys[i], x)):
+            np.testing.assert_array_equal(np.asarray(a)[i], np.asarray(b))
+
+
+def test_binomial_refuses_jit_and_vmap_with_a_clear_error():
+    """A documented difference: binomial's loops run eagerly (stage 1 has no traceable
+    loop), so under jit or vmap they stop with an error instead of tracing a while_loop."""
+    f = lambda k: ours.random.binomial(k, 10, 0.3, (4,))  # noqa: E731
+    with pytest.raises(NotImplementedError, match="outside jit and vmap"):
+        ours.jit(f)(ours.random.key(0))
+    with pytest.raises(NotImplementedError, match="outside jit and vmap"):
+        ours.vmap(f)(ours.random.split(ours.random.key(0), 2))

@@ -325,13 +325,40 @@ def normal(key: Any, shape: Shape = (), dtype: Any = float) -> Any:
     return lax.mul(lax.full_like(u, np.sqrt(2)), lax.erf_inv(u))
 
 
-def bernoulli(key: Any, p: Any = 0.5, shape: Shape | None = None) -> Any:
-    """Random booleans, true with probability ``p``."""
+def bernoulli(key: Any, p: Any = 0.5, shape: Shape | None = None, mode: str = "low") -> Any:
+    """Random booleans, true with probability ``p``: a uniform draw below ``p``.
+
+    ``mode="high"`` draws two uniforms per element and adds the second, scaled by one step
+    of the first, below it: twice the bits, so a ``p`` under 2**-23 (float32) still counts.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.random.bernoulli(jax.random.key(0), 0.3, (2, 3), mode="high").shape
+        (2, 3)
+    """
+    if mode not in ("high", "low"):
+        raise ValueError(f"got {mode=}, expected 'high' or 'low'")
     p = as_value(p)
-    if not dtypes.is_float(get_aval(p).dtype):
-        p = convert(p, dtypes.default_float_dtype())
+    dtype = get_aval(p).dtype
+    if not dtypes.is_float(dtype):
+        raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
     shape = get_aval(p).shape if shape is None else _shape(shape, "bernoulli")
-    return jnp.less(uniform(key, shape, get_aval(p).dtype), p)
+    _check_shape("bernoulli", shape, get_aval(p).shape)
+    if mode == "low":
+        return jnp.less(uniform(key, shape, dtype), p)
+    u = uniform(key, (2,) + shape, dtype)
+    u1, u2 = u[0], u[1] * (2.0 ** -ml_dtypes.finfo(dtype).nmant)
+    return jnp.less(u2, p - u1)
+
+
+def _check_shape(name: str, shape: tuple[int, ...], *param_shapes: tuple[int, ...]) -> None:
+    """A given ``shape`` must be what it broadcasts to with the parameters' shapes."""
+    from .numpy.promotion import broadcast_shapes
+    if param_shapes and broadcast_shapes(shape, *param_shapes) != shape:
+        raise ValueError(
+            f"{name} parameter shapes must be broadcast-compatible with shape argument, and "
+            f"the result of broadcasting the shapes must equal the shape argument, but got "
+            f"result {broadcast_shapes(shape, *param_shapes)} for shape argument {shape}.")
 
 
 def randint(key: Any, shape: Shape, minval: Any, maxval: Any, dtype: Any = int) -> Any:
@@ -410,33 +437,163 @@ def _shuffle(key: Any, x: Any) -> Any:
     return x
 
 
-def gumbel(key: Any, shape: Shape = (), dtype: Any = float) -> Any:
-    """Standard Gumbel samples: -log(-log(u)) for u uniform in [tiny, 1)."""
-    dtype = _float_dtype(dtype, "gumbel")
-    u = uniform(key, shape, dtype, ml_dtypes.finfo(dtype).tiny, 1.0)
-    return lax.neg(lax.log(lax.neg(lax.log(u))))
+def gumbel(key: Any, shape: Shape = (), dtype: Any = None, mode: str | None = None) -> Any:
+    """Standard Gumbel samples, -log(-log(u)).
+
+    ``mode`` picks how many bits make ``u`` (None means "low", JAX's default): "low" takes
+    one uniform in [tiny, 1), whose largest sample is about 16 in float32; "high" adds a
+    second uniform below the first's last bit where u < 1/2 (largest about 32); "highest"
+    (float32) turns 64 random bits into a float with every bit significant.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.random.gumbel(jax.random.key(0), (3,), mode="high").shape
+        (3,)
+    """
+    dtype = dtypes.check_and_canonicalize_user_dtype(float if dtype is None else dtype, "gumbel")
+    if not dtypes.is_float(dtype):
+        raise ValueError(f"dtype argument to `gumbel` must be a float dtype, got {dtype}")
+    shape = _shape(shape, "gumbel")
+    mode = "low" if mode is None else mode
+    if mode not in ("highest", "high", "low"):
+        raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
+    info = ml_dtypes.finfo(dtype)
+    if mode == "highest" and dtype == dtypes.float32:
+        return _gumbel_highest(key, shape)
+    if mode == "low":
+        u = uniform(key, shape, dtype, info.tiny, 1.0)
+        return lax.neg(lax.log(lax.neg(lax.log(u))))
+    u = uniform(key, (2,) + shape, dtype)
+    high, low = u[0], u[1]
+    x = jnp.where(high >= 0.5, high, high + 2.0 ** -info.nmant * low + info.tiny)
+    return lax.neg(lax.log(lax.neg(lax.log1p(lax.neg(x)))))
 
 
-def categorical(key: Any, logits: Any, axis: int = -1, shape: Shape | None = None) -> Any:
+def _gumbel_highest(key: Any, shape: tuple[int, ...]) -> Any:
+    """Gumbel from 64 random bits b read as the fixed-point fraction u = b / 2**64: for
+    u < 1/2 from log1p(-u), else from log(1 - u'), u' the 64-bit complement 1 - u."""
+    words = bits(key, (2,) + shape, dtypes.uint32)
+    complement = lax.bitwise_not(words)
+    all_ones = lax.full_like(complement[1], 0xFFFFFFFF)
+    carry = convert(lax.eq(complement[1], all_ones), dtypes.uint32)
+    complement = jnp.stack([complement[0] + carry, complement[1] + np.uint32(1)])
+    flip = words[0] < np.uint32(2 ** 31)
+    x = _float_of_fraction(jnp.where(flip, words, complement))
+    return jnp.where(flip, -jnp.log(-jnp.log1p(-x)), -jnp.log(-jnp.log(x)))
+
+
+def _float_of_fraction(words: Any) -> Any:
+    """The float32 nearest below (hi, lo) / 2**64, in (0, 1): the fraction's 24 leading
+    significant bits, found past its leading zeros (clz), under the matching exponent."""
+    from .lax import clz
+    hi, lo = words[0], words[1]
+    hi_zeros, lo_zeros = clz(hi), clz(lo)
+    hi_empty = hi_zeros == np.uint32(32)
+    top = lax.bitwise_or(lax.shift_left(hi, hi_zeros), jnp.where(
+        hi_empty, lax.shift_left(lo, lo_zeros), lax.shift_right_logical(lo, 32 - hi_zeros)))
+    mantissa = lax.shift_right_logical(top, lax.full_like(top, 8)) & np.uint32(2 ** 23 - 1)
+    leading = jnp.where(hi_empty, 32 + lo_zeros, hi_zeros)
+    exponent = lax.shift_left(126 - leading, lax.full_like(top, 23))
+    exponent = exponent & np.uint32(2 ** 30 - 2 ** 22)
+    return lax.bitcast_convert_type(exponent | mantissa, dtypes.float32)
+
+
+def categorical(key: Any, logits: Any, axis: int = -1, shape: Shape | None = None,
+                replace: bool = True, mode: str | None = None) -> Any:
     """Samples class indices with probabilities softmax(logits) along ``axis``, by the
-    Gumbel-max trick: argmax(logits + Gumbel noise).
+    Gumbel-max trick: argmax(logits + Gumbel noise). Without replacement, the Gumbel top-k
+    trick: the k largest of one noisy copy, k the size of the shape's prefix.
 
     Example:
         >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
         >>> jax.random.categorical(jax.random.key(0), jnp.zeros((4, 3))).shape
         (4,)
+        >>> draws = jax.random.categorical(jax.random.key(0), jnp.zeros(5), shape=(5,),
+        ...                                replace=False)
+        >>> sorted(draws.tolist())
+        [0, 1, 2, 3, 4]
     """
     logits = as_value(logits)
     logits_shape = get_aval(logits).shape
-    axis = canonicalize_axis(axis, len(logits_shape), "categorical") - len(logits_shape)
-    batch_shape = tuple(n for d, n in enumerate(logits_shape) if d != len(logits_shape) + axis)
+    axis = canonicalize_axis(axis, len(logits_shape), "categorical")
+    batch_shape = logits_shape[:axis] + logits_shape[axis + 1:]
     shape = batch_shape if shape is None else _shape(shape, "categorical")
-    if shape[len(shape) - len(batch_shape):] != batch_shape:
-        raise ValueError(f"categorical: shape {shape} must end with the logits' batch shape "
-                         f"{batch_shape} (logits shape {logits_shape} without axis {axis}).")
+    _check_shape("categorical", shape, batch_shape)
     prefix = shape[:len(shape) - len(batch_shape)]
-    noise = gumbel(key, prefix + logits_shape, get_aval(logits).dtype)
-    return jnp.argmax(noise + logits, axis=axis)
+    dtype = get_aval(logits).dtype
+    if not replace:
+        return _categorical_without_replacement(key, logits, axis, shape, prefix, mode)
+    noise_shape = prefix + shape[len(prefix):][:axis] + logits_shape[axis:axis + 1] + \
+        shape[len(prefix):][axis:]
+    noise = gumbel(key, noise_shape, dtype, mode)
+    return jnp.argmax(noise + logits, axis=axis - len(logits_shape))
+
+
+def _categorical_without_replacement(key: Any, logits: Any, axis: int, shape: tuple[int, ...],
+                                     prefix: tuple[int, ...], mode: str | None) -> Any:
+    from .lax import top_k
+    logits_shape = get_aval(logits).shape
+    noisy = logits + gumbel(key, logits_shape, get_aval(logits).dtype, mode)
+    k = math.prod(prefix)
+    if k > logits_shape[axis]:
+        raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number of "
+                         f"categories ({logits_shape[axis]}).")
+    _, indices = top_k(jnp.moveaxis(noisy, axis, -1), k)  # batch_shape + (k,)
+    if prefix + get_aval(indices).shape[:-1] != shape:
+        raise ValueError(f"categorical(replace=False): shape {shape} must be the samples' "
+                         f"prefix then the logits' batch shape exactly, without broadcasting.")
+    return jnp.reshape(jnp.moveaxis(indices, -1, 0), shape)
+
+
+def key_impl(keys: Any) -> str:
+    """The name of the keys' PRNG implementation: always "threefry2x32" here.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.random.key_impl(jax.random.key(0))
+        'threefry2x32'
+    """
+    _key_data_and_kind(keys, "key_impl")
+    return "threefry2x32"
+
+
+_JAX_PRNG_IMPLS = ("philox2x32", "philox4x32", "threefry2x32", "rbg", "unsafe_rbg",
+                   "threefry4x32")
+
+
+def key_dtype(impl_spec: Any = None) -> KeyDtype:
+    """The dtype of typed keys of a PRNG implementation (only threefry2x32 exists here).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.random.key_dtype()
+        key<fry>
+    """
+    if impl_spec is None or impl_spec == "threefry2x32" or isinstance(impl_spec, KeyDtype):
+        return KeyDtype()
+    if not isinstance(impl_spec, str):
+        raise TypeError(f"unrecognized type {type(impl_spec)} for specifying PRNG "
+                        f"implementation.")
+    if impl_spec in _JAX_PRNG_IMPLS:
+        raise NotImplementedError(f"the {impl_spec!r} PRNG implementation is JAX's, not ours: "
+                                  f"only 'threefry2x32' is implemented here.")
+    names = ", ".join(f'"{name}"' for name in _JAX_PRNG_IMPLS)
+    raise ValueError(f'unrecognized PRNG implementation "{impl_spec}". Did you mean one of: '
+                     f'{names}?')
+
+
+def clone(key: Any) -> Any:
+    """The same key, for reuse. NB: in JAX this is a primitive (``random_clone_p``) that the
+    key-reuse checker (jax.experimental.key_reuse) treats as a fresh key; with no such
+    checker here it is the identity.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> key = jax.random.key(0)
+        >>> bool(jax.random.uniform(jax.random.clone(key)) == jax.random.uniform(key))
+        True
+    """
+    return key
 
 
 from .random_distributions import *  # noqa: E402, F403 -- the distributions, built on the above

@@ -12,6 +12,10 @@ NB: JAX has ``random_gamma_p`` too (jax/_src/random/core.py), lowered by tracing
 with ``lax.while_loop``; its Poisson sampler is a ``while_loop`` under ``jit``, not a
 primitive. Stage 1 has no loops that can be traced, so here both run on the host.
 
+The binomial sampler's two loops (inversion and BTRS, which ``multinomial`` calls once per
+outcome) are written in our array operations, as JAX writes them, but run eagerly: they work
+outside ``jit`` and ``vmap`` only (see the section at the end).
+
 Example:
     >>> import stage1_autodiff as jax
     >>> x = jax.random.gamma(jax.random.key(0), 2.0, (3,))
@@ -22,6 +26,8 @@ Example:
 from __future__ import annotations
 
 import math
+import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,11 +35,13 @@ import numpy as np
 from . import dtypes
 from . import numpy as jnp
 from . import prims as lax
-from .core import ELEMENTWISE, Primitive, get_aval, impl_rules, jvp_rules, vjp_rules
+from .core import ELEMENTWISE, Primitive, Tracer, get_aval, impl_rules, jvp_rules, vjp_rules
+from .cumulative import cumsum
 from .numpy.promotion import as_value, broadcast_shapes, canonicalize_axis, convert, promote_inexact
 from .primitives import _zero_jvp, _zero_vjp
 from .random import (
     Shape,
+    _check_shape,
     _key_data_and_kind,
     _shape,
     _single_key,
@@ -46,10 +54,12 @@ from .random import (
     uniform,
 )
 
-__all__ = ["beta", "cauchy", "chisquare", "choice", "dirichlet", "double_sided_maxwell",
-           "exponential", "f", "gamma", "geometric", "laplace", "loggamma", "logistic",
-           "lognormal", "maxwell", "multivariate_normal", "orthogonal", "pareto", "poisson",
-           "rademacher", "random_gamma_p", "rayleigh", "t", "truncated_normal", "weibull_min"]
+__all__ = ["ball", "beta", "binomial", "cauchy", "chisquare", "choice", "dirichlet",
+           "double_sided_maxwell", "exponential", "f", "gamma", "generalized_normal", "geometric",
+           "laplace", "loggamma", "logistic", "lognormal", "maxwell", "multinomial",
+           "multivariate_normal", "orthogonal", "pareto", "poisson", "rademacher",
+           "random_gamma_p", "rayleigh", "t", "triangular", "truncated_normal", "wald",
+           "weibull_min"]
 
 _threefry = impl_rules[lax.threefry2x32_p]
 
@@ -470,6 +480,106 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Shape | None = Non
     return jnp.clip(out, lo, hi)
 
 
+def _check_safe_casts(name: str, dtype: np.dtype, *params: Any) -> None:
+    """Each parameter must convert to ``dtype`` without loss by the promotion rules (a
+    float64 array to float32 would not), as JAX's ``_check_all_safe_to_cast``."""
+    for x in params:
+        aval = get_aval(as_value(x))
+        if dtypes.promote_types((aval.dtype, aval.weak_type), (dtype, False))[0] != dtype:
+            raise ValueError(f"In arguments to {name}, cannot safely cast argument of type "
+                             f"{aval.dtype} to {dtype}")
+
+
+def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Shape | None = None,
+               dtype: Any = None) -> Any:
+    """Triangular samples on [left, right] peaking at ``mode``, by the inverse CDF: left of
+    the peak for u below its CDF value (mode - left) / (right - left), right of it above.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> x = jax.random.triangular(jax.random.key(0), 0.0, 1.0, 4.0, (100,))
+        >>> bool((x >= 0).all() and (x <= 4).all())
+        True
+    """
+    dtype = _dtype(dtype, "triangular")
+    shape = _result_shape("triangular", shape, left, mode, right)
+    _check_safe_casts("triangular", dtype, left, mode, right)
+    left, mode, right = (_param(x, dtype, shape) for x in (left, mode, right))
+    width = right - left
+    peak_cdf = (mode - left) / width
+    u = uniform(key, shape, dtype)
+    rising = left + lax.sqrt(u * width * (mode - left))
+    falling = right - lax.sqrt((1 - u) * width * (right - mode))
+    return lax.select_n(u < peak_cdf, falling, rising)
+
+
+def wald(key: Any, mean: Any, shape: Shape | None = None, dtype: Any = None) -> Any:
+    """Wald (inverse Gaussian) samples with unit scale, by Michael, Schucany and Haas: a
+    root x of the quadratic that a squared normal sets, kept with probability
+    mean / (mean + x), else its mirror mean^2 / x.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> bool((jax.random.wald(jax.random.key(0), 2.0, (100,)) > 0).all())
+        True
+    """
+    dtype = _dtype(dtype, "wald")
+    shape = _result_shape("wald", shape, mean)
+    _check_safe_casts("wald", dtype, mean)
+    normal_key, uniform_key = split(key)
+    mean = _param(mean, dtype, shape)
+    y = lax.integer_pow(normal(normal_key, shape, dtype), 2)
+    z = uniform(uniform_key, shape, dtype)
+    mean_sq = lax.integer_pow(mean, 2)
+    root = lax.sqrt(4 * mean * y + mean_sq * lax.integer_pow(y, 2))
+    x = mean + mean_sq * y / 2 - mean / 2 * root
+    return lax.select_n(z <= mean / (mean + x), mean_sq / x, x)
+
+
+def generalized_normal(key: Any, p: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Samples of density proportional to exp(-|x|^p): G^(1/p) for G ~ Gamma(1/p), with a
+    random sign. ``p = 2`` is a normal of variance 1/2, ``p = 1`` a Laplace.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> jax.random.generalized_normal(jax.random.key(0), 1.5, (2, 3)).shape
+        (2, 3)
+    """
+    shape = _shape(shape, "generalized_normal")
+    dtype = dtypes.check_and_canonicalize_user_dtype(
+        float if dtype is None else dtype, "generalized_normal")
+    gamma_key, sign_key = split(key)
+    g = gamma(gamma_key, 1 / p, shape, dtype)
+    return rademacher(sign_key, shape, dtype) * g ** (1 / p)
+
+
+def ball(key: Any, d: int, p: Any = 2, shape: Shape = (), dtype: Any = None) -> Any:
+    """Points uniform in the unit Lp ball of dimension ``d``, shape ``shape + (d,)``: a
+    generalized normal vector over the p-th root of its p-norm^p plus an exponential
+    (Barthe, Guedon, Mendelson and Naor).
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> x = jax.random.ball(jax.random.key(0), 3, shape=(50,))
+        >>> x.shape, bool((jnp.linalg.norm(x, axis=-1) <= 1).all())
+        ((50, 3), True)
+    """
+    shape = _shape(shape, "ball")
+    dtype = dtypes.check_and_canonicalize_user_dtype(float if dtype is None else dtype, "ball")
+    d = _concrete_index(d, "The error occurred in jax.random.ball()")
+    normal_key, exponential_key = split(key)
+    g = generalized_normal(normal_key, p, shape + (d,), dtype)
+    e = exponential(exponential_key, shape, dtype)
+    radius = (jnp.sum(jnp.abs(g) ** p, axis=-1) + e) ** (1 / p)
+    return g / radius[..., None]
+
+
+def _concrete_index(d: Any, context: str) -> int:
+    if isinstance(d, Tracer):
+        raise TypeError(f"ball needs a concrete dimension `d`, got a traced value. {context}")
+    return operator.index(d)
+
+
 # ------------------------------------------------------------------------------------------
 # The gamma family
 # ------------------------------------------------------------------------------------------
@@ -580,10 +690,11 @@ def poisson(key: Any, lam: Any, shape: Shape | None = None, dtype: Any = None) -
 
 
 def choice(key: Any, a: Any, shape: Shape = (), replace: bool = True, p: Any = None,
-           axis: int = 0) -> Any:
+           axis: int = 0, mode: str | None = None) -> Any:
     """Samples from ``a`` (or ``arange(a)`` for an int) along ``axis``: uniformly by
     ``randint`` or a permutation, by ``p`` with a CDF search (with replacement) or the
-    Gumbel top-k trick (without).
+    Gumbel top-k trick (without), whose Gumbel noise ``mode`` sets (see ``gumbel``; as in
+    JAX, the other ways ignore it).
 
     Example:
         >>> import stage1_autodiff as jax
@@ -608,7 +719,7 @@ def choice(key: Any, a: Any, shape: Shape = (), replace: bool = True, p: Any = N
     if not replace and n_draws > n_inputs:
         raise ValueError(f"Cannot take a larger sample (size {n_draws}) than population (size "
                          f"{n_inputs}) when 'replace=False'")
-    ind = _choice_indices(key, arr, n_inputs, tuple(shape), replace, p, axis)
+    ind = _choice_indices(key, arr, n_inputs, tuple(shape), replace, p, mode)
     if aval.ndim == 0:
         return jnp.reshape(ind, tuple(shape))
     out_shape = aval.shape[:axis] + tuple(shape) + aval.shape[axis + 1:]
@@ -623,7 +734,7 @@ def _concrete_int(a: Any, context: str) -> int:
                         f"Pass a Python int, or an array to choose from. {context}") from error
 
 
-def _choice_indices(key, arr, n_inputs, shape, replace, p, axis):
+def _choice_indices(key, arr, n_inputs, shape, replace, p, mode):
     if p is None:
         if replace:
             return randint(key, shape, 0, n_inputs)
@@ -640,7 +751,7 @@ def _choice_indices(key, arr, n_inputs, shape, replace, p, axis):
         p_cuml = jnp.cumsum(p)
         r = p_cuml[-1] * (1 - uniform(key, shape, get_aval(p_cuml).dtype))
         return convert(jnp.searchsorted(p_cuml, r), dtypes.default_int_dtype())
-    g = gumbel(key, (n_inputs,), get_aval(p).dtype) + jnp.log(p)
+    g = gumbel(key, (n_inputs,), get_aval(p).dtype, mode) + jnp.log(p)
     return convert(top_k(g, math.prod(shape))[1], dtypes.default_int_dtype())
 
 
@@ -690,3 +801,210 @@ def orthogonal(key: Any, n: int, shape: Shape = (), dtype: Any = None, m: int | 
     d = jnp.diagonal(r, axis1=-2, axis2=-1)
     x = q * jnp.expand_dims(jnp.sign(d), -2)
     return jnp.swapaxes(x, -1, -2) if n < m else x
+
+
+# ------------------------------------------------------------------------------------------
+# Binomial and multinomial: two rejection loops over the whole array, run eagerly
+# ------------------------------------------------------------------------------------------
+
+# A binomial sample takes one of two rejection loops, chosen per element (as TensorFlow and
+# JAX do): for a mean ``n q`` up to 10 (q = min(p, 1 - p)), *inversion*, which counts
+# geometric jumps until their sum passes ``n``; above it, Kachitvichyanukul and Schmeiser's
+# BTRS (transformed rejection with squeeze), which proposes from a hat function and accepts
+# by a squeeze or a bound on the log density. Both loops run over the whole array under one
+# key, every element drawing each round, as long as any element is still going; in BTRS a
+# later acceptance replaces an earlier one, so the number of rounds of the whole array
+# matters (JAX's ``while_loop`` does the same). ``multinomial`` draws one binomial per
+# outcome, each from what the previous outcomes left.
+#
+# NB: JAX writes the loops with ``lax.while_loop`` (jax/_src/random/core.py: ``_btrs``,
+# ``_binomial_inversion``), which jit and vmap can trace. Stage 1 has no loop that can be
+# traced, so ``_while_loop`` here runs the rounds eagerly, reading each round's condition;
+# under ``jit`` or ``vmap`` it stops with an error that says so.
+
+
+def _while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
+                carry: Any) -> Any:
+    """``lax.while_loop``'s meaning, run eagerly: apply ``body_fun`` while ``cond_fun``."""
+    while True:
+        keep_going = cond_fun(carry)
+        if isinstance(keep_going, Tracer):
+            raise NotImplementedError(
+                "binomial and multinomial run their rejection loops eagerly in this library "
+                "(stage 1 has no loop that can be traced), so they work outside jit and vmap "
+                "only: call them outside the transformation, or pass the samples in.")
+        if not bool(keep_going):
+            return carry
+        carry = body_fun(carry)
+
+
+# Stirling's series remainder log(k!) - [(k + 1/2) log(k + 1) - (k + 1) + log(2 pi)/2],
+# tabulated for k = 0..9 (the values TensorFlow's and JAX's BTRS use).
+_STIRLING_TAIL = np.array([0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                           0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                           0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
+                           0.00833056343336287])
+
+
+def _stirling_approx_tail(k: Any) -> Any:
+    """The table up to k = 9, else the series 1/12 - 1/360 ... in 1/(k+1). NB: as JAX's,
+    the series is taken at k clamped to 9, so every k above 9 gets the value at 9."""
+    dtype = get_aval(k).dtype
+    use_table = k <= 9
+    k = lax.clamp(lax.full_like(k, 0.0), k, lax.full_like(k, 9.0))
+    kp1sq = (k + 1) * (k + 1)
+    approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+    table = jnp.asarray(_STIRLING_TAIL.astype(dtype))
+    return jnp.where(use_table, table[convert(lax.floor(k), dtypes.int32)], approx)
+
+
+def _binomial_inversion(key: Any, count: Any, prob: Any, dtype: np.dtype) -> Any:
+    """The number of geometric(prob) jumps, ceil(log u / log(1 - prob)) each, whose sum
+    stays at or below ``count``: one jump per round, a fresh key split off each round."""
+    shape = get_aval(prob).shape
+    log1minusprob = jnp.log1p(-prob)
+
+    def cond_fun(carry):
+        _, geom_sum, _ = carry
+        return jnp.any(geom_sum <= count)
+
+    def body_fun(carry):
+        num_geom, geom_sum, key = carry
+        subkey, key = split(key)
+        num_geom = jnp.where(geom_sum <= count, num_geom + 1, num_geom)
+        u = uniform(subkey, shape, get_aval(prob).dtype)
+        geom_sum = geom_sum + jnp.ceil(jnp.log(u) / log1minusprob)
+        return num_geom, geom_sum, key
+
+    zeros = jnp.zeros_like(prob)
+    num_geom, _, _ = _while_loop(cond_fun, body_fun, (zeros, zeros, key))
+    return convert(num_geom - 1, dtype)
+
+
+def _btrs(key: Any, count: Any, prob: Any, dtype: np.dtype) -> Any:
+    """Transformed rejection: a candidate k from the hat function of a uniform u, kept by a
+    squeeze (a box where the hat is under the density) or when a uniform v, scaled by the
+    hat, is under the log density ratio ``_btrs_bound``."""
+    shape = get_aval(prob).shape
+    stddev = jnp.sqrt(count * prob * (1 - prob))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * prob
+    c = count * prob + 0.5
+    v_r = 0.92 - 4.2 / b
+    alpha = (2.83 + 5.1 / b) * stddev
+
+    def cond_fun(carry):
+        _, accepted, _ = carry
+        return jnp.any(~accepted)
+
+    def body_fun(carry):
+        k_out, accepted, key = carry
+        key, key_u, key_v = split(key, 3)
+        u = uniform(key_u, shape, get_aval(prob).dtype) - 0.5
+        v = uniform(key_v, shape, get_aval(prob).dtype)
+        us = 0.5 - jnp.abs(u)
+        k = jnp.floor((2 * a / us + b) * u + c)
+        squeezed = (us >= 0.07) & (v <= v_r)
+        reject = (k < 0) | (k > count)
+        log_v = jnp.log(v * alpha / (a / (us * us) + b))
+        accept = squeezed | (~reject & (log_v <= _btrs_bound(k, count, prob)))
+        return jnp.where(accept, k, k_out), accepted | accept, key
+
+    start = (jnp.full_like(prob, -1), jnp.zeros(shape, bool), key)
+    k_out, _, _ = _while_loop(cond_fun, body_fun, start)
+    return convert(k_out, dtype)
+
+
+def _btrs_bound(k: Any, count: Any, prob: Any) -> Any:
+    """log(f(k) / f(m)) of the binomial density f, m its mode, by Stirling's formula."""
+    r = prob / (1 - prob)
+    m = jnp.floor((count + 1) * prob)
+    return ((m + 0.5) * jnp.log((m + 1) / (r * (count - m + 1)))
+            + (count + 1) * jnp.log((count - m + 1) / (count - k + 1))
+            + (k + 0.5) * jnp.log(r * (count - k + 1) / (k + 1))
+            + _stirling_approx_tail(m) + _stirling_approx_tail(count - m)
+            - _stirling_approx_tail(k) - _stirling_approx_tail(count - k))
+
+
+def binomial(key: Any, n: Any, p: Any, shape: Shape | None = None, dtype: Any = None) -> Any:
+    """Binomial(n, p) counts, as floats of ``dtype``, computed in ``p``'s float dtype.
+
+    Each element samples q = min(p, 1 - p) (by inversion for n q <= 10, else BTRS) and
+    mirrors to n - k for p >= 1/2. As in JAX (and NumPy), a float n is floored; NaN or
+    negative n, and NaN or negative p, give NaN; an infinite n gives infinity.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> x = jax.random.binomial(jax.random.key(0), 10, 0.5, (1000,))
+        >>> bool(((x >= 0) & (x <= 10)).all()), 4.5 < float(x.mean()) < 5.5
+        (True, True)
+    """
+    _single_key(key, "binomial")
+    dtype = dtypes.check_and_canonicalize_user_dtype(float if dtype is None else dtype,
+                                                     "binomial")
+    if not dtypes.is_float(dtype):
+        raise ValueError(f"dtype argument to `binomial` must be a float dtype, got {dtype}")
+    n, p = as_value(n), as_value(p)
+    param_shapes = (get_aval(n).shape, get_aval(p).shape)
+    if shape is None:
+        shape = broadcast_shapes(*param_shapes)
+    else:
+        shape = _shape(shape, "binomial")
+        _check_shape("binomial", shape, *param_shapes)
+    (p,) = promote_inexact(p)
+    count = jnp.broadcast_to(convert(n, get_aval(p).dtype), shape)
+    return _binomial(key, count, jnp.broadcast_to(p, shape), dtype)
+
+
+def _binomial(key: Any, count: Any, prob: Any, dtype: np.dtype) -> Any:
+    p_lt_half = prob < 0.5
+    q = jnp.where(p_lt_half, prob, 1.0 - prob)
+    count_nan_or_neg = jnp.isnan(count) | (count < 0.0)
+    count_inf = jnp.isinf(count)
+    q_is_nan, q_l_0 = jnp.isnan(q), q < 0.0
+    q = jnp.where(q_is_nan | q_l_0, jnp.full_like(q, 0.01), q)
+    use_inversion = count_nan_or_neg | (count * q <= 10.0)
+    count = jnp.floor(count)
+    # Every element runs both loops; each keeps its own algorithm's sample. The other loop
+    # gets harmless values (no count for inversion; n = 10^4, p = 1/2 for BTRS).
+    inverted = _binomial_inversion(key, jnp.where(use_inversion, count, 0.0), q, dtype)
+    transformed = _btrs(key, jnp.where(use_inversion, 1e4, count),
+                        jnp.where(use_inversion, 0.5, q), dtype)
+    samples = jnp.where(use_inversion, inverted, transformed)
+    invalid = q_l_0 | q_is_nan | count_nan_or_neg
+    samples = jnp.where(invalid, jnp.full_like(samples, np.nan), samples)
+    samples = jnp.where(count_inf & ~invalid, jnp.full_like(samples, np.inf), samples)
+    unmirrored = p_lt_half | count_nan_or_neg | q_is_nan | count_inf
+    return jnp.where(unmirrored, samples, convert(count, dtype) - samples)
+
+
+def multinomial(key: Any, n: Any, p: Any, *, shape: Shape | None = None, dtype: Any = None,
+                unroll: int | bool = 1) -> Any:
+    """Counts of each outcome in ``n`` trials with probabilities ``p`` (outcomes along the
+    last axis): outcome i gets a binomial of what the earlier outcomes left, with
+    probability p_i over the probability left. ``shape`` is the whole result's shape (p's
+    by default); ``unroll`` is accepted for JAX's signature (the outcomes are a Python loop
+    here, where JAX scans).
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> counts = jax.random.multinomial(jax.random.key(0), 10, jnp.array([0.2, 0.3, 0.5]))
+        >>> float(counts.sum())
+        10.0
+    """
+    _single_key(key, "multinomial")
+    n, p = promote_inexact(n, p)
+    shape = get_aval(p).shape if shape is None else _shape(shape, "multinomial")
+    remainder = jnp.broadcast_to(n, shape[:-1])
+    p = jnp.moveaxis(jnp.broadcast_to(p, shape), -1, 0)
+    left = cumsum(p, 0, reverse=True)  # the probability of outcome i or a later one
+    ratios = p / jnp.where(left == 0, 1, left)
+    counts = []
+    for ratio, outcome_key in zip(ratios, split(key, shape[-1])):
+        count = binomial(outcome_key, remainder, jnp.clip(ratio, 0, 1),
+                         dtype=get_aval(remainder).dtype)
+        remainder = remainder - count
+        counts.append(count)
+    out_dtype = dtypes.canonicalize_dtype(float if dtype is None else dtype)
+    return convert(jnp.stack(counts, axis=-1), out_dtype)
+
