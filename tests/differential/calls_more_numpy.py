@@ -305,7 +305,9 @@ CALLS: dict[str, list[Call]] = {
                                a="i@5", b="i@5")],
     "mask_indices": [call("jnp.mask_indices(3, jnp.triu)"),
                      call("jnp.mask_indices(3, jnp.tril, -1, size=4)")],
-    "piecewise": [call("jnp.piecewise(a, [a < 0, a > 1], [lambda v: -v, lambda v: v * 3, 0.5])",
+    # (the first: a piece's NaN where it is not chosen stays out of the gradient, as JAX's)
+    "piecewise": [call("jnp.piecewise(a, [a < 0], [0.0, jnp.sqrt])", a="f@2,3"),
+                  call("jnp.piecewise(a, [a < 0, a > 1], [lambda v: -v, lambda v: v * 3, 0.5])",
                        a="f@2,3"),
                   call("jnp.piecewise(a, [a > 0], [lambda v: v * 2])", a="i@5"),
                   call("jnp.piecewise(a, [b], [1.5, jnp.sin])", a="f@4", b="b@4")],

@@ -26,12 +26,13 @@ import numpy as np
 from .. import dtypes
 from .. import prims as lax
 from ..core import get_aval
+from ..errors import ConcretizationTypeError
 from .concrete import static_int
 from .creation import arange, zeros_like
 from .cumulative import cumsum
 from .promotion import as_value, broadcast_shapes, canonicalize_axis
 from .reductions import argmax
-from .shapes import broadcast_to, concatenate, expand_dims, moveaxis, reshape, stack
+from .shapes import broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape, stack
 from .ufuncs import astype, where
 
 CoreDims = tuple[str, ...]
@@ -249,15 +250,32 @@ def piecewise(x, condlist: Any, funclist: list[Any], *args: Any, **kw: Any):
     else:
         raise ValueError(f"piecewise: with {n_conditions} condition(s), {n_conditions} or "
                          f"{n_conditions + 1} functions are expected, got {n_functions}.")
-    dtype = get_aval(x).dtype
     # which function each element takes: 0 (the default) or one past the last true condition
     chosen = argmax(cumsum(concatenate([zeros_like(conditions[:1]), conditions]), axis=0),
                     axis=0)
-    result = lax.full(get_aval(x).shape, 0, dtype)
-    for k, f in enumerate(funclist):
-        # NB: JAX calls only the chosen function (lax.switch per element); here every
-        # function is computed per element and the chosen value kept.
-        value = vectorize(lambda v, f=f: astype(f(v, *args, **kw), dtype))(x) \
-            if callable(f) else astype(f, dtype)
-        result = where(chosen == k, value, result)
+    pieces = [_piece(f, get_aval(x).dtype, args, kw) for f in funclist]
+    try:
+        choices = chosen._concrete_value("piecewise")
+    except ConcretizationTypeError:  # under jit or vmap: every piece, the chosen kept
+        return _every_piece_selected(x, chosen, pieces)
+    # Eagerly and under grad, each element is given to its own piece only, as JAX's
+    # lax.switch does: another piece's NaN (sqrt of a negative) cannot reach the gradient.
+    flat = ravel(x)
+    values = [pieces[k](flat[i]) for i, k in enumerate(np.ravel(choices))]
+    return reshape(stack(values), get_aval(x).shape) if values else x
+
+
+def _piece(f: Any, dtype: np.dtype, args: tuple, kw: dict) -> Callable:
+    """A piece of ``piecewise`` as a function of a scalar, returning ``dtype``."""
+    if callable(f):
+        return lambda v: astype(f(v, *args, **kw), dtype)
+    return lambda v: astype(f, dtype)
+
+
+def _every_piece_selected(x, chosen, pieces: list[Callable]):
+    """Each piece of every element, and the chosen one kept (so a piece is computed where it
+    is not chosen too, as in JAX when its switch is batched)."""
+    result = lax.full(get_aval(x).shape, 0, get_aval(x).dtype)
+    for k, piece in enumerate(pieces):
+        result = where(chosen == k, vectorize(piece)(x), result)
     return result
