@@ -390,3 +390,22 @@ def test_binomial_refuses_jit_and_vmap_with_a_clear_error():
         ours.jit(f)(ours.random.key(0))
     with pytest.raises(NotImplementedError, match="outside jit and vmap"):
         ours.vmap(f)(ours.random.split(ours.random.key(0), 2))
+
+
+def test_binomial_and_multinomial_gradients_are_jaxs_zeros():
+    """The counts are piecewise constant in n and p (floors and comparisons): under grad
+    (where the loops still run, the values being known) and jvp, zeros, as JAX's."""
+    p = np.array([0.2, 0.8], np.float32)
+    for lib in (ours, jax_):
+        r = lib.random
+        grads = [lib.grad(lambda q: r.binomial(r.key(0), 10.0, q, (3,)).sum())(0.3),
+                 lib.grad(lambda n: r.binomial(r.key(0), n, 0.7, (3,)).sum())(40.0),
+                 lib.grad(lambda q: r.multinomial(r.key(0), 10.0, q).sum())(p)]
+        for g in grads:
+            np.testing.assert_array_equal(np.asarray(g), 0.0)
+    mine = ours.jvp(lambda q: ours.random.multinomial(ours.random.key(0), 10.0, q), (p,),
+                    (np.ones(2, np.float32),))
+    theirs = jax_.jvp(lambda q: jax_.random.multinomial(jax_.random.key(0), 10.0, q), (p,),
+                      (np.ones(2, np.float32),))
+    for a, b in zip(mine, theirs):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -37,6 +37,7 @@ from . import numpy as jnp
 from . import prims as lax
 from .core import ELEMENTWISE, Primitive, Tracer, get_aval, impl_rules, jvp_rules, vjp_rules
 from .cumulative import cumsum
+from .errors import ConcretizationTypeError
 from .numpy.promotion import as_value, broadcast_shapes, canonicalize_axis, convert, promote_inexact
 from .primitives import _zero_jvp, _zero_vjp
 from .random import (
@@ -825,15 +826,18 @@ def orthogonal(key: Any, n: int, shape: Shape = (), dtype: Any = None, m: int | 
 
 def _while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
                 carry: Any) -> Any:
-    """``lax.while_loop``'s meaning, run eagerly: apply ``body_fun`` while ``cond_fun``."""
+    """``lax.while_loop``'s meaning, run eagerly: apply ``body_fun`` while ``cond_fun``.
+    Under ``grad`` the condition's value is known, so the loop runs there too."""
     while True:
-        keep_going = cond_fun(carry)
-        if isinstance(keep_going, Tracer):
+        try:
+            keep_going = bool(cond_fun(carry))
+        except ConcretizationTypeError as error:
             raise NotImplementedError(
                 "binomial and multinomial run their rejection loops eagerly in this library "
                 "(stage 1 has no loop that can be traced), so they work outside jit and vmap "
-                "only: call them outside the transformation, or pass the samples in.")
-        if not bool(keep_going):
+                "only: call them outside the transformation, or pass the samples in."
+            ) from error
+        if not keep_going:
             return carry
         carry = body_fun(carry)
 
@@ -932,6 +936,9 @@ def binomial(key: Any, n: Any, p: Any, shape: Shape | None = None, dtype: Any = 
     Each element samples q = min(p, 1 - p) (by inversion for n q <= 10, else BTRS) and
     mirrors to n - k for p >= 1/2. As in JAX (and NumPy), a float n is floored; NaN or
     negative n, and NaN or negative p, give NaN; an infinite n gives infinity.
+
+    NB: the loops run eagerly (stage 1 has no traceable loop): not under ``jit`` or
+    ``vmap``, where JAX traces a ``while_loop``. Its gradients are zeros, as JAX's.
 
     Example:
         >>> import stage1_autodiff as jax
