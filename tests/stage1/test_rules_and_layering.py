@@ -159,7 +159,9 @@ DTYPE_CASES: dict[str, list[DtypeCase]] = {
     "regularized_incomplete_beta": [(lambda: lax.betainc(Y, Y, a([0.1, 0.5, 0.9])), (f32,))],
     "bessel_i0e": _unary_float(lax.bessel_i0e),
     "bessel_i1e": _unary_float(lax.bessel_i1e),
-    **{name: _unary_float(getattr(lax, name)) for name in ["erfcx", "dawsn", "expi", "spence"]},
+    **{name: _unary_float(getattr(lax, name)) for name in
+       ["erfcx", "dawsn", "expi", "spence", "si", "ci", "fresnel_s", "fresnel_c"]},
+    "owens_t": [(lambda: lax.owens_t(X, Y), (f32,))],
     "expn": [(lambda: lax.expn(a([0.0, 1.0, 3.0]), Y), (f32,))],
     "clamp": [(lambda: lax.clamp(a([0.3, 0.3, 0.3]), X, a([0.6, 0.6, 0.6])), (f32,)),
               (lambda: lax.clamp(a([0, 0, 0], np.int32), N, a([4, 4, 4], np.int32)), (i32,))],

@@ -437,9 +437,10 @@ LAW_CASES: dict[str, tuple[tuple[np.dtype, ...], Case]] = {
     "polygamma": (FLOAT, binary(lambda m, x: lax.polygamma(lax.floor(m * 3), x))),
     "nextafter": (FLOAT, binary(lax.nextafter)),
     **{name: (FLOAT, unary(getattr(lax, name))) for name in  # special_functions.py
-       ["bessel_i0e", "bessel_i1e", "erfcx", "dawsn", "expi", "spence"]},
+       ["bessel_i0e", "bessel_i1e", "erfcx", "dawsn", "expi", "spence", "si", "ci",
+        "fresnel_s", "fresnel_c"]},
     **{name: (FLOAT, binary(getattr(lax, name))) for name in
-       ["igamma", "igammac", "igamma_grad_a", "zeta", "expn"]},
+       ["igamma", "igammac", "igamma_grad_a", "zeta", "expn", "owens_t"]},
     "regularized_incomplete_beta": (FLOAT, binary(lambda a, x: lax.betainc(a, a, x))),
     "clamp": (NUMBERS, binary(lambda x, y: lax.clamp(lax.min(x, y), x, lax.max(x, y)))),
     "not": ((i32, b1), unary(lax.bitwise_not)),

@@ -124,10 +124,9 @@ for _prim, _domain in [(p.rsqrt_p, POSITIVE), (p.erf_p, None), (p.erfc_p, None),
 CASES[p.polygamma_p] = elementwise(p.polygamma_p, number(f32, (0, 3), integral=True),
                                    number(f32, POSITIVE))
 CASES[p.nextafter_p] = binary(p.nextafter_p, (f32,))
-for _prim in (p.bessel_i0e_p, p.bessel_i1e_p, p.erfcx_p, p.dawsn_p, p.expi_p,
-              p.spence_p):  # special_functions.py
+for _prim in p.UNARY_SPECIAL_FUNCTIONS:  # special_functions.py
     CASES[_prim] = unary(_prim, domain=POSITIVE)
-for _prim in (p.igamma_p, p.igammac_p, p.igamma_grad_a_p, p.zeta_p):
+for _prim in (p.igamma_p, p.igammac_p, p.igamma_grad_a_p, p.zeta_p, p.owens_t_p):
     CASES[_prim] = elementwise(_prim, number(f32, POSITIVE), number(f32, POSITIVE))
 CASES[p.expn_p] = elementwise(p.expn_p, number(f32, (0, 3), integral=True),
                               number(f32, POSITIVE))

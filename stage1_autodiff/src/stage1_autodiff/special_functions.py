@@ -3,7 +3,8 @@ gamma and beta functions (``igamma``, ``igammac``, ``igamma_grad_a``, ``betainc`
 zeta function (``zeta``) and the exponentially scaled modified Bessel functions of orders 0
 and 1 (``bessel_i0e``, ``bessel_i1e``), each an elementwise primitive on floats; and five of
 ``jax.scipy.special``'s that JAX writes as ``jax.numpy`` arithmetic (``erfcx``, ``dawsn``,
-``expi``, ``expn``, ``spence``), here primitives too.
+``expi``, ``expn``, ``spence``, ``sici``'s two, ``fresnel``'s two, ``owens_t``), here
+primitives too.
 
 Each impl evaluates SciPy's function in float64 and rounds the result to the operands' dtype.
 SciPy is imported when an impl first runs, not with stage 1: stage 1 itself depends on NumPy
@@ -42,6 +43,7 @@ from .core import (
 from .primitives import (
     abs,  # noqa: A004 -- lax's name
     add,
+    cos,
     div,
     eq,
     exp,
@@ -53,14 +55,17 @@ from .primitives import (
     neg,
     select_n,
     sign,
+    sin,
     sub,
 )
-from .special import _check_float, lgamma
+from .special import _check_float, erf, lgamma
 
-__all__ = ["SPECIAL_FUNCTIONS", "betainc", "bessel_i0e", "bessel_i0e_p", "bessel_i1e",
-           "bessel_i1e_p", "dawsn", "dawsn_p", "erfcx", "erfcx_p", "expi", "expi_p", "expn",
-           "expn_p", "igamma", "igamma_grad_a", "igamma_grad_a_p", "igamma_p", "igammac",
-           "igammac_p", "regularized_incomplete_beta_p", "spence", "spence_p", "zeta", "zeta_p"]
+__all__ = ["SPECIAL_FUNCTIONS", "UNARY_SPECIAL_FUNCTIONS", "bessel_i0e", "bessel_i0e_p",
+           "bessel_i1e", "bessel_i1e_p", "betainc", "ci", "ci_p", "dawsn", "dawsn_p", "erfcx",
+           "erfcx_p", "expi", "expi_p", "expn", "expn_p", "fresnel_c", "fresnel_c_p", "fresnel_s",
+           "fresnel_s_p", "igamma", "igamma_grad_a", "igamma_grad_a_p", "igamma_p", "igammac",
+           "igammac_p", "owens_t", "owens_t_p", "regularized_incomplete_beta_p", "si", "si_p",
+           "spence", "spence_p", "zeta", "zeta_p"]
 
 
 def _scipy_special():
@@ -72,12 +77,14 @@ def _scipy_special():
     return special
 
 
-def _from_scipy(name: str):
-    """SciPy's ufunc ``name`` on float64 operands, rounded to the first operand's dtype."""
+def _from_scipy(name: str, output: int | None = None):
+    """SciPy's ufunc ``name`` on float64 operands (its result number ``output``, for a ufunc
+    of several results), rounded to the first operand's dtype."""
     def impl(*operands):
         function = getattr(_scipy_special(), name)
         with np.errstate(all="ignore"):
             out = function(*(np.asarray(x, np.float64) for x in operands))
+        out = out if output is None else out[output]
         return np.asarray(out).astype(operands[0].dtype)
     impl.__name__ = f"{name}_impl"
     return impl
@@ -210,11 +217,13 @@ jvp_rules[zeta_p] = zeta_jvp
 # ------------------------------------------------------------------------------------------
 
 
-def _host_unary(name: str, scipy_name: str, slope, doc: str) -> tuple[Primitive, Any]:
-    """A unary primitive whose impl is SciPy's ``scipy_name`` and whose derivative at x is
-    ``slope(x, out)``; its wrapper checks for a float and has the docstring ``doc``."""
+def _host_unary(name: str, scipy_name: str, slope, doc: str,
+                output: int | None = None) -> tuple[Primitive, Any]:
+    """A unary primitive whose impl is SciPy's ``scipy_name`` (its result ``output``) and
+    whose derivative at x is ``slope(x, out)``; its wrapper checks for a float and has the
+    docstring ``doc``."""
     prim = Primitive(name, kind=ELEMENTWISE)
-    impl_rules[prim] = _from_scipy(scipy_name)
+    impl_rules[prim] = _from_scipy(scipy_name, output)
 
     def vjp(ct, x, *, out):
         return [mul(ct, slope(x, out))]
@@ -253,7 +262,7 @@ bessel_i1e_p, bessel_i1e = _host_unary(
     "exp(-|x|) I1(x), the modified Bessel function of order 1 scaled to stay finite.")
 
 # ------------------------------------------------------------------------------------------
-# erfcx, dawsn, expi, expn and spence: jax.scipy.special's, as primitives of our own
+# erfcx, dawsn, expi, spence, sici, fresnel, expn, owens_t: as primitives of our own
 # ------------------------------------------------------------------------------------------
 # NB: JAX has no such primitives: jax/_src/scipy/special.py writes each as jax.numpy
 # arithmetic (rational approximations, series, continued fractions) under a custom_jvp. Here
@@ -284,6 +293,29 @@ def _spence_slope(x, out):
 spence_p, spence = _host_unary("spence", "spence", _spence_slope,
                                 "Spence's function, the dilogarithm of 1 - x.")
 
+
+def _sinc_slope(x, out):  # Si' = sin(x) / x, 1 at 0
+    zero = eq(x, full_like(x, 0))
+    safe_x = select_n(zero, x, full_like(x, 1))
+    return select_n(zero, div(sin(safe_x), safe_x), full_like(x, 1))
+
+
+si_p, si = _host_unary("si", "sici", _sinc_slope, "The sine integral Si(x).", output=0)
+ci_p, ci = _host_unary("ci", "sici", lambda x, out: div(cos(x), x),
+                       "The cosine integral Ci(x) (of |x| below 0).", output=1)
+
+
+def _half_pi_x2(x):
+    return mul(full_like(x, math.pi / 2), mul(x, x))
+
+
+fresnel_s_p, fresnel_s = _host_unary(
+    "fresnel_s", "fresnel", lambda x, out: sin(_half_pi_x2(x)),
+    "The Fresnel integral S(x), of sin(pi t^2 / 2) from 0 to x.", output=0)
+fresnel_c_p, fresnel_c = _host_unary(
+    "fresnel_c", "fresnel", lambda x, out: cos(_half_pi_x2(x)),
+    "The Fresnel integral C(x), of cos(pi t^2 / 2) from 0 to x.", output=1)
+
 expn_p = _binary_primitive("expn")
 def expn(n: Any, x: Any) -> Any:
     """E_n(x) = the integral over t > 1 of exp(-x t) / t^n; ``n`` a float holding an integer."""
@@ -307,7 +339,36 @@ def expn_jvp(primals, tangents):  # NB: n's tangent is taken as zero (JAX's n is
     return expn(n, x), mul(x_dot, _expn_slope(n, x))
 jvp_rules[expn_p] = expn_jvp
 
+owens_t_p = _binary_primitive("owens_t")
+def owens_t(h: Any, a: Any) -> Any:
+    """Owen's T function, the integral of exp(-h^2 (1 + t^2) / 2) / (2 pi (1 + t^2)) over
+    t from 0 to a."""
+    return _bind(owens_t_p, h, a)
+impl_rules[owens_t_p] = _from_scipy("owens_t")
+def _owens_t_slopes(h, a):
+    """dT/dh = -exp(-h^2 / 2) erf(a h / sqrt 2) / (2 sqrt(2 pi)), and dT/da the integrand
+    at a."""
+    one = full_like(h, 1)
+    half_h2 = mul(full_like(h, 0.5), mul(h, h))
+    slope_h = mul(full_like(h, -0.5 / math.sqrt(2 * math.pi)),
+                  mul(exp(neg(half_h2)), erf(mul(full_like(h, 1 / math.sqrt(2)), mul(a, h)))))
+    one_a2 = add(one, mul(a, a))
+    slope_a = div(exp(neg(mul(half_h2, one_a2))), mul(full_like(h, 2 * math.pi), one_a2))
+    return slope_h, slope_a
+def owens_t_vjp(ct, h, a, *, out):
+    slope_h, slope_a = _owens_t_slopes(h, a)
+    return [mul(ct, slope_h), mul(ct, slope_a)]
+vjp_rules[owens_t_p] = owens_t_vjp
+def owens_t_jvp(primals, tangents):
+    (h, a), (h_dot, a_dot) = primals, tangents
+    slope_h, slope_a = _owens_t_slopes(h, a)
+    return owens_t(h, a), add(mul(h_dot, slope_h), mul(a_dot, slope_a))
+jvp_rules[owens_t_p] = owens_t_jvp
+
 # This module's primitives, all on floats: unary or binary, but for the ternary betainc.
 SPECIAL_FUNCTIONS = (igamma_p, igammac_p, igamma_grad_a_p, regularized_incomplete_beta_p,
                      zeta_p, bessel_i0e_p, bessel_i1e_p, erfcx_p, dawsn_p, expi_p, spence_p,
-                     expn_p)
+                     si_p, ci_p, fresnel_s_p, fresnel_c_p, expn_p, owens_t_p)
+# Those of one operand (stage 2's abstract evaluation tells them from the binary ones).
+UNARY_SPECIAL_FUNCTIONS = (bessel_i0e_p, bessel_i1e_p, erfcx_p, dawsn_p, expi_p, spence_p,
+                           si_p, ci_p, fresnel_s_p, fresnel_c_p)

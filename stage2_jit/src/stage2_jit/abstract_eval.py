@@ -526,8 +526,7 @@ def betainc_abstract_eval(a: ShapedArray, b: ShapedArray, x: ShapedArray) -> Sha
 for prim in p.SPECIAL_FUNCTIONS:
     abstract_eval_rules[prim] = (
         betainc_abstract_eval if prim is p.regularized_incomplete_beta_p else
-        _unary(prim, _FLOAT) if prim in (p.bessel_i0e_p, p.bessel_i1e_p, p.erfcx_p,
-                                         p.dawsn_p, p.expi_p, p.spence_p) else
+        _unary(prim, _FLOAT) if prim in p.UNARY_SPECIAL_FUNCTIONS else
         _binary(prim, _FLOAT))
 
 

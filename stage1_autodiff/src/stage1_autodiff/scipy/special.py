@@ -30,10 +30,10 @@ from ..numpy.promotion import convert, promote_and_broadcast, promote_inexact
 
 __all__ = ["bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn",
            "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn",
-           "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e",
-           "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
-           "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "softmax", "spence",
-           "xlog1py", "xlogy", "zeta"]
+           "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0",
+           "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
+           "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma",
+           "rel_entr", "sici", "softmax", "spence", "xlog1py", "xlogy", "zeta"]
 
 def erf(x: Any) -> Any:
     """The error function, 2/sqrt(pi) times the integral of exp(-t**2) from 0 to x."""
@@ -527,3 +527,38 @@ def spence(x: Any) -> Any:
         raise TypeError(f"x.dtype={x.dtype} is not supported, see docstring for supported "
                         "types.")
     return lax.spence(x)
+
+
+# ------------------------------------------------------------------------------------------
+# sici, fresnel and owens_t
+# ------------------------------------------------------------------------------------------
+
+
+def sici(x: Any) -> tuple[Any, Any]:
+    """The sine and cosine integrals (Si(x), Ci(x)); Ci of |x| for x < 0 (its real part).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> si, ci = jax.scipy.special.sici(1.0)
+        >>> print(si, ci)
+        0.94608307 0.33740392
+    """
+    (x,) = promote_inexact(x)
+    return _strong(lax.si(x)), _strong(lax.ci(x))
+
+
+def fresnel(x: Any) -> tuple[Any, Any]:
+    """The Fresnel integrals (S(x), C(x)) of sin(pi t^2 / 2) and cos(pi t^2 / 2) from 0 to x."""
+    (x,) = promote_inexact(x)
+    return _strong(lax.fresnel_s(x)), _strong(lax.fresnel_c(x))
+
+
+def owens_t(h: Any, a: Any) -> Any:
+    """Owen's T function T(h, a), a bivariate normal probability.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.scipy.special.owens_t(0.0, 1.0))  # arctan(1) / (2 pi)
+        0.125
+    """
+    return _strong(lax.owens_t(*_binary("owens_t", h, a)))
