@@ -651,26 +651,31 @@ def test_a_key_is_a_pytree_over_its_uint32_data() -> None:
     assert np.asarray(leaf).tolist() == np.asarray(jax.random.key_data(jax.random.key(0))).tolist()
 
 
-MISSING_SAMPLERS = {"binomial": (5.0, 0.5), "wald": (1.0,), "triangular": (0.0, 0.5, 1.0),
-                    "generalized_normal": (2.0,), "ball": (3,),
-                    "multinomial": (5.0, np.full(3, 1 / 3, np.float32))}
-
-
-def test_some_samplers_and_options_are_missing() -> None:
-    """Six samplers are absent (AttributeError), ``mode=`` is an unexpected keyword
-    (TypeError) and ``permutation(independent=True)`` raises NotImplementedError."""
+def test_binomial_runs_eagerly_and_some_options_are_missing() -> None:
+    """binomial and multinomial refuse jit and vmap (NotImplementedError) and run under
+    grad; four samplers take no out_sharding (TypeError); permutation(independent=True) and
+    key_dtype of another PRNG implementation raise NotImplementedError."""
     key, skey = jax.random.key(0), sj.random.key(0)
-    for name, args in MISSING_SAMPLERS.items():
-        getattr(jax.random, name)(key, *args)
-        assert not hasattr(sj.random, name), name
-    for name, args in (("bernoulli", (0.5, (3,))), ("gumbel", ((3,),)), ("choice", (5, (2,))),
-                       ("categorical", (np.zeros(3, np.float32),))):
-        getattr(jax.random, name)(key, *args, mode="high")
-        raises(TypeError, getattr(sj.random, name), skey, *args, mode="high", match="mode")
+    keys, skeys = jax.random.split(key, 2), sj.random.split(skey, 2)
+    for name, args in (("binomial", (5.0, 0.5, (3,))),
+                       ("multinomial", (5.0, np.full(3, 1 / 3, np.float32)))):
+        f = lambda k: getattr(jax.random, name)(k, *args)  # noqa: B023, E731
+        sf = lambda k: getattr(sj.random, name)(k, *args)  # noqa: B023, E731
+        jax.jit(f)(key), jax.vmap(f)(keys)
+        np.testing.assert_array_equal(np.asarray(sf(skey)), np.asarray(f(key)))
+        raises(NotImplementedError, sj.jit(sf), skey, match="outside jit and vmap")
+        raises(NotImplementedError, sj.vmap(sf), skeys, match="outside jit and vmap")
+    assert sj.grad(lambda p: sj.random.binomial(skey, 10.0, p).sum())(0.3) == 0.0
+    for name, args in (("triangular", (0.0, 0.5, 1.0)), ("wald", (1.0,)),
+                       ("generalized_normal", (2.0,)), ("ball", (3,))):
+        getattr(jax.random, name)(key, *args, out_sharding=None)
+        raises(TypeError, getattr(sj.random, name), skey, *args, out_sharding=None)
     x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
     assert jax.random.permutation(key, x, independent=True).shape == (2, 3)
     raises(NotImplementedError, sj.random.permutation, skey, sjnp.asarray(x),
            independent=True, match="independent")
+    assert str(jax.random.key_dtype("rbg")) == "key<rbg>"
+    raises(NotImplementedError, sj.random.key_dtype, "rbg", match="threefry2x32")
 
 
 FLOAT_SAMPLERS = {"normal": {}, "exponential": {}, "gamma": {"a": 2.0},
