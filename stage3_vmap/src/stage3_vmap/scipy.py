@@ -7,5 +7,5 @@ from stage1_autodiff.scipy import linalg, special, stats
 
 for _name, _module in {"linalg": linalg, "special": special, "stats": stats}.items():
     sys.modules[f"{__name__}.{_name}"] = _module
-for _name in stats.__all__:  # each distribution, so that ``import <stage>.scipy.stats.t`` works
+for _name in stats.DISTRIBUTIONS:  # each module, so that ``import <stage>.scipy.stats.t`` works
     sys.modules[f"{__name__}.stats.{_name}"] = getattr(stats, _name)

@@ -1,4 +1,5 @@
-"""``jax.scipy.stats``: distributions, each a module of functions as in JAX."""
+"""``jax.scipy.stats``: distributions, each a module of functions as in JAX, and three
+statistics of a sample (``mode``, ``rankdata``, ``sem``)."""
 
 from . import (
     bernoulli,
@@ -7,21 +8,31 @@ from . import (
     binom,
     cauchy,
     chi2,
+    dirichlet,
     expon,
     gamma,
+    gennorm,
     geom,
     gumbel_l,
     gumbel_r,
     laplace,
     logistic,
+    multinomial,
+    multivariate_normal,
     nbinom,
     norm,
     pareto,
     poisson,
     t,
+    truncnorm,
     uniform,
+    wrapcauchy,
 )
+from .descriptive import mode, rankdata, sem
 
-__all__ = ["bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "expon", "gamma",
-           "geom", "gumbel_l", "gumbel_r", "laplace", "logistic", "nbinom", "norm", "pareto",
-           "poisson", "t", "uniform"]
+DISTRIBUTIONS = ["bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet",
+                 "expon", "gamma", "gennorm", "geom", "gumbel_l", "gumbel_r", "laplace",
+                 "logistic", "multinomial", "multivariate_normal", "nbinom", "norm", "pareto",
+                 "poisson", "t", "truncnorm", "uniform", "wrapcauchy"]
+
+__all__ = [*DISTRIBUTIONS, "mode", "rankdata", "sem"]
