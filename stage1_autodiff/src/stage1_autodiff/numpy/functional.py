@@ -42,9 +42,7 @@ def _map_over(func: Callable, args: Sequence[Any], batch_shape: tuple[int, ...])
     """``func`` of each batch element of ``args`` (all with ``batch_shape`` in front), the
     results stacked into arrays with ``batch_shape`` in front (a tuple of results: each)."""
     if 0 in batch_shape:
-        raise NotImplementedError("mapping over an empty batch is not supported here: the "
-                                  "result's shape is unknown without a call (JAX's vmap "
-                                  "traces one; stage 1 has no vmap).")
+        return _empty_results(func, args, batch_shape)
     results = [func(*(a[index] for a in args)) for index in np.ndindex(*batch_shape)]
     if not batch_shape:
         return results[0]
@@ -52,6 +50,18 @@ def _map_over(func: Callable, args: Sequence[Any], batch_shape: tuple[int, ...])
         return tuple(_stacked([r[k] for r in results], batch_shape)
                      for k in range(len(results[0])))
     return _stacked(results, batch_shape)
+
+
+def _empty_results(func: Callable, args: Sequence[Any], batch_shape: tuple[int, ...]):
+    """The results over an empty batch: ``func`` is called once on zeros of one element's
+    shape (JAX's vmap traces it instead) to learn their shapes and dtypes."""
+    samples = [lax.full(get_aval(a).shape[len(batch_shape):], 0, get_aval(a).dtype)
+               for a in args]
+    result = func(*samples)
+    outputs = result if isinstance(result, tuple) else (result,)
+    empties = tuple(lax.full(batch_shape + get_aval(r).shape, 0, get_aval(r).dtype,
+                             get_aval(r).weak_type) for r in (as_value(o) for o in outputs))
+    return empties if isinstance(result, tuple) else empties[0]
 
 
 def _stacked(results: list[Any], batch_shape: tuple[int, ...]):
