@@ -251,9 +251,11 @@ MORE_CALLS = [
     "sp.spence(np.float32([0.0, 0.5, 1.0, 2.0, 10.0, -1.0]))", "sp.spence(np.float32(3.0))",
     "sp.bernoulli(0)", "sp.bernoulli(2)", "sp.bernoulli(12)", "sp.sici(x)", "sp.sici(2.0)",
     "sp.fresnel(x)", "sp.fresnel(0.5)", "sp.owens_t(x[1:-1], x[::-1][1:-1])",
-    "sp.owens_t(0.5, 2.0)",
+    "sp.owens_t(0.5, 2.0)", "sp.bessel_jn(x, v=3)", "sp.bessel_jn(z, v=2)",
+    "sp.bessel_jn(z, v=1, n_iter=80)", "sp.bessel_jn(30.0, v=0)",
 ]
 MORE_INPUTS = {**INPUTS, "a2": A[:1].repeat(2, 0) + B,
+               "z": np.float32([[30.0, -35.5], [45.0, 60.0]]),
                "r": np.float32([0.0, 0.5, 1.0, 2.0, 0.0, -1.0]),
                "q": np.float32([1.0, 0.25, 1.0, 0.0, 0.0, 1.0])}
 # Looser where JAX's float32 values carry XLA's own approximation error (lgamma's, which
@@ -285,7 +287,7 @@ X64_CALLS = ["sp.gamma(p)", "sp.gammainc(p, p[::-1])",
              "sp.expi(x)", "sp.exp1(p)", "sp.expn(3, p)", "sp.spence(p)", "sp.bernoulli(8)",
              "sp.multigammaln(p + 2, 3)", "sp.rel_entr(r, q)", "sp.softmax(a2)",
              "lax.igamma_grad_a(p, p[::-1])", "sp.sici(x)", "sp.fresnel(x)",
-             "sp.owens_t(x[1:-1], x[::-1][1:-1])"]
+             "sp.owens_t(x[1:-1], x[::-1][1:-1])", "sp.bessel_jn(u, v=3)"]
 
 
 @pytest.mark.parametrize("code", X64_CALLS)
@@ -356,6 +358,7 @@ MORE_GRADS = {
     "fresnel_c": (lambda sp: lambda t: sp.fresnel(t)[1], [-1.0, 0.5, 3.0]),
     "owens_t_h": (lambda sp: lambda t: sp.owens_t(t, 1.5), [-1.0, 0.5, 3.0]),
     "owens_t_a": (lambda sp: lambda t: sp.owens_t(0.7, t), [-1.0, 0.5, 3.0]),
+    "bessel_jn": (lambda sp: lambda t: sp.bessel_jn(t, v=2)[1], [30.0, -35.5]),
     "softmax": (lambda sp: lambda t: sp.softmax(t * np.float32([1.0, -2.0, 0.5]))[0], [0.3]),
     "log_softmax": (lambda sp: lambda t: sp.log_softmax(t * np.float32([1.0, 2.0]))[1], [0.3]),
 }
