@@ -382,14 +382,19 @@ def test_new_samplers_under_jit_and_vmap_give_the_eager_samples():
             np.testing.assert_array_equal(np.asarray(a)[i], np.asarray(b))
 
 
-def test_binomial_refuses_jit_and_vmap_with_a_clear_error():
-    """A documented difference: binomial's loops run eagerly (stage 1 has no traceable
-    loop), so under jit or vmap they stop with an error instead of tracing a while_loop."""
-    f = lambda k: ours.random.binomial(k, 10, 0.3, (4,))  # noqa: E731
-    with pytest.raises(NotImplementedError, match="outside jit and vmap"):
-        ours.jit(f)(ours.random.key(0))
-    with pytest.raises(NotImplementedError, match="outside jit and vmap"):
-        ours.vmap(f)(ours.random.split(ours.random.key(0), 2))
+@pytest.mark.parametrize("sampler", ["binomial", "multinomial"])
+def test_binomial_and_multinomial_under_jit_and_vmap_are_jaxs(sampler):
+    """Their loops run eagerly, and under jit or vmap as stage 2's while_loop: JAX's bits."""
+    args = (np.array([5.0, 50.0, 1000.0], np.float32), np.float32(0.3)) if (
+        sampler == "binomial") else (10.0, np.array([0.2, 0.3, 0.5], np.float32))
+    results = []
+    for lib in (ours, jax_):
+        def f(k, lib=lib):
+            return getattr(lib.random, sampler)(k, *args)
+        keys = lib.random.split(lib.random.key(0), 3)
+        results.append([f(keys[0]), lib.jit(f)(keys[0]), lib.vmap(f)(keys)])
+    for mine, theirs in zip(*results):
+        np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
 
 
 def test_binomial_and_multinomial_gradients_are_jaxs_zeros():

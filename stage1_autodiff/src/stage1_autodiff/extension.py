@@ -13,7 +13,9 @@ them; they reach in only through the seams listed here, each a name a reader can
    stage 4 fills it in, and stage 1's rules that make arrays of a given type (``full_like``,
    ``with_sharding_of``) pass it on.
 3. **How a program runs** (``run_program``). A ``custom_vjp`` function that a jaxpr holds is a
-   program, which stage 1 cannot run; stage 2 registers how (``set_program_runner``).
+   program, which stage 1 cannot run; stage 2 registers how (``set_program_runner``), and the
+   loop that traces (``set_while_loop``), which the rejection samplers of ``jax.random`` use
+   under ``jit`` and ``vmap``.
 4. **Device memory** (``track_device_memory``, ``track_pool_memory``): stage 2's buffer pool
    counts what it lends and keeps, stage 4's arrays the blocks they own on each device, and
    ``Device.memory_stats`` reports the counts.
@@ -55,6 +57,19 @@ def run_program(program: Any) -> Callable[..., list[Any]]:
     if not _program_runner:
         raise TypeError("A program (a jaxpr) needs stage 2 to run: import stage2_jit.")
     return _program_runner[0](program)
+
+
+_while_loop: list[Callable[..., Any]] = []
+
+
+def set_while_loop(loop: Callable[..., Any]) -> None:
+    """Registers ``lax.while_loop`` (stage 2's), a loop whose condition may be traced."""
+    _while_loop[:] = [loop]
+
+
+def traced_while_loop() -> Callable[..., Any] | None:
+    """The registered ``lax.while_loop``, or None before stage 2 is imported."""
+    return _while_loop[0] if _while_loop else None
 
 
 _device_memory: dict[Any, dict[str, int]] = {}  # device -> counters, named as JAX names them

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, extension
 from . import numpy as jnp
 from . import prims as lax
 from .core import ELEMENTWISE, Primitive, Tracer, get_aval, impl_rules, jvp_rules, vjp_rules
@@ -821,7 +821,8 @@ def orthogonal(key: Any, n: int, shape: Shape = (), dtype: Any = None, m: int | 
 # NB: JAX writes the loops with ``lax.while_loop`` (jax/_src/random/core.py: ``_btrs``,
 # ``_binomial_inversion``), which jit and vmap can trace. Stage 1 has no loop that can be
 # traced, so ``_while_loop`` here runs the rounds eagerly, reading each round's condition;
-# under ``jit`` or ``vmap`` it stops with an error that says so.
+# under ``jit`` or ``vmap`` it hands the loop to stage 2's ``lax.while_loop`` (registered
+# through ``extension.set_while_loop``), and without stage 2 it stops with an error.
 
 
 def _while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
@@ -832,11 +833,13 @@ def _while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
         try:
             keep_going = bool(cond_fun(carry))
         except ConcretizationTypeError as error:
-            raise NotImplementedError(
-                "binomial and multinomial run their rejection loops eagerly in this library "
-                "(stage 1 has no loop that can be traced), so they work outside jit and vmap "
-                "only: call them outside the transformation, or pass the samples in."
-            ) from error
+            loop = extension.traced_while_loop()
+            if loop is None:
+                raise NotImplementedError(
+                    "binomial and multinomial under a transformation need a loop that can be "
+                    "traced, which stage 2 adds: import stage2_jit (or a later stage), or "
+                    "call them outside the transformation.") from error
+            return loop(cond_fun, body_fun, carry)
         if not keep_going:
             return carry
         carry = body_fun(carry)

@@ -43,6 +43,7 @@ from stage1_autodiff.core import (
     vjp_rules,
     vjp_rules_take_needs,
 )
+from stage1_autodiff.extension import set_while_loop
 from stage1_autodiff.tree_util import (
     keystr,
     tree_flatten,
@@ -406,6 +407,9 @@ def while_vjp(cts, *primals, out, needs, **params):
 
 vjp_rules[while_p] = while_vjp
 vjp_rules_take_needs.add(while_p)
+
+
+set_while_loop(while_loop)  # stage 1's rejection samplers trace their loops with it
 
 
 # --8<-- [start:fori_loop]
