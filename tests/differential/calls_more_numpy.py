@@ -30,7 +30,14 @@ CALLS: dict[str, list[Call]] = {
                     call("jnp.nanquantile(jnp.where(a > 0, jnp.nan, a), 0.6, axis=0, "
                          "method='nearest')", a="f@5,3"),
                     call("jnp.nanquantile(a, 0.25, method='lower')", a="i@6"),
-                    call("jnp.nanquantile(a, 0.75, axis=-1, method='higher')", a="f@2,5")],
+                    call("jnp.nanquantile(a, 0.75, axis=-1, method='higher')", a="f@2,5"),
+                    call("jnp.nanquantile(jnp.where(a > 1, jnp.nan, a), b, axis=1, "
+                         "method='inverted_cdf', weights=c)", a="f@3,6", b="funit@2",
+                         c="fpos@6"),
+                    # (q an array: JAX's inverted_cdf of a Python float q fails with x64)
+                    call("jnp.nanquantile(a, b, method='inverted_cdf', weights=c, "
+                         "keepdims=True)", a="f@2,4", b="funit@", c="f@2,4"),
+                    call("jnp.nanquantile(a, b, method='inverted_cdf')", a="i@7", b="funit@")],
     "nanpercentile": [call("jnp.nanpercentile(jnp.where(a > 1, jnp.nan, a), 40.0)", a="f@6"),
                       call("jnp.nanpercentile(a, 50, axis=0, method='midpoint')", a="i@4,2")],
     "nanmedian": [call("jnp.nanmedian(jnp.where(a > 1, jnp.nan, a))", a="f@6"),
@@ -412,6 +419,11 @@ ERROR_CALLS: list[Call] = [
     call("jnp.nanquantile(a, 0.5, method='median')", a="f@3"),
     call("jnp.nanquantile(a * 1j, 0.5)", a="f@3"),
     call("jnp.nanquantile(a, b)", a="f@3", b="funit@2,2"),
+    call("jnp.nanquantile(a, 0.5, weights=a)", a="f@3"),
+    call("jnp.nanquantile(a, 0.5, method='inverted_cdf', weights=a * 1j)", a="f@3"),
+    call("jnp.nanquantile(a, 0.5, method='inverted_cdf', weights=b)", a="f@3,2", b="f@3"),
+    call("jnp.nanquantile(a, 0.5, axis=0, method='inverted_cdf', weights=b)", a="f@3,2",
+         b="f@2"),
     call("jnp.nanvar(a, out=a)", a="f@3"),
     call("jnp.cov(a)", a="f@2,2,2"), call("jnp.cov(a, fweights=b)", a="f@2,3", b="fpos@3"),
     call("jnp.cov(a, aweights=b)", a="f@2,3", b="fpos@4"),

@@ -17,11 +17,23 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from .. import prims as lax
 from ..core import get_aval
+from .cumulative import cumsum
 from .indexing import take_along_axis
 from .mathematical import conj, real
 from .promotion import as_value, canonicalize_axes, convert, promote_inexact
-from .reductions import Axis, _check_no_out, _requested_dtype, all, argmax, argmin, prod, sum
+from .reductions import (
+    Axis,
+    _check_no_out,
+    _requested_dtype,
+    all,
+    any,
+    argmax,
+    argmin,
+    prod,
+    sum,
+)
 from .shapes import broadcast_to, moveaxis, reshape
 from .statistics import sort
 from .ufuncs import astype, ceil, clip, floor, isnan, logical_and, logical_not, sqrt
@@ -136,17 +148,32 @@ def _reduced_last(a, axis: int | Sequence[int] | None) -> tuple[Any, tuple[int, 
     return merged, kept_shape
 
 
-def _check_quantile_args(out: None, method: str, weights: Any, a) -> None:
+def _check_quantile_args(out: None, method: str, weights: Any) -> None:
     _check_no_out(out)
-    if weights is not None or method == "inverted_cdf":
-        raise NotImplementedError("nanquantile: weights and method='inverted_cdf' are not "
-                                  "implemented here; use one of " + ", ".join(_METHODS) + ".")
-    if method not in _METHODS:
-        raise ValueError(f"nanquantile: method must be one of {', '.join(_METHODS)}, got "
-                         f"{method!r}.")
-    if dtypes.is_complex(get_aval(a).dtype):
-        raise ValueError("nanquantile: complex numbers have no order; take jnp.real, "
-                         "jnp.imag or jnp.abs first.")
+    if method not in (*_METHODS, "inverted_cdf"):
+        raise ValueError(f"nanquantile: method must be one of {', '.join(_METHODS)} or "
+                         f"inverted_cdf, got {method!r}.")
+    if weights is not None:
+        if dtypes.is_complex(get_aval(as_value(weights)).dtype):
+            raise ValueError("nanquantile: weights cannot be complex.")
+        if method != "inverted_cdf":
+            raise NotImplementedError(f"nanquantile: method {method!r} does not take weights; "
+                                      f"only method='inverted_cdf' does.")
+
+
+def _weights_like(weights, a, axis: int | Sequence[int] | None):
+    """``weights`` broadcast to ``a``'s shape: they are its shape, or the reduced axes'."""
+    shape = get_aval(a).shape
+    if get_aval(weights).shape == shape:
+        return weights
+    if axis is None:
+        raise ValueError(f"nanquantile: weights must have a's shape {shape} when axis is "
+                         f"None, got {get_aval(weights).shape}.")
+    axes = canonicalize_axes(axis, len(shape), "nanquantile")
+    if get_aval(weights).shape != tuple(shape[d] for d in axes):
+        raise ValueError(f"nanquantile: weights of shape {get_aval(weights).shape} must "
+                         f"match the reduced axes {tuple(shape[d] for d in axes)}.")
+    return lax.broadcast_in_dim(weights, shape, axes)
 
 
 def nanquantile(a, q, axis: int | tuple[int, ...] | None = None, out: None = None,
@@ -154,7 +181,8 @@ def nanquantile(a, q, axis: int | tuple[int, ...] | None = None, out: None = Non
                 keepdims: bool = False, *, weights: Any = None):
     """The ``q``-th quantiles (0 to 1) over ``axis`` of the elements that are not NaN
     (``q``'s dim comes first); NaN where all are NaN. ``method`` is linear, lower, higher,
-    midpoint or nearest.
+    midpoint, nearest, or inverted_cdf (the only one that takes ``weights``: of ``a``'s
+    shape, or of the reduced axes').
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -162,23 +190,38 @@ def nanquantile(a, q, axis: int | tuple[int, ...] | None = None, out: None = Non
         Array(2., dtype=float32)
     """
     del overwrite_input
-    (a,) = promote_inexact(a)
+    _check_quantile_args(out, method, weights)
+    if weights is None:
+        (a,) = promote_inexact(a)
+    else:
+        a, weights = (as_value(x) for x in promote_inexact(a, weights))
+        weights = _weights_like(weights, a, axis)
     a = convert(a, get_aval(a).dtype)  # the result is strong, even of a Python scalar
-    _check_quantile_args(out, method, weights, a)
+    if dtypes.is_complex(get_aval(a).dtype):
+        raise ValueError("nanquantile: complex numbers have no order; take jnp.real, "
+                         "jnp.imag or jnp.abs first.")
+    if dtypes.is_complex(get_aval(as_value(q)).dtype):
+        raise TypeError("nanquantile: q must be real (fractions from 0 to 1), got complex "
+                        "numbers.")
     q = astype(q, get_aval(a).dtype)
     if get_aval(q).ndim > 1:
         raise ValueError(f"nanquantile: q must be a scalar or 1-D, got shape "
                          f"{get_aval(q).shape}.")
     merged, kept_shape = _reduced_last(a, axis)
-    ordered = sort(merged, axis=-1)  # NaNs sort last
     count = sum(logical_not(isnan(merged)), axis=-1, dtype=get_aval(a).dtype)
-    rest = get_aval(count).shape
-    position = reshape(q, get_aval(q).shape + (1,) * len(rest)) * (count - 1)
-    low, high = floor(position), ceil(position)
-    low_value, high_value = (_value_at(ordered, i, count) for i in (low, high))
-    result = _interpolated(method, low_value, high_value, position - low)
+    q = reshape(q, get_aval(q).shape + (1,) * get_aval(count).ndim)  # q's dims first
+    if method == "inverted_cdf":
+        weights = None if weights is None else _reduced_last(weights, axis)[0]
+        result = _inverted_cdf(merged, weights, q, count)
+    else:
+        ordered = sort(merged, axis=-1)  # NaNs sort last
+        position = q * (count - 1)
+        low, high = floor(position), ceil(position)
+        low_value, high_value = (_value_at(ordered, i, count) for i in (low, high))
+        result = _interpolated(method, low_value, high_value, position - low)
+    q_shape = get_aval(q).shape[:get_aval(q).ndim - get_aval(count).ndim]
     if keepdims:
-        result = reshape(result, get_aval(q).shape + kept_shape)
+        result = reshape(result, q_shape + kept_shape)
     return result
 
 
@@ -189,6 +232,21 @@ def _value_at(ordered, index, count):
     shape = get_aval(index).shape
     rows = broadcast_to(ordered, shape + get_aval(ordered).shape[-1:])
     return take_along_axis(rows, index[..., None], axis=-1)[..., 0]
+
+
+def _inverted_cdf(merged, weights, q, count):
+    """The first element (in sorted order) at which the running sum of the weights (of the
+    numbers) reaches ``q`` of their total; NaN where a weight is negative or NaN, or where
+    every element is NaN."""
+    weights = lax.full(get_aval(merged).shape, 1, get_aval(merged).dtype) if weights is None \
+        else weights
+    bad = (weights < 0) | isnan(weights)
+    weights = _where(bad | isnan(merged), 0, weights)
+    ordered, weights = lax.sort([merged, weights], get_aval(merged).ndim - 1, num_keys=1)
+    running = cumsum(weights, axis=-1)
+    target = q * running[..., -1]
+    index = sum(running < target[..., None], axis=-1, dtype=dtypes.default_int_dtype())
+    return _where(any(bad, axis=-1) | (count == 0), np.nan, _value_at(ordered, index, count))
 
 
 def _interpolated(method: str, low_value, high_value, fraction):
