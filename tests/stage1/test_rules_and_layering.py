@@ -162,6 +162,8 @@ DTYPE_CASES: dict[str, list[DtypeCase]] = {
     **{name: _unary_float(getattr(lax, name)) for name in
        ["erfcx", "dawsn", "expi", "spence", "si", "ci", "fresnel_s", "fresnel_c"]},
     "owens_t": [(lambda: lax.owens_t(X, Y), (f32,))],
+    "hyp1f1": [(lambda: lax.hyp1f1(X, Y, X), (f32,))],
+    "hyp2f1": [(lambda: lax.hyp2f1(X, Y, Y, X), (f32,))],
     "expn": [(lambda: lax.expn(a([0.0, 1.0, 3.0]), Y), (f32,))],
     "clamp": [(lambda: lax.clamp(a([0.3, 0.3, 0.3]), X, a([0.6, 0.6, 0.6])), (f32,)),
               (lambda: lax.clamp(a([0, 0, 0], np.int32), N, a([4, 4, 4], np.int32)), (i32,))],

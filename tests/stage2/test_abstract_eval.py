@@ -442,6 +442,8 @@ LAW_CASES: dict[str, tuple[tuple[np.dtype, ...], Case]] = {
     **{name: (FLOAT, binary(getattr(lax, name))) for name in
        ["igamma", "igammac", "igamma_grad_a", "zeta", "expn", "owens_t"]},
     "regularized_incomplete_beta": (FLOAT, binary(lambda a, x: lax.betainc(a, a, x))),
+    "hyp1f1": (FLOAT, binary(lambda a, x: lax.hyp1f1(a, a, x))),
+    "hyp2f1": (FLOAT, binary(lambda a, x: lax.hyp2f1(a, a, a, x))),
     "clamp": (NUMBERS, binary(lambda x, y: lax.clamp(lax.min(x, y), x, lax.max(x, y)))),
     "not": ((i32, b1), unary(lax.bitwise_not)),
     "add": (NUMBERS, binary(lax.add)),

@@ -130,6 +130,10 @@ for _prim in (p.igamma_p, p.igammac_p, p.igamma_grad_a_p, p.zeta_p, p.owens_t_p)
     CASES[_prim] = elementwise(_prim, number(f32, POSITIVE), number(f32, POSITIVE))
 CASES[p.expn_p] = elementwise(p.expn_p, number(f32, (0, 3), integral=True),
                               number(f32, POSITIVE))
+CASES[p.hyp1f1_p] = elementwise(p.hyp1f1_p, number(f32, POSITIVE), number(f32, POSITIVE),
+                                number(f32, UNIT))
+CASES[p.hyp2f1_p] = elementwise(p.hyp2f1_p, number(f32, POSITIVE), number(f32, POSITIVE),
+                                number(f32, POSITIVE), number(f32, UNIT))
 CASES[p.regularized_incomplete_beta_p] = elementwise(
     p.regularized_incomplete_beta_p, number(f32, POSITIVE), number(f32, POSITIVE),
     number(f32, (0.05, 0.95)))

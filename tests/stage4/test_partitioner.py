@@ -109,7 +109,8 @@ def _special_functions(t):
     return (sp.gammainc(t, 1.5), sp.gammaincc(t, 1.5), lax.igamma_grad_a(t, t),
             sp.betainc(t, 2.0, 0.5), sp.zeta(t + 1, t), sp.i0e(t), sp.i1e(t), sp.erfcx(t),
             sp.dawsn(t), sp.expi(t), sp.spence(t), sp.expn(2, t), *sp.sici(t),
-            *sp.fresnel(t), sp.owens_t(t, 0.5))
+            *sp.fresnel(t), sp.owens_t(t, 0.5), sp.hyp1f1(t, 2.0, 0.5),
+            sp.hyp2f1(t, 1.0, 2.0, 0.5))
 
 
 # Each case: the function and its inputs. Together they bind every primitive with a

@@ -3,8 +3,8 @@ gamma and beta functions (``igamma``, ``igammac``, ``igamma_grad_a``, ``betainc`
 zeta function (``zeta``) and the exponentially scaled modified Bessel functions of orders 0
 and 1 (``bessel_i0e``, ``bessel_i1e``), each an elementwise primitive on floats; and five of
 ``jax.scipy.special``'s that JAX writes as ``jax.numpy`` arithmetic (``erfcx``, ``dawsn``,
-``expi``, ``expn``, ``spence``, ``sici``'s two, ``fresnel``'s two, ``owens_t``), here
-primitives too.
+``expi``, ``expn``, ``spence``, ``sici``'s two, ``fresnel``'s two, ``owens_t``,
+``hyp1f1``, ``hyp2f1``), here primitives too.
 
 Each impl evaluates SciPy's function in float64 and rounds the result to the operands' dtype.
 SciPy is imported when an impl first runs, not with stage 1: stage 1 itself depends on NumPy
@@ -63,9 +63,9 @@ from .special import _check_float, erf, lgamma
 __all__ = ["SPECIAL_FUNCTIONS", "UNARY_SPECIAL_FUNCTIONS", "bessel_i0e", "bessel_i0e_p",
            "bessel_i1e", "bessel_i1e_p", "betainc", "ci", "ci_p", "dawsn", "dawsn_p", "erfcx",
            "erfcx_p", "expi", "expi_p", "expn", "expn_p", "fresnel_c", "fresnel_c_p", "fresnel_s",
-           "fresnel_s_p", "igamma", "igamma_grad_a", "igamma_grad_a_p", "igamma_p", "igammac",
-           "igammac_p", "owens_t", "owens_t_p", "regularized_incomplete_beta_p", "si", "si_p",
-           "spence", "spence_p", "zeta", "zeta_p"]
+           "fresnel_s_p", "hyp1f1", "hyp1f1_p", "hyp2f1", "hyp2f1_p", "igamma", "igamma_grad_a",
+           "igamma_grad_a_p", "igamma_p", "igammac", "igammac_p", "owens_t", "owens_t_p",
+           "regularized_incomplete_beta_p", "si", "si_p", "spence", "spence_p", "zeta", "zeta_p"]
 
 
 def _scipy_special():
@@ -365,10 +365,51 @@ def owens_t_jvp(primals, tangents):
     return owens_t(h, a), add(mul(h_dot, slope_h), mul(a_dot, slope_a))
 jvp_rules[owens_t_p] = owens_t_jvp
 
-# This module's primitives, all on floats: unary or binary, but for the ternary betainc.
+
+
+def _hypergeometric(name: str, doc: str) -> tuple[Primitive, Any]:
+    """pFq(a..., x) with SciPy's values. Its derivative in x shifts every parameter by 1:
+    d/dx 1F1(a; b; x) = a/b 1F1(a+1; b+1; x), d/dx 2F1(a, b; c; x) = ab/c 2F1(a+1, b+1;
+    c+1; x). In the parameters it has none here.
+    NB: JAX sums the series with jax.numpy, which differentiates in the parameters too."""
+    prim = Primitive(name, kind=ELEMENTWISE)
+    impl_rules[prim] = _from_scipy(name)
+
+    def slope_x(*operands):
+        *params, x = operands
+        shifted = [add(p, full_like(p, 1)) for p in params]
+        top = params[0] if len(params) == 2 else mul(params[0], params[1])
+        return mul(div(top, params[-1]), prim.bind(*shifted, x))
+
+    def vjp(ct, *operands, out, needs):
+        if any(needs[:-1]):
+            raise ValueError(f"{name} gradient with respect to its parameters is not "
+                             "supported, only with respect to x.")
+        return [None] * (len(operands) - 1) + [mul(ct, slope_x(*operands))]
+    vjp_rules[prim] = vjp
+    vjp_rules_take_needs.add(prim)
+
+    def jvp(primals, tangents):  # NB: the parameters' tangents are taken as zero
+        return prim.bind(*primals), mul(tangents[-1], slope_x(*primals))
+    jvp_rules[prim] = jvp
+
+    def apply(*operands: Any) -> Any:
+        return _bind(prim, *operands)
+    apply.__name__, apply.__doc__ = name, doc
+    return prim, apply
+
+
+hyp1f1_p, hyp1f1 = _hypergeometric(
+    "hyp1f1", "Kummer's confluent hypergeometric function 1F1(a; b; x).")
+hyp2f1_p, hyp2f1 = _hypergeometric(
+    "hyp2f1", "Gauss's hypergeometric function 2F1(a, b; c; x).")
+
+# This module's primitives, all on floats: unary or binary, but for betainc and hyp1f1 (three
+# operands) and hyp2f1 (four).
 SPECIAL_FUNCTIONS = (igamma_p, igammac_p, igamma_grad_a_p, regularized_incomplete_beta_p,
                      zeta_p, bessel_i0e_p, bessel_i1e_p, erfcx_p, dawsn_p, expi_p, spence_p,
-                     si_p, ci_p, fresnel_s_p, fresnel_c_p, expn_p, owens_t_p)
+                     si_p, ci_p, fresnel_s_p, fresnel_c_p, expn_p, owens_t_p, hyp1f1_p,
+                     hyp2f1_p)
 # Those of one operand (stage 2's abstract evaluation tells them from the binary ones).
 UNARY_SPECIAL_FUNCTIONS = (bessel_i0e_p, bessel_i1e_p, erfcx_p, dawsn_p, expi_p, spence_p,
                            si_p, ci_p, fresnel_s_p, fresnel_c_p)

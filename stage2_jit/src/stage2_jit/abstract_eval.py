@@ -515,18 +515,23 @@ for prim in p.SPECIAL:
         _unary(prim, _FLOAT))
 
 
-def betainc_abstract_eval(a: ShapedArray, b: ShapedArray, x: ShapedArray) -> ShapedArray:
-    """Three float operands of one shape and dtype (lax.betainc broadcasts first)."""
-    _check_equal(p.regularized_incomplete_beta_p, a, b, x)
-    _check_kinds(p.regularized_incomplete_beta_p, _FLOAT, a, b, x)
-    return ShapedArray(x.shape, x.dtype, a.weak_type and b.weak_type and x.weak_type)
+def _nary(prim: Primitive, kinds: str) -> AbstractEvalRule:
+    """An elementwise op on three or more operands of one shape and dtype (their wrappers
+    broadcast and promote first): the result has that type, weak only when all are."""
+    def rule(*operands: ShapedArray) -> ShapedArray:
+        _check_equal(prim, *operands)
+        _check_kinds(prim, kinds, *operands)
+        weak = all(x.weak_type for x in operands)
+        return ShapedArray(operands[0].shape, operands[0].dtype, weak)
+    return rule
 
 
-# special_functions.py's: unary or binary on floats, but for the ternary betainc
+# special_functions.py's: unary or binary on floats, but for betainc, hyp1f1 and hyp2f1
 for prim in p.SPECIAL_FUNCTIONS:
     abstract_eval_rules[prim] = (
-        betainc_abstract_eval if prim is p.regularized_incomplete_beta_p else
         _unary(prim, _FLOAT) if prim in p.UNARY_SPECIAL_FUNCTIONS else
+        _nary(prim, _FLOAT) if prim in (p.regularized_incomplete_beta_p, p.hyp1f1_p,
+                                        p.hyp2f1_p) else
         _binary(prim, _FLOAT))
 
 

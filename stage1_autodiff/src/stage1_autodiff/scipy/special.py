@@ -31,9 +31,10 @@ from ..numpy.promotion import convert, promote_and_broadcast, promote_inexact
 __all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb",
            "dawsn", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit",
            "expn", "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln",
-           "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma",
-           "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma",
-           "rel_entr", "sici", "softmax", "spence", "xlog1py", "xlogy", "zeta"]
+           "gammasgn", "hyp1f1", "hyp2f1", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr",
+           "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
+           "owens_t", "poch", "polygamma", "rel_entr", "sici", "softmax", "spence", "xlog1py",
+           "xlogy", "zeta"]
 
 def erf(x: Any) -> Any:
     """The error function, 2/sqrt(pi) times the integral of exp(-t**2) from 0 to x."""
@@ -593,3 +594,29 @@ def bessel_jn(z: Any, *, v: int, n_iter: int = 50) -> Any:
         later, current = current, value
     orders = jnp.stack(values[::-1][:v + 1])
     return _strong(orders / (even_sum - values[-1]))
+
+
+# ------------------------------------------------------------------------------------------
+# The hypergeometric functions
+# ------------------------------------------------------------------------------------------
+
+
+def hyp1f1(a: Any, b: Any, x: Any) -> Any:
+    """Kummer's 1F1(a; b; x), the sum over n of (a)_n / (b)_n x^n / n!; differentiable in x
+    only (JAX's is in a and b too).
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.scipy.special.hyp1f1(1.0, 1.0, 1.0))  # exp(1)
+        2.7182817
+    """
+    a, b, x = promote_and_broadcast("hyp1f1", a, b, x, inexact=True, keep_scalars=False)
+    return _strong(lax.hyp1f1(a, b, x))
+
+
+def hyp2f1(a: Any, b: Any, c: Any, x: Any) -> Any:
+    """Gauss's 2F1(a, b; c; x), the sum over n of (a)_n (b)_n / (c)_n x^n / n!, continued
+    beyond |x| < 1; differentiable in x only (JAX's is in a, b and c too)."""
+    a, b, c, x = promote_and_broadcast("hyp2f1", a, b, c, x, inexact=True,
+                                       keep_scalars=False)
+    return _strong(lax.hyp2f1(a, b, c, x))
