@@ -414,3 +414,22 @@ def test_binomial_and_multinomial_gradients_are_jaxs_zeros():
                       (np.ones(2, np.float32),))
     for a, b in zip(mine, theirs):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("sampler, args", [("triangular", (0.0, 0.5, 1.0)), ("wald", (1.0,)),
+                                           ("generalized_normal", (2.0,)), ("ball", (3,))])
+def test_new_samplers_take_out_sharding(sampler, args):
+    """Stage 4 lays their samples out as asked, with JAX's values and layout."""
+    from stage4_sharding.sharding import NamedSharding, PartitionSpec
+    results = []
+    for lib, module in ((ours, NamedSharding), (jax_, jax_.sharding.NamedSharding)):
+        mesh = lib.make_mesh((8,), ("d",))
+        spec = PartitionSpec("d") if lib is ours else jax_.sharding.PartitionSpec("d")
+        with lib.sharding.set_mesh(mesh):
+            results.append(getattr(lib.random, sampler)(
+                lib.random.key(0), *args, shape=(16,), out_sharding=module(mesh, spec)))
+    mine, theirs = results
+    np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-5)
+    assert mine.sharding.spec[0] == theirs.sharding.spec[0] == "d"
+    assert not any(mine.sharding.spec[1:]) and not any(theirs.sharding.spec[1:])
+
