@@ -1,12 +1,21 @@
 """``jax.scipy.special``: special functions, each NumPy-style (promoting integers to floats,
-broadcasting) over the primitives of ``lax`` (``special.py``) or a short composition.
+broadcasting) over the primitives of ``lax`` (``special.py``, ``special_functions.py``) or a
+short composition.
+
+The gamma family (``gamma``, ``beta``, ``comb``, ``poch``...) is composed from ``lgamma`` and
+the sign of Gamma; ``gammainc``, ``betainc``, ``zeta`` and the Bessel functions bind JAX's lax
+primitives; ``erfcx``, ``dawsn``, ``expi``, ``expn``, ``spence``, ``sici``, ``fresnel``,
+``owens_t``, ``hyp1f1`` and ``hyp2f1``, which JAX writes as ``jax.numpy`` series under a
+custom JVP, bind primitives of our own whose values come from SciPy; ``bessel_jn`` is
+Miller's recurrence written out.
 
 Example:
     >>> import stage1_autodiff as jax
     >>> print(jax.scipy.special.logsumexp(jax.numpy.array([0.0, 0.0])))
     0.6931472
 
-``logsumexp`` is ``jax.nn.logsumexp`` (written in ``nn.py``), as in JAX.
+``logsumexp``, ``softmax`` and ``log_softmax`` are ``jax.nn``'s (written in ``nn.py``), as
+in JAX (``softmax`` over every axis unless told).
 
 NB: JAX's functions are in ``jax/_src/scipy/special.py``; ``logsumexp`` in
 ``jax/_src/ops/special.py``.
