@@ -1335,3 +1335,17 @@ def test_float16_results_differ_from_jax_in_the_last_bits(name: str) -> None:
     assert np.abs(ours - theirs).max() <= 3
     np.testing.assert_array_equal(getattr(sj.nn, name)(brain), getattr(jax.nn, name)(brain))
 
+
+def test_special_functions_have_fewer_derivatives() -> None:
+    special, theirs = sj.scipy.special, jax.scipy.special
+    for name, args, argnum in (("hyp1f1", (3.0, 1.0, 0.5), 0), ("hyp2f1", (1.0, 2.0, 3.0, 0.2), 1),
+                               ("zeta", (3.0, 2.0), 0)):
+        jax.grad(getattr(theirs, name), argnums=argnum)(*args)
+        raises(ValueError, sj.grad(getattr(special, name), argnums=argnum), *args,
+               match="not supported")
+    np.testing.assert_allclose(sj.grad(special.zeta, argnums=1)(3.0, 2.0),
+                               jax.grad(theirs.zeta, argnums=1)(3.0, 2.0), rtol=1e-6)
+    exact = 0.0014073978  # SciPy's hyp1f1(3, 1, -10)
+    assert abs(float(special.hyp1f1(3.0, 1.0, -10.0)) - exact) < 1e-7
+    assert abs(float(theirs.hyp1f1(3.0, 1.0, -10.0)) - exact) > 1e-2
+
