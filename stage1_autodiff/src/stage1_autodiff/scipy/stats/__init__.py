@@ -26,6 +26,7 @@ from . import (
     t,
     truncnorm,
     uniform,
+    vonmises,
     wrapcauchy,
 )
 from .descriptive import mode, rankdata, sem
@@ -33,6 +34,6 @@ from .descriptive import mode, rankdata, sem
 DISTRIBUTIONS = ["bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet",
                  "expon", "gamma", "gennorm", "geom", "gumbel_l", "gumbel_r", "laplace",
                  "logistic", "multinomial", "multivariate_normal", "nbinom", "norm", "pareto",
-                 "poisson", "t", "truncnorm", "uniform", "wrapcauchy"]
+                 "poisson", "t", "truncnorm", "uniform", "vonmises", "wrapcauchy"]
 
 __all__ = [*DISTRIBUTIONS, "mode", "rankdata", "sem"]

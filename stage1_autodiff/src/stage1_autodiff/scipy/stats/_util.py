@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from ...numpy.promotion import promote_inexact
-from ..special import gammaln
 
 
 def check_arraylike(fun_name: str, *args: Any) -> None:
@@ -24,10 +23,3 @@ def promote_args_inexact(fun_name: str, *args: Any) -> list[Any]:
     check_arraylike(fun_name, *args)
     return promote_inexact(*args)
 
-
-def log_beta(a: Any, b: Any) -> Any:
-    """log B(a, b) = gammaln(a) + gammaln(b) - gammaln(a + b), for a, b > 0.
-    NB: JAX's ``betaln`` (``jax/_src/scipy/special.py``) subtracts the large terms
-    analytically for large arguments; this plain sum loses digits once a + b is in the
-    thousands."""
-    return gammaln(a) + gammaln(b) - gammaln(a + b)

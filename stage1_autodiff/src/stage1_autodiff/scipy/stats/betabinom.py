@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from ... import numpy as jnp
-from ._util import log_beta, promote_args_inexact
+from ..special import betaln
+from ._util import promote_args_inexact
 
 __all__ = ["logpmf", "pmf"]
 
@@ -33,8 +34,8 @@ def logpmf(k: Any, n: Any, a: Any, b: Any, loc: Any = 0) -> Any:
     """
     k, n, a, b, loc = promote_args_inexact("betabinom.logpmf", k, n, a, b, loc)
     y = jnp.floor(k) - loc
-    log_choose = -(jnp.log1p(n) + log_beta(n - y + 1, y + 1))
-    log_probs = log_choose + (log_beta(y + a, n - y + b) - log_beta(a, b))
+    log_choose = -(jnp.log1p(n) + betaln(n - y + 1, y + 1))
+    log_probs = log_choose + (betaln(y + a, n - y + b) - betaln(a, b))
     log_probs = jnp.where((y == 0) & (n == 0), 0.0, log_probs)
     outside = (y < -loc) | (y > n) | (y + a <= 0)
     log_probs = jnp.where(outside, -np.inf, log_probs)

@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from ... import numpy as jnp
-from ..special import gammaln
+from ..special import gammainc, gammaln
 from ._util import promote_args_inexact
 
-__all__ = ["logpdf", "pdf"]
+__all__ = ["cdf", "logpdf", "pdf"]
 
 
 def logpdf(x: Any, beta: Any) -> Any:
@@ -35,3 +35,16 @@ def logpdf(x: Any, beta: Any) -> Any:
 def pdf(x: Any, beta: Any) -> Any:
     """The density, exp(logpdf)."""
     return jnp.exp(logpdf(x, beta))
+
+
+def cdf(x: Any, beta: Any) -> Any:
+    """P(X <= x) = (1 + sign(x) P(1 / beta, |x|^beta)) / 2, with P the regularized lower
+    incomplete gamma function.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.scipy.stats.gennorm.cdf(0.0, 2.0))
+        0.5
+    """
+    x, beta = promote_args_inexact("gennorm.cdf", x, beta)
+    return 0.5 * (1 + jnp.sign(x) * gammainc(1 / beta, jnp.abs(x) ** beta))

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from ... import numpy as jnp
-from ..special import gammaln, xlogy
+from ..special import gammaincc, gammaln, xlogy
 from ._util import promote_args_inexact
 
-__all__ = ["logpmf", "pmf"]
+__all__ = ["cdf", "logpmf", "pmf"]
 
 
 def logpmf(k: Any, mu: Any, loc: Any = 0) -> Any:
@@ -38,3 +38,17 @@ def logpmf(k: Any, mu: Any, loc: Any = 0) -> Any:
 def pmf(k: Any, mu: Any, loc: Any = 0) -> Any:
     """The probability, exp(logpmf)."""
     return jnp.exp(logpmf(k, mu, loc))
+
+
+def cdf(k: Any, mu: Any, loc: Any = 0) -> Any:
+    """P(K <= k) = Q(floor(y) + 1, mu), the regularized upper incomplete gamma function, for
+    y = k - loc; 0 for y < 0.
+
+    Example:
+        >>> import stage1_autodiff as jax
+        >>> print(jax.scipy.stats.poisson.cdf(1, 1.0))  # 2 / e
+        0.7357589
+    """
+    k, mu, loc = promote_args_inexact("poisson.cdf", k, mu, loc)
+    y = k - loc
+    return jnp.where(y < 0, jnp.zeros_like(y), gammaincc(jnp.floor(1 + y), mu))
