@@ -28,6 +28,7 @@ INPUTS = {"x": X, "q": Q, "k": K, "np": np,
           "alpha": np.float32([1.5, 2.0, 0.7]),
           "counts": np.int32([[1, 2, 2], [0, 0, 5], [3, 1, 0]]),
           "probs": np.float32([0.2, 0.3, 0.5]),
+          "mus": np.float32([0, 0.5, 3, 9.9, 10, 40, 99, 100, 500]),
           "scales": np.float32([2.0, 0.5, -1.0, 0.0, 1.0, 3.0, 1.0, 2.0, 0.7, 1.0, 1.0])}
 
 LOC_SCALE = ["uniform", "expon", "laplace", "logistic", "cauchy", "gumbel_l", "gumbel_r"]
@@ -90,6 +91,8 @@ SHAPED_CALLS = [
     "st.truncnorm.sf(x, -1.0, 2.0)", "st.truncnorm.logsf(x, -2.0, 3.0, 0.5, 2.0)",
     "st.truncnorm.logsf(x * 3, 4.0, 6.0)", "st.truncnorm.cdf(0.5, -1, 1)",
     # cdfs on jax.scipy.special's incomplete gamma and beta functions
+    "st.poisson.entropy(mus)",
+    "st.poisson.entropy(2.0)", "st.poisson.entropy(np.float32([1, 50]), np.zeros((3, 1)))",
     "st.poisson.cdf(k, 2.5)", "st.poisson.cdf(k, 0.5, loc=1.0)", "st.poisson.cdf(3, 2)",
     "st.gamma.cdf(x, 2.5)", "st.gamma.logcdf(x, 0.5, 0.5, 2.0)", "st.gamma.sf(x, 2.5)",
     "st.gamma.logsf(x, 3.0, -1.0)", "st.gamma.cdf(2, 3)", "st.gamma.sf(2.0, 3.0)",
@@ -316,7 +319,8 @@ def test_errors_equal_jax(code, error):
             eval(code, {"st": stats, "a": SAMPLE, **INPUTS})
 
 
-FUNCTIONS = {"logpdf", "pdf", "logpmf", "pmf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"}
+FUNCTIONS = {"logpdf", "pdf", "logpmf", "pmf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf",
+             "entropy"}
 NOT_YET: set[str] = set()
 
 
