@@ -171,3 +171,16 @@ def test_fori_loop_unroll_as_jax() -> None:
             0, 5, body, x, unroll=2))(1.0)) == float(jax.lax.fori_loop(0, 5, body, 1.0))
         with pytest.raises(ValueError, match="unroll"):
             lib.jit(lambda n, lib=lib: lib.lax.fori_loop(0, n, body, 0.0, unroll=2))(3)
+
+
+@pytest.mark.parametrize("expr", [
+    "a[jnp.searchsorted(e, a)]", "jnp.bincount(jnp.clip(jnp.searchsorted(e, a), 0, 5), length=6)",
+    "jnp.histogram2d(a, a, 3)[0]", "jnp.sum(a.astype(jnp.int8) * 100, promote_integers=False)"])
+def test_integer_sums_in_a_kernel_keep_their_type(expr: str) -> None:
+    """An int32 sum inside a kernel stayed int64 (Numba widens int32 + int32), and a select
+    of it beside an int32 failed to compile; it wraps as NumPy's does."""
+    a = np.array([0.5, 1.5, 2.5, -1.0, 3.0] * 60, np.float32)
+    mine = sj.jit(lambda a: eval(expr, {"jnp": sjnp, "a": a, "e": sjnp.array([0.0, 1.0, 2.0])}))(a)
+    theirs = eval(expr, {"jnp": jax.numpy, "a": a, "e": jax.numpy.array([0.0, 1.0, 2.0])})
+    np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
+    assert np.asarray(mine).dtype == np.asarray(theirs).dtype

@@ -452,6 +452,8 @@ class KernelWriter:
         op = REDUCTION_COMBINES[prim]
         if op in "<>":
             return self.extremum(op, "{x}", "{acc}", dtype)
+        if dtype.kind in "iu":  # Numba widens int32 + int32 to int64: wrap, as NumPy does
+            return f"{np_type(dtype)}({{acc}} {op} {{x}})"
         return f"({{acc}} {op} {{x}})"
 
     def _multiply_add(self, acc: str, a: str, b: str, dtype: np.dtype) -> str:
