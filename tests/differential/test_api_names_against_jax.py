@@ -184,3 +184,16 @@ def test_integer_sums_in_a_kernel_keep_their_type(expr: str) -> None:
     theirs = eval(expr, {"jnp": jax.numpy, "a": a, "e": jax.numpy.array([0.0, 1.0, 2.0])})
     np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
     assert np.asarray(mine).dtype == np.asarray(theirs).dtype
+
+
+def test_unique_and_nonzero_without_size_run_under_grad_as_jax() -> None:
+    """Their result's size is read from the values, known under grad (they raised), and not
+    under jit (a ConcretizationTypeError, as JAX's); unique's values are then constants."""
+    x = np.array([3.0, 1.0, 3.0, 2.0], np.float32)
+    for lib, jnp in ((sj, sjnp), (jax, jax.numpy)):  # unique's values are constants
+        np.testing.assert_array_equal(
+            lib.grad(lambda v, jnp=jnp: (jnp.unique(v) ** 2).sum())(x), 0)
+        np.testing.assert_array_equal(
+            lib.grad(lambda v, jnp=jnp: v[jnp.nonzero(v > 2)].sum())(x), [1, 0, 1, 0])
+        with pytest.raises(TypeError):
+            lib.jit(lambda v, jnp=jnp: jnp.unique(v))(x)

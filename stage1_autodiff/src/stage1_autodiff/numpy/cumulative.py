@@ -22,7 +22,8 @@ import numpy as np
 
 from .. import dtypes
 from .. import prims as lax
-from ..core import Tracer, get_aval
+from ..core import get_aval
+from .concrete import concrete_array
 from .promotion import as_value, canonicalize_axis, convert
 from .reductions import _accumulation_dtype, _check_no_out, any, sum
 from .shapes import concatenate, expand_dims, moveaxis, ravel, reshape
@@ -128,6 +129,9 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
     traceable (see the module docstring); ``fill_value`` defaults to the smallest value."""
     del sorted
     ar = as_value(ar)
+    if size is None:  # its size is read from the values, constants then (no gradient, as JAX)
+        ar = concrete_array(ar, "jnp.unique without size=", "The number of unique values "
+                            "depends on the data: pass size= (a Python int), as JAX asks.")
     shape = get_aval(ar).shape if axis is None else None  # the inverse's, flattened
     if axis is None:
         ar, axis = ravel(ar), 0
@@ -137,9 +141,6 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
         raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
                          "fill_value must be specified")
     aux, mask, perm = _sorted_with_mask(ar, axis, equal_nan)
-    if size is None and isinstance(mask, Tracer):
-        raise TypeError("jnp.unique: the number of unique values depends on the data; under "
-                        "a transformation pass size= (a Python int), as JAX asks.")
     count = int(np.count_nonzero(np.asarray(mask))) if size is None else size
     ind = nonzero(mask, size=count)[0]
     result = aux[ind] if n else aux

@@ -18,6 +18,7 @@ import numpy as np
 from .. import dtypes
 from .. import prims as lax
 from ..core import Array, Tracer, get_aval
+from .concrete import concrete_value
 from .creation import arange, linspace
 from .indexing import take
 from .mathematical import isclose
@@ -397,11 +398,10 @@ def nonzero(a, *, size: int | None = None, fill_value: Any = None):
     on the values, so under a transformation ``size`` must say it: the first ``size`` are
     kept, and missing ones are ``fill_value`` (by default 0)."""
     a = as_value(a)
-    if size is None:
-        if isinstance(a, Tracer):
-            raise TypeError("nonzero: under a transformation, the number of nonzero elements "
-                            "depends on the values; pass size= (a Python int).")
-        size = int(np.count_nonzero(np.asarray(a._value)))
+    if size is None:  # known eagerly and under grad; under jit or vmap, size= must say it
+        size = int(np.count_nonzero(concrete_value(
+            a, "nonzero without size=", "The number of nonzero elements depends on the "
+            "values: pass size= (a Python int).")))
     mask = ravel(not_equal(a, 0))
     order = argsort(logical_not(mask))  # stable: the nonzero positions first, in order
     positions = order[:size] if size <= get_aval(mask).shape[0] else \
