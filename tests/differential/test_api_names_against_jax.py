@@ -197,3 +197,10 @@ def test_unique_and_nonzero_without_size_run_under_grad_as_jax() -> None:
             lib.grad(lambda v, jnp=jnp: v[jnp.nonzero(v > 2)].sum())(x), [1, 0, 1, 0])
         with pytest.raises(TypeError):
             lib.jit(lambda v, jnp=jnp: jnp.unique(v))(x)
+
+
+def test_a_traced_population_size_is_a_concretization_error() -> None:
+    for lib in (sj, jax):
+        with pytest.raises(lib.errors.ConcretizationTypeError):
+            lib.jit(lambda n, lib=lib: lib.random.choice(lib.random.key(0), n))(np.int32(3))
+

@@ -936,11 +936,6 @@ def test_a_few_errors_are_of_another_class() -> None:
         is TypeError
     assert type(_error_of(sj.random.uniform, sj.random.key(0), (3,), minval=bounds)) \
         is ValueError
-    for lib, np_ in ((jax, jnp), (sj, sjnp)):
-        for fn in (lambda x: np_.unique(x), lambda n: lib.random.choice(lib.random.key(0), n)):
-            error = _error_of(lib.jit(fn), np.int32(3))
-            assert isinstance(error, TypeError)
-            assert isinstance(error, lib.errors.ConcretizationTypeError) == (lib is jax)
 
 
 # ------------------------------------------------------------------------------------------

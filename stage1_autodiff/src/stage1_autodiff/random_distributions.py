@@ -731,8 +731,9 @@ def _concrete_int(a: Any, context: str) -> int:
     try:
         return int(np.asarray(a))
     except Exception as error:  # a tracer has no value yet
-        raise TypeError(f"choice needs a concrete population size `a`, got a traced value. "
-                        f"Pass a Python int, or an array to choose from. {context}") from error
+        raise ConcretizationTypeError(
+            f"choice needs a concrete population size `a`, got a traced value. Pass a Python "
+            f"int, or an array to choose from. {context}") from error
 
 
 def _choice_indices(key, arr, n_inputs, shape, replace, p, mode):
