@@ -63,6 +63,9 @@ CASES = {
     "dot_mv": lambda lax: lax.dot(F, F[0]),
     "dot_mm": lambda lax: lax.dot(F, F.T),
     "dot_int": lambda lax: lax.dot(_ints(np.int32)[:4], _ints(np.int32)[4:8]),
+    "dot_preferred": lambda lax: lax.dot(_ints(np.int8)[:4] * 40, _ints(np.int8)[4:8] * 40,
+                                         precision=lax.Precision.HIGHEST,
+                                         preferred_element_type=np.int32),
     "dot_dimension_numbers": lambda lax: lax.dot(
         F.reshape(3, 2, 2), F.reshape(3, 2, 2), dimension_numbers=(((2,), (1,)), ((0,), (0,)))),
     "broadcast": lambda lax: lax.broadcast(F, (2, 1)),

@@ -198,9 +198,11 @@ def clz(x: Any) -> Any:
 # ------------------------------------------------------------------------------------------
 
 
-def dot(lhs: Any, rhs: Any, *, dimension_numbers: Any = None) -> Any:
+def dot(lhs: Any, rhs: Any, *, dimension_numbers: Any = None, precision: Any = None,
+        preferred_element_type: Any = None) -> Any:
     """The product of vectors or matrices (``lhs``'s last dim with ``rhs``'s first), or
-    ``dot_general`` with ``dimension_numbers``.
+    ``dot_general`` with ``dimension_numbers``; ``precision`` and ``preferred_element_type``
+    as ``dot_general``'s.
 
     Example:
         >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
@@ -217,7 +219,7 @@ def dot(lhs: Any, rhs: Any, *, dimension_numbers: Any = None) -> Any:
                              f"vector-vector products; got lhs_shape={lhs_shape} "
                              f"rhs_shape={rhs_shape}")
         dimension_numbers = (((len(lhs_shape) - 1,), (0,)), ((), ()))
-    return lax.dot_general(lhs, rhs, dimension_numbers)
+    return lax.dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
 
 
 def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
