@@ -685,12 +685,6 @@ class CudaWriter(KernelWriter):
         return super()._read(var, index)
     # --8<-- [end:row_group]
 
-    def reduction_combine(self, prim: Primitive, dtype: np.dtype) -> str:
-        combine = super().reduction_combine(prim, dtype)
-        if dtype.kind in "iu":  # Numba widens int32 + int32 to int64: wrap back
-            return f"{np_type(dtype)}{combine}"
-        return combine
-
     # --8<-- [start:emit_kernel]
     def _emit_loop(self, out: Var, comment: str) -> None:
         """A grid-stride kernel over ``out``'s elements, from materialized values (over the
