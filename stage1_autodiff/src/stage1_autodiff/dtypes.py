@@ -337,3 +337,13 @@ def dot_accumulation_dtype(dtype: np.dtype, preferred: np.dtype | None) -> np.dt
     if dtype.kind in "iub":
         return preferred
     return preferred if preferred.itemsize > dtype.itemsize else dtype
+
+
+def inexact_dtype(dtype: np.dtype) -> np.dtype:
+    """The type an integer or bool computes in when a float is needed (JAX's
+    ``to_inexact_dtype``): float32 up to 32 bits, the default float for 64; inexact types
+    are themselves."""
+    if is_inexact(dtype):
+        return dtype
+    return default_float_dtype() if dtype.itemsize == 8 else np.dtype(np.float32)
+

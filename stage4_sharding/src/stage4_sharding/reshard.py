@@ -86,16 +86,14 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
 def _constrain(x: Any, sharding: Any) -> Any:
     sharding = as_sharding(sharding, "with_sharding_constraint")
     kinds = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_types))
-    explicit = [a for dim in sharding.spec for a in _axes(dim) if kinds[a] is AxisType.Explicit]
+    spec = sharding.spec
+    explicit = [a for d in range(len(spec)) for a in spec.axes_of(d)
+                if kinds[a] is AxisType.Explicit]
     if explicit:
         raise ValueError(f"with_sharding_constraint names the Explicit mesh axes {explicit}: "
                          f"it is for Auto axes. Change an Explicit layout with "
                          f"jax.sharding.reshard(x, {sharding.spec}).")
     return reshard(x, sharding)
-
-
-def _axes(dim: Any) -> tuple[str, ...]:
-    return () if dim is None else (dim,) if isinstance(dim, str) else tuple(dim)
 
 
 def reshard_abstract_eval(x: ShapedArray, *, sharding: NamedSharding) -> list[ShapedArray]:

@@ -230,8 +230,7 @@ def _ends(start: Any, stop: Any, dtype: Any, fun_name: str) -> tuple[Any, Any, n
     from .promotion import promote_inexact
     start, stop = promote_inexact(start, stop)
     dtype = _dtype(dtype, get_aval(start).dtype, fun_name)
-    work = dtype if dtypes.is_inexact(dtype) else (
-        dtypes.default_float_dtype() if dtype.itemsize == 8 else np.dtype(np.float32))
+    work = dtypes.inexact_dtype(dtype)
     return convert(start, work, False), convert(stop, work, False), dtype, work
 
 

@@ -123,9 +123,7 @@ def promote_inexact(*args: Any) -> list[Any]:
     first = values[0]
     if dtypes.is_inexact(first.dtype):
         return values
-    wide = first.dtype.itemsize == 8
-    float_dtype = dtypes.default_float_dtype() if wide else np.dtype(np.float32)
-    return [convert(v, float_dtype, first.weak_type) for v in values]
+    return [convert(v, dtypes.inexact_dtype(first.dtype), first.weak_type) for v in values]
 
 
 def broadcast_shapes(*shapes: Sequence[int], op_name: str = "broadcast_shapes") -> tuple[int, ...]:
