@@ -50,3 +50,26 @@ def pytest_configure(config: pytest.Config) -> None:
             "you test with (from its root: pip install -e ./stage1_autodiff -e ./stage2_jit "
             "-e ./stage3_vmap -e ./stage4_sharding), or grade with python tools/grade.py, "
             "which puts them first on the path.")
+
+
+def _launches_take_python_ints() -> None:
+    """Under Numba's CUDA simulator a kernel's grid and block may be NumPy integers; on a
+    GPU, numba-cuda's launch (cuda.core's ``LaunchConfig``) refuses them with a ValueError.
+    The simulator is made as strict, so that the suite finds what only a GPU found."""
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+    configure = FakeCUDAKernel.__getitem__
+
+    def strict(self, configuration):  # noqa: ANN001, ANN202 -- the simulator's signature
+        for dims in configuration[:2]:
+            for d in dims if isinstance(dims, tuple) else (dims,):
+                if type(d) is not int:
+                    raise ValueError(f"a kernel's grid and block must be Python ints, as a "
+                                     f"GPU's launch requires; got {dims!r}")
+        return configure(self, configuration)
+
+    FakeCUDAKernel.__getitem__ = strict
+
+
+if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" and importlib.util.find_spec("numba.cuda"):
+    _launches_take_python_ints()

@@ -268,8 +268,10 @@ class CudaExecutable:
         use_ieee_math(self.module)  # under the simulator: math's values as a GPU's
         self.program = self.module.program
         self.consts = [to_device(np.asarray(c)) for c in optimized.consts]  # copied once
-        self.dims_host = np.array([var.aval.shape[k] for var, k in writer.dims], dtype=np.int64)
-        self.dims = cuda.to_device(self.dims_host if self.dims_host.size else np.zeros(1, np.int64))
+        # Python ints on the host: a launch's grid is computed from them, and CUDA's launch
+        # (cuda.core's LaunchConfig) refuses NumPy integers, where the simulator takes them.
+        self.dims_host = tuple(int(var.aval.shape[k]) for var, k in writer.dims)
+        self.dims = cuda.to_device(np.array(self.dims_host or (0,), dtype=np.int64))
         self.out_avals = closed.out_avals
         self.launched = False  # once the kernels have run, calls skip the cache's checks
 
