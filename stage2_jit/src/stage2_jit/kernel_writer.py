@@ -199,6 +199,17 @@ REDUCTION_COMBINES = {p.reduce_sum_p: "+", p.reduce_prod_p: "*", p.reduce_max_p:
 
 
 @dataclass
+class Kernel:
+    """One ``@cuda.jit`` kernel of the CUDA renderers (``codegen_cuda``, ``cuda_matmul``): it
+    computes one materialized value."""
+    name: str
+    params: list[str]  # after ``dims``: arrays read, then the result (flat views end in _flat)
+    arrays: list[tuple[np.dtype, int]]  # each param's (dtype, ndim): a signature for compile_ptx
+    lines: list[str]
+    size: str  # the number of elements, in dims
+
+
+@dataclass
 class Call:
     """How control flow calls the function written for one of its programs."""
     name: str

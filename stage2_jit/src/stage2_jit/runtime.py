@@ -32,6 +32,7 @@ from stage1_autodiff.core import Array, ShapedArray, asarray, numpy_warnings_off
 from . import codegen_cpu, tiers
 from .arrays import GpuArray
 from .buffers import POOL, Lease, device_empty, to_device
+from .cuda_launch import trim_launches
 from .cuda_simulator import use_ieee_math
 from .devices import cuda_unavailable_reason, gpu_device
 from .jaxpr import ClosedJaxpr
@@ -266,6 +267,7 @@ class CudaExecutable:
         self.plan = writer.plan.text()
         self.module = load_kernel_module(source)
         use_ieee_math(self.module)  # under the simulator: math's values as a GPU's
+        trim_launches(self.module)  # on a GPU: launches skip Numba's dispatcher
         self.program = self.module.program
         self.consts = [to_device(np.asarray(c)) for c in optimized.consts]  # copied once
         # Python ints on the host: a launch's grid is computed from them, and CUDA's launch
