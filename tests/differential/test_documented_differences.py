@@ -1344,3 +1344,47 @@ def test_special_functions_have_fewer_derivatives() -> None:
     assert abs(float(special.hyp1f1(3.0, 1.0, -10.0)) - exact) < 1e-7
     assert abs(float(theirs.hyp1f1(3.0, 1.0, -10.0)) - exact) > 1e-2
 
+
+
+def test_vectorize_apply_along_axis_and_piecewise_loop_in_python() -> None:
+    x = np.arange(15, dtype=np.float32).reshape(5, 3) - 7
+
+    def sizes(lib, numpy):
+        row = lambda v: v.sum() * 2  # noqa: E731
+        programs = (lambda a: numpy.vectorize(row, signature="(n)->()")(a),
+                    lambda a: numpy.apply_along_axis(row, 1, a),
+                    lambda a: numpy.piecewise(a, [a > 0, a < 0], [lambda v: v * 2, lambda v: -v]))
+        return [len(lib.make_jaxpr(p)(x).jaxpr.eqns) for p in programs], \
+            [np.asarray(p(x)) for p in programs]
+
+    (ours, our_values), (theirs, their_values) = sizes(sj, sjnp), sizes(jax, jnp)
+    assert all(o >= 5 * t for o, t in zip(ours, theirs)), (ours, theirs)
+    for o, t in zip(our_values, their_values):
+        np.testing.assert_array_equal(o, t)
+
+
+def test_betaln_in_float64_is_scipys(x64_both) -> None:
+    from scipy import special
+    a, b = np.float64([2.0, 0.5, 3.0]), np.float64([8.0, 10.0, 60.0])
+    exact = special.betaln(a, b)
+    ours, theirs = np.asarray(sj.scipy.special.betaln(a, b)), np.asarray(
+        jax.scipy.special.betaln(a, b))
+    np.testing.assert_allclose(ours, exact, rtol=1e-13)
+    assert np.abs(theirs / exact - 1).max() > 1e-8
+
+
+def test_gumbel_distributions_have_gradients_where_jax_raises() -> None:
+    p = np.float32([0.1, 0.5, 0.9])
+    with pytest.raises(TypeError):
+        jax.grad(lambda p: jnp.sum(jax.scipy.stats.gumbel_r.ppf(p)))(p)
+    got = sj.grad(lambda p: sjnp.sum(sj.scipy.stats.gumbel_r.ppf(p)))(p)
+    np.testing.assert_allclose(got, -1 / (p * np.log(p)), rtol=1e-6)
+
+
+def test_i0_is_a_series_within_a_float32_rounding_of_jax() -> None:
+    x = np.linspace(-12, 12, 97, dtype=np.float32)
+    ours, theirs = np.asarray(sjnp.i0(x)), np.asarray(jnp.i0(x))
+    from scipy import special
+    exact = special.i0(x.astype(np.float64))
+    np.testing.assert_allclose(ours, theirs, rtol=2e-6)
+    assert np.abs(ours / exact - 1).max() < 2e-6

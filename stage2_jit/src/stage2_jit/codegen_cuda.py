@@ -35,6 +35,7 @@ it runs on the host, its arrays copied there and back. In JAX the GPU path is XL
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +75,7 @@ MAX_BLOCKS = 1024  # enough to fill a GPU; the grid-stride loop covers the rest
 # an H200, the row sums of an (8192, 4096) array took 147 to 186 µs with 1024 blocks, at most
 # 109 µs with one per row: a row's threads wait on their tree, so more blocks keep SMs busy.
 MAX_ROW_BLOCKS = 65535
+ROW_LOADS_IN_FLIGHT = 4  # a row loop's elements a trip (``_over_row``)
 SIMULATOR_THREADS, SIMULATOR_BLOCKS = 8, 2  # the simulator runs one OS thread per CUDA thread
 
 
@@ -409,6 +411,8 @@ class _Reduction:
     init: str
     combine: str  # combine(acc, x) with {acc} and {x} to fill in
     accumulate: list[str]  # lines that combine the operand at ``index`` into ``acc``
+    body: list[str]  # the lines before the combine (the operand's loads and arithmetic)
+    value: str  # the operand's value at ``index``, after ``body``
 
 
 class CudaWriter(KernelWriter):
@@ -588,7 +592,7 @@ class CudaWriter(KernelWriter):
             combine = self.reduction_combine(eqn.primitive, dtype)
             value = self._named(self.expr(eqn.invars[0], row.index, body, {}), body)
             lines = [comment, f"acc = {typed_constant(eqn.primitive.identity(dtype), dtype)}",
-                     *over_row, *_indent([*body, f"acc = {combine.format(acc='acc', x=value)}"]),
+                     *_over_row(row.index[row.kept:], row.reduced, body, value, combine),
                      *_tree(combine, array), f"{name}_row = {array}[0]",
                      "cuda.syncthreads()  # all have read it before the array is reused"]
         elif out in row.row_values:
@@ -663,7 +667,7 @@ class CudaWriter(KernelWriter):
             out, operand, index, eqn.params["axes"],
             [k for k in range(operand.aval.ndim) if k not in eqn.params["axes"]],
             typed_constant(eqn.primitive.identity(dtype), dtype), combine,
-            [*body, f"acc = {combine.format(acc='acc', x=value)}"])
+            [*body, f"acc = {combine.format(acc='acc', x=value)}"], body, value)
         if reduction.kept:
             self._emit_row_reduction(reduction, comment)
         else:
@@ -678,9 +682,8 @@ class CudaWriter(KernelWriter):
                  "for o in range(np.int64(cuda.blockIdx.x), n, np.int64(cuda.gridDim.x)):",
                  *_indent([*_unravel("o", kept_index, rows),
                            f"acc = {r.init}",
-                           "for r in range(np.int64(tid), m, np.int64(cuda.blockDim.x)):",
-                           *_indent(_unravel("r", tuple(r.index[k] for k in r.axes), reduced)
-                                    + r.accumulate),
+                           *_over_row(tuple(r.index[k] for k in r.axes), reduced, r.body,
+                                      r.value, r.combine),
                            *_tree(r.combine),
                            "if tid == 0:",
                            f"    {name}[{', '.join(kept_index)}] = shared[0]"])]
@@ -800,6 +803,34 @@ CudaWriter.LOOP_RULES = {
 def has_cuda_rule(prim: Primitive) -> bool:
     """Whether the CUDA backend writes kernels for ``prim`` (``kernel_writer.has_rule``)."""
     return prim not in CUDA_MISSING and has_rule(CudaWriter, prim)
+
+
+def _over_row(index: tuple[str, ...], reduced: list[str], body: list[str], value: str,
+              combine: str) -> list[str]:
+    """Lines that combine a row's elements into ``acc``: thread ``tid`` takes elements
+    ``tid``, ``tid + blockDim.x``, and so on, ``ROW_LOADS_IN_FLIGHT`` of them a trip. Each
+    element's loads and arithmetic (``body``, then ``value``) are written before the trip's
+    combines, so its loads are in flight together; the combines keep the elements' order, so
+    the result is the same as one at a time. ``index`` names the reduced dims (``reduced``)."""
+    one = [*_unravel("r", index, reduced), *body]
+    per_trip = ROW_LOADS_IN_FLIGHT
+    if per_trip == 1:
+        return ["for r in range(np.int64(tid), m, np.int64(cuda.blockDim.x)):",
+                *_indent([*one, f"acc = {combine.format(acc='acc', x=value)}"])]
+    assigned = {m.group(1) for line in one if (m := re.match(r"\s*(\w+) = ", line))}
+    names = re.compile(r"\b(" + "|".join(sorted({"r", *index, *assigned})) + r")\b")
+
+    def copy(text: str, u: int) -> str:
+        return names.sub(lambda m: f"{m.group(1)}_{u}", text)
+
+    trip = [f"r_{u} = r + {u} * row_step" for u in range(per_trip)]
+    trip += [copy(line, u) for u in range(per_trip) for line in one]
+    trip += [f"acc = {combine.format(acc='acc', x=copy(value, u))}" for u in range(per_trip)]
+    return ["row_step = np.int64(cuda.blockDim.x)", "r = np.int64(tid)",
+            f"while r + {per_trip - 1} * row_step < m:",
+            *_indent([*trip, f"r += {per_trip} * row_step"]),
+            "while r < m:",
+            *_indent([*one, f"acc = {combine.format(acc='acc', x=value)}", "r += row_step"])]
 
 
 # --8<-- [start:reduction_tree]

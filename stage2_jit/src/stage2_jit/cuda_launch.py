@@ -53,6 +53,7 @@ class _Direct:
         except Exception:  # noqa: BLE001 -- another numba-cuda: its own path, always
             return None
 
+    # --8<-- [start:fast_launch]
     def parameters(self, args: tuple) -> list | None:
         """Numba's flat argument list for ``args``, or None if they are not the arrays the
         kernel was compiled for."""
@@ -97,6 +98,8 @@ class FastKernel:
         self.dispatcher[grid, block](*args)
         if direct is _NOT_YET:
             self.direct = _Direct.of(self.dispatcher)
+
+    # --8<-- [end:fast_launch]
 
     def _config(self, grid: Any, block: Any) -> Any:
         config = self.configs.get((grid, block))
