@@ -75,7 +75,10 @@ MAX_BLOCKS = 1024  # enough to fill a GPU; the grid-stride loop covers the rest
 # an H200, the row sums of an (8192, 4096) array took 147 to 186 µs with 1024 blocks, at most
 # 109 µs with one per row: a row's threads wait on their tree, so more blocks keep SMs busy.
 MAX_ROW_BLOCKS = 65535
-ROW_LOADS_IN_FLIGHT = 4  # a row loop's elements a trip (``_over_row``)
+# A row loop's elements a trip (``_over_row``), their loads in flight together. Measured on
+# an H200 (8192 x 4096 float32): the row sum's kernel 71-91 µs with 1, 48 µs with 4 or 8;
+# the softmax's 211 µs with 1, 174-181 µs with 4, 174 with 8.
+ROW_LOADS_IN_FLIGHT = 4
 SIMULATOR_THREADS, SIMULATOR_BLOCKS = 8, 2  # the simulator runs one OS thread per CUDA thread
 
 
