@@ -285,3 +285,11 @@ def test_a_split_matrix_dim_is_refused():
                       NamedSharding(mesh, P(None, "data")))
     with pytest.raises(TypeError, match="reads each matrix whole"):
         oj.jit(lambda x: oj.lax.linalg.cholesky(x, symmetrize_input=False))(x)
+
+
+def test_lstsq_under_x64_returns_its_rank_in_the_default_integer_type(x64_both):
+    a = np.random.default_rng(0).standard_normal((5, 3))
+    ours, theirs = ojnp.linalg.lstsq(a, np.ones(5)), jjnp.linalg.lstsq(a, np.ones(5))
+    for o, t in zip(ours, theirs, strict=True):
+        assert np.asarray(o).dtype == np.asarray(t).dtype
+    assert np.asarray(ours[2]).dtype == np.int64 and int(ours[2]) == int(theirs[2]) == 3

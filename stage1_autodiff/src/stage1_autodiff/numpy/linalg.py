@@ -236,7 +236,7 @@ def lstsq(a, b, rcond: float | None = None, *, numpy_resid: bool = False):
     rcond = float(np.finfo(a.dtype).eps) * max(m, n) if rcond is None else rcond
     u, s, vt = lax_linalg.svd(a, full_matrices=False)
     mask = (s > 0) & (s >= jnp.asarray(rcond, dtype=s.dtype) * s[0])
-    rank = jnp.sum(mask).astype(np.int32)
+    rank = jnp.sum(mask)  # the default integer type, as JAX's (int64 under x64)
     s_inv = jnp.where(mask, 1 / jnp.where(mask, s, 1), 0)[:, None]
     x = _mT(vt) @ (s_inv * (_mT(u) @ b))
     if numpy_resid and (int(rank) < n or m <= n):
