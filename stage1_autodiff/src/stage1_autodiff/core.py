@@ -386,16 +386,17 @@ class ArrayMethods:
 
     __array_priority__ = 100  # so that ``np.ndarray + Array`` gives our __radd__
 
-    # Arithmetic, with reflected forms.
-    def __neg__(self): return jnp.negative(self)
+    # Arithmetic, with reflected forms. (``jnp.add`` and the others are ufunc objects, as in
+    # JAX; an operator calls the plain function inside, ``jnp.ufuncs.add``, directly.)
+    def __neg__(self): return jnp.ufuncs.negative(self)
     def __pos__(self): return self
     def __abs__(self): return jnp.abs(self)
-    def __add__(self, other): return jnp.add(self, other)
-    def __radd__(self, other): return jnp.add(other, self)
-    def __sub__(self, other): return jnp.subtract(self, other)
-    def __rsub__(self, other): return jnp.subtract(other, self)
-    def __mul__(self, other): return jnp.multiply(self, other)
-    def __rmul__(self, other): return jnp.multiply(other, self)
+    def __add__(self, other): return jnp.ufuncs.add(self, other)
+    def __radd__(self, other): return jnp.ufuncs.add(other, self)
+    def __sub__(self, other): return jnp.ufuncs.subtract(self, other)
+    def __rsub__(self, other): return jnp.ufuncs.subtract(other, self)
+    def __mul__(self, other): return jnp.ufuncs.multiply(self, other)
+    def __rmul__(self, other): return jnp.ufuncs.multiply(other, self)
     def __truediv__(self, other): return jnp.true_divide(self, other)
     def __rtruediv__(self, other): return jnp.true_divide(other, self)
     def __floordiv__(self, other): return jnp.floor_divide(self, other)

@@ -383,6 +383,24 @@ from .windows import (
     kaiser,
 )
 
+# JAX's fourteen ufunc objects, over the plain functions imported above (``jax_ufuncs.py``)
+from .jax_ufuncs import (  # noqa: E402
+    add,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    logaddexp,
+    logaddexp2,
+    logical_and,
+    logical_or,
+    logical_xor,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    subtract,
+)
+
 ndarray = Array
 pi = _np.pi
 e = _np.e

@@ -2,9 +2,9 @@
 methods ``reduce``, ``accumulate``, ``at``, ``reduceat`` and ``outer`` (``frompyfunc`` makes
 one). Each method calls the function elementwise, step by step along the axis.
 
-NB: in JAX, ``jnp.add`` and the other binary functions are themselves ufunc objects with
-fast paths for these methods (jax/_src/numpy/ufunc_api.py); ours are plain functions, and the
-steps here are Python loops where JAX uses ``fori_loop`` and ``scan``.
+NB: ``jnp.add`` and thirteen other functions are ufunc objects made here with fast paths for
+some methods (``jax_ufuncs.py``; JAX's are in jax/_src/numpy/ufunc_api.py). The steps here,
+for the other methods, are Python loops where JAX uses ``fori_loop`` and ``scan``.
 
 Example:
     >>> import stage1_autodiff.numpy as jnp
@@ -64,8 +64,7 @@ class ufunc:  # noqa: N801 -- NumPy's and JAX's name
         if out is not None or where is not None:
             raise NotImplementedError(f"{self}: the out and where arguments are not "
                                       f"supported; JAX arrays are immutable.")
-        call = self._custom["call"] or vectorize(self._func)
-        return call(*args)
+        return (self._custom["call"] or vectorize(self._func))(*args)
 
     def _check_binary(self, method: str) -> None:
         if self.nin != 2:
