@@ -127,6 +127,22 @@ from .index_tricks import (
     triu_indices_from,
 )
 from .indexing import take, take_along_axis
+from .jax_ufuncs import (  # JAX's fourteen ufunc objects, over ufuncs.py's functions
+    add,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    logaddexp,
+    logaddexp2,
+    logical_and,
+    logical_or,
+    logical_xor,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    subtract,
+)
 from .mathematical import (
     angle,
     conj,
@@ -142,7 +158,6 @@ from .mathematical import (
     isclose,
     log2,
     log10,
-    logaddexp,
     nan_to_num,
     positive,
     rad2deg,
@@ -159,7 +174,6 @@ from .more_ufuncs import (
     isposinf,
     lcm,
     ldexp,
-    logaddexp2,
     nextafter,
 )
 from .nan_statistics import (
@@ -305,7 +319,6 @@ from .ufunc_objects import frompyfunc, ufunc
 from .ufuncs import (
     abs,
     absolute,
-    add,
     arccos,
     arccosh,
     arcsin,
@@ -314,10 +327,7 @@ from .ufuncs import (
     arctan2,
     arctanh,
     astype,
-    bitwise_and,
     bitwise_not,
-    bitwise_or,
-    bitwise_xor,
     cbrt,
     ceil,
     clip,
@@ -343,15 +353,8 @@ from .ufuncs import (
     less_equal,
     log,
     log1p,
-    logical_and,
     logical_not,
-    logical_or,
-    logical_xor,
-    maximum,
-    minimum,
     mod,
-    multiply,
-    negative,
     not_equal,
     power,
     reciprocal,
@@ -362,7 +365,6 @@ from .ufuncs import (
     sinh,
     sqrt,
     square,
-    subtract,
     tan,
     tanh,
     true_divide,
@@ -381,24 +383,6 @@ from .windows import (
     hanning,
     i0,
     kaiser,
-)
-
-# JAX's fourteen ufunc objects, over the plain functions imported above (``jax_ufuncs.py``)
-from .jax_ufuncs import (  # noqa: E402
-    add,
-    bitwise_and,
-    bitwise_or,
-    bitwise_xor,
-    logaddexp,
-    logaddexp2,
-    logical_and,
-    logical_or,
-    logical_xor,
-    maximum,
-    minimum,
-    multiply,
-    negative,
-    subtract,
 )
 
 ndarray = Array
