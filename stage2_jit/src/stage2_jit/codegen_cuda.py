@@ -413,7 +413,6 @@ class _Reduction:
     kept: list[int]  # the others
     init: str
     combine: str  # combine(acc, x) with {acc} and {x} to fill in
-    accumulate: list[str]  # lines that combine the operand at ``index`` into ``acc``
     body: list[str]  # the lines before the combine (the operand's loads and arithmetic)
     value: str  # the operand's value at ``index``, after ``body``
 
@@ -670,7 +669,7 @@ class CudaWriter(KernelWriter):
             out, operand, index, eqn.params["axes"],
             [k for k in range(operand.aval.ndim) if k not in eqn.params["axes"]],
             typed_constant(eqn.primitive.identity(dtype), dtype), combine,
-            [*body, f"acc = {combine.format(acc='acc', x=value)}"], body, value)
+            body, value)
         if reduction.kept:
             self._emit_row_reduction(reduction, comment)
         else:
@@ -707,7 +706,7 @@ class CudaWriter(KernelWriter):
         lines = [f"acc = {r.init}",
                  "for r in range(np.int64(cuda.grid(1)), n, np.int64(cuda.gridsize(1))):",
                  *_indent(_unravel("r", r.index, self._shape(r.operand))
-                          + r.accumulate),
+                          + [*r.body, f"acc = {r.combine.format(acc='acc', x=r.value)}"]),
                  *_tree(r.combine),
                  "if tid == 0:",
                  f"    {partials}[cuda.blockIdx.x] = shared[0]"]
@@ -817,9 +816,6 @@ def _over_row(index: tuple[str, ...], reduced: list[str], body: list[str], value
     the result is the same as one at a time. ``index`` names the reduced dims (``reduced``)."""
     one = [*_unravel("r", index, reduced), *body]
     per_trip = ROW_LOADS_IN_FLIGHT
-    if per_trip == 1:
-        return ["for r in range(np.int64(tid), m, np.int64(cuda.blockDim.x)):",
-                *_indent([*one, f"acc = {combine.format(acc='acc', x=value)}"])]
     assigned = {m.group(1) for line in one if (m := re.match(r"\s*(\w+) = ", line))}
     names = re.compile(r"\b(" + "|".join(sorted({"r", *index, *assigned})) + r")\b")
 
