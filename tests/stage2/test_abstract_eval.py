@@ -73,20 +73,21 @@ def _in_prims_order() -> list[Primitive]:
 
 @contextmanager
 def recording_binds() -> Iterator[list]:
-    """Records (primitive, operand avals, params, result avals) of every eager bind."""
+    """Records (primitive, operand avals, params, result avals) of every eager bind: each
+    runs on the host (``core.run_on_host``), the arrays here being plain ones."""
     records = []
-    original = core.EvalTrace.process_primitive
+    original = core.run_on_host
 
-    def process_primitive(self, prim, tracers, params):
-        outs = original(self, prim, tracers, params)
-        records.append((prim, [t.aval for t in tracers], params, [o.aval for o in outs]))
+    def run_on_host(prim, arrays, params):
+        outs = original(prim, arrays, params)
+        records.append((prim, [a.aval for a in arrays], params, [o.aval for o in outs]))
         return outs
 
-    core.EvalTrace.process_primitive = process_primitive
+    core.run_on_host = run_on_host
     try:
         yield records
     finally:
-        core.EvalTrace.process_primitive = original
+        core.run_on_host = original
 
 
 def shapes(min_dims: int = 0, max_dims: int = 3) -> st.SearchStrategy[tuple[int, ...]]:
