@@ -411,11 +411,17 @@ def tour_stage4() -> None:
     with set_mesh(mesh):  # the mesh is current inside the block only
         split_inputs, split_targets = jax.device_put((inputs, targets), P("data"))
         grad_fn = jax.jit(jax.grad(loss_fn))
-        grads = grad_fn(params, (split_inputs, split_targets))  # the first call compiles
+        start = time.perf_counter()
+        grads = grad_fn(params, (split_inputs, split_targets))
+        first = time.perf_counter() - start
         with jax.record_collectives() as log:
             grads = grad_fn(params, (split_inputs, split_targets))
         text = grad_fn.lower(params, (split_inputs, split_targets)).as_text()
 
+    how = ("each device's segment ran on the interpreter while its kernel compiled\n"
+           "(stage2_jit/tiers.py; the same bits either way)" if jax.config.jax_from_numpy_tiered
+           else "its kernels compiled first (tiers are off)")
+    print(f"the first call took {first * 1e3:.0f} ms: {how}")
     device, block = split_inputs.addressable_shards[0]
     print(f"\nthe inputs, {jax.typeof(split_inputs)}: {inputs.shape[0]} rows in 8 blocks, "
           f"one per device\n({device} holds rows 0 to {block.shape[0] - 1}, "

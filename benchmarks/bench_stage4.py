@@ -16,6 +16,11 @@ whether the bytes the collectives move are the fewest possible.
    collectives the runtime executed (``jax.record_collectives()``); both against the analytic
    optimum of each program (``examples.*_optimum``). The collectives are printed
    (``compiled.communication_report()``).
+3. The first call of the tour's sharded training step (``jit(grad(loss))`` of a 2-64-64-4
+   MLP, batch 256 split over 8 devices) in a fresh process with an empty kernel cache: with
+   tiered execution (the default: its segments run on the interpreter while their kernels
+   compile, ``stage2_jit/tiers.py``), with tiers off (compiled before the first call), and
+   JAX's first call of the same program on 8 CPU devices.
 
 Every result is checked before it is timed or counted: the one-device gradients against NumPy
 backprop by hand, the 8-device ones against the one-device ones, each example's result
@@ -33,9 +38,14 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import math
 import os
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -56,11 +66,15 @@ from stage4_sharding.runtime import spmd_executable
 from stage4_sharding.sharding import NamedSharding
 from stage4_sharding.sharding import PartitionSpec as P
 
+import stage1_autodiff
+import stage2_jit
+import stage3_vmap
 import stage4_sharding as jax
 from stage4_sharding import examples
 
 # Targets (from issue 6); a verdict is printed for each, never tuned to pass.
 DATA_PARALLEL_VS_ONE_DEVICE = 2.0  # 8 simulated devices / 1 device, wall time, at most
+SHARDED_FIRST_CALL_S = 0.5  # issue 17: the sharded step's first call, cold cache, at most
 GRADIENT_TOLERANCE = 1e-5  # max abs difference, 8 devices against 1
 DEVICES = 8
 
@@ -408,8 +422,104 @@ def max_abs_difference_tree(a, b) -> float:
 
 
 # ------------------------------------------------------------------------------------------
+# The sharded step's first call, in fresh processes
+# ------------------------------------------------------------------------------------------
+
+# Runs in a fresh interpreter with an empty kernel cache; prints one line of JSON. Imports
+# and making the data are not timed; the first call includes tracing, partitioning, and the
+# compilation or the interpreter's run.
+FIRST_CALL_CHILD = """
+import json, time
+import numpy as np
+{imports}
+rng = np.random.default_rng(0)
+sizes = [2, 64, 64, 4]
+params = [(rng.standard_normal((m, n)).astype(np.float32) / np.sqrt(m),
+           rng.standard_normal(n).astype(np.float32) / 10)
+          for m, n in zip(sizes[:-1], sizes[1:])]
+inputs = rng.standard_normal((256, 2)).astype(np.float32)
+targets = np.eye(4, dtype=np.float32)[rng.integers(0, 4, 256)]
+
+def loss_fn(params, batch):
+    x, targets = batch
+    for w, b in params[:-1]:
+        x = jnp.tanh(x @ w + b)
+    w, b = params[-1]
+    return -jnp.mean(jnp.sum(jax.nn.log_softmax(x @ w + b) * targets, axis=1))
+
+mesh = jax.make_mesh((8,), ("data",){mesh_extra})
+{set_mesh}
+batch = jax.device_put((inputs, targets), {split})
+params = jax.device_put(params, {replicated})
+step = jax.jit(jax.grad(loss_fn))
+start = time.perf_counter()
+first = jax.block_until_ready(step(params, batch))
+first_s = time.perf_counter() - start
+{wait}
+start = time.perf_counter()
+later = jax.block_until_ready(step(params, batch))
+later_s = time.perf_counter() - start
+same = all(np.array_equal(np.asarray(a), np.asarray(b))
+           for a, b in zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(later)))
+print(json.dumps(dict(first=first_s, later=later_s, same=same)))
+"""
+
+OURS = dict(imports="import stage4_sharding as jax, stage4_sharding.numpy as jnp\n"
+                    "from stage2_jit import tiers\n"
+                    "from stage4_sharding.sharding import AxisType, PartitionSpec as P, set_mesh",
+            mesh_extra=", axis_types=(AxisType.Explicit,)", set_mesh="set_mesh(mesh)",
+            split='P("data")', replicated="P()", wait="tiers.wait()  # the kernels, if tiered")
+JAX = dict(imports="import jax, jax.numpy as jnp\n"
+                   "from jax.sharding import NamedSharding, PartitionSpec as P",
+           mesh_extra="", set_mesh="", split='NamedSharding(mesh, P("data"))',
+           replicated="NamedSharding(mesh, P())", wait="")
 
 
+def first_call_child(names: dict[str, str], env: dict[str, str]) -> dict:
+    roots = [str(Path(m.__file__).resolve().parents[1]) for m in (jax, stage2_jit, stage3_vmap,
+                                                                  stage1_autodiff)]
+    path = os.pathsep.join([*roots, *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = dict(os.environ, PYTHONPATH=path, **env)
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    done = subprocess.run([sys.executable, "-c", FIRST_CALL_CHILD.format(**names)], env=env,
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"first-call child failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def bench_first_call(rounds: int, verdicts: Verdicts) -> None:
+    runs: dict[str, list[dict]] = {"tiered": [], "compiled first": [], "jax": []}
+    for _ in range(rounds):
+        for kind, tiered in (("tiered", "1"), ("compiled first", "0")):
+            with tempfile.TemporaryDirectory(prefix="bench_stage4_cache_") as cache:
+                runs[kind].append(first_call_child(OURS, dict(
+                    JAX_FROM_NUMPY_CACHE_DIR=cache, JAX_FROM_NUMPY_TIERED=tiered)))
+        if installed("jax"):
+            flags = f"{os.environ.get('XLA_FLAGS', '')} " \
+                    f"--xla_force_host_platform_device_count={DEVICES}"
+            runs["jax"].append(first_call_child(JAX, dict(XLA_FLAGS=flags)))
+    assert all(r["same"] for r in runs["tiered"]), "the first call's bits differ from later calls'"
+    print(f"\nthe tour's sharded step jit(grad(loss)), 2-64-64-4 MLP, batch 256 over "
+          f"{DEVICES} devices: the first call in a fresh process, empty kernel cache "
+          f"({rounds} processes each)")
+    print(f"  {'':44} {'best':>10} {'median':>10} {'next call':>10}")
+    for kind, name in (("tiered", "ours, tiered (the default)"),
+                       ("compiled first", "ours, tiers off (compiled first)"),
+                       ("jax", "JAX, 8 CPU devices")):
+        if not runs[kind]:
+            print(f"  {name:44} not installed")
+            continue
+        firsts = [r["first"] for r in runs[kind]]
+        later = float(np.median([r["later"] for r in runs[kind]]))
+        print(f"  {name:44} {min(firsts) * 1e3:8.0f} ms {np.median(firsts) * 1e3:8.0f} ms "
+              f"{later * 1e3:8.1f} ms")
+    best = min(r["first"] for r in runs["tiered"])
+    verdicts.append(("sharded step: first call, cold kernel cache", f"{best:.2f} s",
+                     f"<= {SHARDED_FIRST_CALL_S:g} s", verdict(best <= SHARDED_FIRST_CALL_S)))
+
+
+# ------------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -426,7 +536,8 @@ def main(argv: list[str] | None = None) -> None:
     for layers, batch in sizes.mlps:
         bench_data_parallel(layers, batch, timing, others, verdicts, plot)
     bench_bytes(sizes, verdicts)
-    print_verdicts(verdicts, "targets (issue 6)")
+    bench_first_call(1 if run.quick else 3, verdicts)
+    print_verdicts(verdicts, "targets (issues 6 and 17)")
     if not run.quick:
         write_course_plot(plot, "bench_stage4", f"Stage 4: data parallelism on {DEVICES} "
                           f"simulated devices (run one after another)", "ours", load_at_start)

@@ -142,9 +142,13 @@ def test_logistic_and_integer_pow_equal_eager(dtype):
 
 @cpu_only
 def test_one_kernel_serves_every_shape_of_a_rank():
-    small = generate_source(jax.make_jaxpr(softmax)(jnp.ones((3, 4))).jaxpr)[0]
-    large = generate_source(jax.make_jaxpr(softmax)(jnp.ones((50, 70))).jaxpr)[0]
-    assert small == large
+    def source(shape):
+        return generate_source(jax.make_jaxpr(softmax)(jnp.ones(shape)).jaxpr)[0]
+    assert source((3, 40)) == source((50, 70)) == source((2, 17))
+    # rows of at most 16 elements add in order (codegen_cpu.reduces_in_order): another kernel
+    short = source((3, 4))
+    assert short == source((50, 16)) != source((3, 40))
+    assert "add_reassoc(" not in short and "max_reassoc(" not in short
 
 
 def test_unsupported_primitive_falls_back_to_the_interpreter(capsys):

@@ -118,14 +118,66 @@ def test_integer_arithmetic_and_reductions_are_the_same_on_both_tiers(dtype, x64
     assert_same_bits(program, x, y)
 
 
-def test_float_reductions_dots_and_libm_functions_are_not_admitted():
-    x = np.ones((4, 4), np.float32)
-    for f in (lambda x: x.sum(axis=1), lambda x: x @ x, lambda x: jnp.log(x) + 1.0,
-              lambda x: x.max(), lambda x: lax.integer_pow(x, 3),
-              lambda x: jnp.sin(x)):
+def _signed_zeros_and_specials(shape, dtype):
+    """Random values with rows and columns of zeros of both signs, NaN and infinities."""
+    x = (np.random.default_rng(1).standard_normal(shape) * 10).astype(dtype)
+    x[0] = -0.0  # all -0: a sum is +0 (the identity comes first), a maximum -0
+    x[1] = 0.0
+    x[1, ::2] = -0.0  # mixed zeros: a maximum +0, a minimum -0
+    x[2, 1], x[3, 0], x[4, 2] = np.nan, np.inf, -np.inf
+    x[5] = np.array([1e30, -1e30, 1.0] * shape[1])[:shape[1]]  # the order shows in the sum
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_reductions_the_kernel_does_in_order_are_the_same_on_both_tiers(dtype, x64):
+    """``codegen_cpu.reduces_in_order``: columns of any length, rows of at most 16, and full
+    reductions of at most 16 elements; the interpreter folds them in the same order."""
+    x = _signed_zeros_and_specials((40, 12), dtype)
+    cube = x.reshape(4, 10, 12)
+
+    def program(x, cube):
+        return (x.sum(axis=1), x.max(axis=1), x.min(axis=1), x.prod(axis=1), x.sum(axis=0),
+                x.max(axis=0), x.min(axis=0), x.prod(axis=0), cube.sum(axis=(0, 1)),
+                cube.max(axis=(0, 1)), cube[:, :2, :4].sum(axis=(1, 2)), cube.sum(axis=1),
+                x[:3, :4].sum(), x[:4, :4].max(), x[:2, :3].min(), x[:1, :1].sum(),
+                jnp.abs(x - x.max(axis=1, keepdims=True)).sum(axis=1))
+    assert_same_bits(program, x, cube)
+
+
+BLAS_SHAPES = [(5, 7, 3), (64, 64, 64), (300, 200, 150), (1, 9, 8), (8, 9, 1), (1, 9, 1),
+               (6, 0, 4)]
+
+
+@pytest.mark.parametrize("m,k,n", BLAS_SHAPES)
+def test_matrix_products_call_the_kernels_blas_on_the_interpreter(m, k, n):
+    """The kernel's ``np.dot`` is SciPy's BLAS; the twin calls the same routine (``gemm``,
+    ``gemv`` or ``dot``) with the same transposition flags, for each operand layout."""
+    rng = np.random.default_rng(m * 100 + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    dims = lambda lc, rc: ((lc, rc), ((), ()))  # noqa: E731
+    assert_same_bits(lambda a, b, at, bt: (
+        a @ b, lax.dot_general(at, b, dims((0,), (0,))), lax.dot_general(a, bt, dims((1,), (1,))),
+        lax.dot_general(at, bt, dims((0,), (1,)))), a, b, a.T.copy(), b.T.copy())
+
+
+def test_products_of_vectors_and_stacked_rows_are_the_same_on_both_tiers(x64):
+    rng = np.random.default_rng(3)
+    x3 = rng.standard_normal((3, 4, 5))
+    w = rng.standard_normal((5, 6))
+    v = rng.standard_normal(5)
+    assert_same_bits(lambda x3, w, v: (x3 @ w, v @ w, jnp.abs(x3) @ w.T.T), x3, w, v)
+
+
+def test_long_float_reductions_vector_products_and_libm_functions_are_not_admitted():
+    x = np.ones((8, 64), np.float32)
+    vector = lambda x: lax.dot_general(x, x[0], (((1,), (0,)), ((), ())))  # noqa: E731
+    for f in (lambda x: x.sum(axis=1), vector, lambda x: jnp.log(x) + 1.0,
+              lambda x: x.max(), lambda x: lax.integer_pow(x, 3), lambda x: jnp.sin(x)):
         executable = _executable(f, x)
         assert isinstance(executable, CpuExecutable) and not isinstance(executable, tiers.Tiered)
-    assert isinstance(_executable(lambda x: (x.sum(axis=0) > 1) | (x.T > 0), x.astype(np.int32)),
+    assert isinstance(_executable(lambda x: (x.sum(axis=1) > 1) | (x.T > 0), x.astype(np.int32)),
                       tiers.Tiered)
 
 

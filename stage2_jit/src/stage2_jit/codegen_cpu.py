@@ -13,7 +13,8 @@ nest is a block of one function; consecutive blocks over the same rows merge int
 (``_merged_blocks``), whose outer loop is a ``prange`` when the plan says it is parallel.
 
 The generated source reads every dimension from a ``dims`` array at run time, so one
-compiled kernel serves every shape of the same rank and dtype; constants carry the program's
+compiled kernel serves every shape of the same rank and dtype (but for whether a float
+reduction is short enough to add in order: ``reduces_in_order``); constants carry the program's
 dtype (``np.float32(2.0)``) so a float32 program does no float64 math. A program with an
 effect (``debug.print``), or a primitive without a rule, runs on the interpreter backend
 instead.
@@ -170,6 +171,23 @@ ELEMENTWISE: dict[Primitive, Rule] = {
 # Float reductions whose order may change, so that the loop vectorises (kernel_math).
 FLOAT_COMBINES = {p.reduce_sum_p: "add_reassoc", p.reduce_prod_p: "mul_reassoc",
                   p.reduce_max_p: "max_reassoc", p.reduce_min_p: "min_reassoc"}
+
+# --8<-- [start:in_order]
+IN_ORDER_EXTENT = 16  # a reduction of this many elements per result gains nothing from SIMD
+
+
+def reduces_in_order(shape: tuple[int, ...], axes: tuple[int, ...]) -> bool:
+    """Whether the kernel combines a float reduction's elements one at a time, in the
+    row-major order of the reduced axes, from the identity, rather than reassociated (so the
+    interpreter can repeat its bits: ``tiers.py``). It does when the reduced axes lead (a
+    column sum: each thread's loop runs across the kept axes, so it vectorises without
+    reordering), or when there are at most ``IN_ORDER_EXTENT`` elements per result (a full
+    reduction's partial results count as elements too)."""
+    kept = [k for k in range(len(shape)) if k not in axes]
+    if kept and kept == list(range(len(axes), len(shape))):
+        return True
+    return int(np.prod([shape[k] for k in axes])) <= IN_ORDER_EXTENT
+# --8<-- [end:in_order]
 
 
 # ------------------------------------------------------------------------------------------
@@ -365,8 +383,8 @@ class CpuWriter(KernelWriter):
     # --8<-- [end:emit_nest]
 
     # --8<-- [start:emit_reduction]
-    def reduction_combine(self, prim: Primitive, dtype: np.dtype) -> str:
-        if dtype.kind == "f" and prim in FLOAT_COMBINES:
+    def reduction_combine(self, prim: Primitive, dtype: np.dtype, in_order: bool = False) -> str:
+        if dtype.kind == "f" and prim in FLOAT_COMBINES and not in_order:
             return f"{FLOAT_COMBINES[prim]}({{acc}}, {{x}})"
         return super().reduction_combine(prim, dtype)
 
@@ -375,7 +393,8 @@ class CpuWriter(KernelWriter):
         out, operand = eqn.outvars[0], eqn.invars[0]
         axes, dtype = eqn.params["axes"], out.aval.dtype
         init = typed_constant(eqn.primitive.identity(dtype), dtype)
-        combine = self.reduction_combine(eqn.primitive, dtype)
+        in_order = reduces_in_order(operand.aval.shape, axes)
+        combine = self.reduction_combine(eqn.primitive, dtype, in_order)
         name = self._name_of(out)
         kept = [k for k in range(operand.aval.ndim) if k not in axes]
         index = loop_index(operand.aval.ndim)

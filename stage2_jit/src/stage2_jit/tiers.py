@@ -20,11 +20,18 @@ kernel's bit for bit, as ``tests/stage2/test_tiers.py`` checks for each primitiv
   conversions);
 - float32 ``exp``, ``tanh`` and ``logistic``, whose kernels use ``kernel_math``'s polynomials:
   the interpreter runs the same polynomials on whole arrays; and float ``max`` and ``min``,
-  which order -0 below +0 in the kernel (:func:`twin`).
+  which order -0 below +0 in the kernel (:func:`twin`);
+- float reductions the kernel does in order (``codegen_cpu.reduces_in_order``: over leading
+  axes, or of at most 16 elements per result), which the interpreter folds in the same order
+  (:func:`_fold`), rather than with NumPy's pairwise sum;
+- matrix products the kernel hands BLAS: the interpreter makes the same BLAS call
+  (:func:`blas_twin`).
 
-Not admitted, so compiled before their first call as before: float reductions (the kernel
-reassociates its sums so that they vectorise), other transcendental functions (the C library's
-and NumPy's differ in the last bit), matrix products, and everything else.
+Not admitted, so compiled before their first call as before: longer float reductions (the
+kernel reassociates them so that they vectorise), other transcendental functions (the C
+library's and NumPy's differ in the last bit), and everything else. A sharded program's
+segments are admitted by the same rule, so the tour's data-parallel training step (matrix
+products, short rows of logits, column sums of gradients) starts on the interpreter too.
 
 A call that donates arguments waits for the kernel (or compiles it), since only the kernel
 writes its outputs into donated buffers; the interpreter's results are copied into memory from
@@ -39,6 +46,7 @@ compiled code once a function proves hot).
 
 from __future__ import annotations
 
+import math
 import threading
 import types
 from collections.abc import Callable
@@ -52,6 +60,8 @@ from stage1_autodiff import prims as p
 
 from . import kernel_math
 from .buffers import POOL
+from .codegen_cpu import FLOAT_COMBINES, reduces_in_order
+from .fusion import is_blas_dot
 from .jaxpr import Jaxpr, Literal, Var
 
 config.define("jax_from_numpy_tiered", True,
@@ -77,8 +87,8 @@ def _reproducible(eqn: Any) -> bool:
     kind, dtype = eqn.primitive.kind, eqn.outvars[0].aval.dtype
     if kind is PrimitiveKind.SHAPE:
         return True
-    if kind is PrimitiveKind.REDUCTION:
-        return dtype.kind in "biu"  # a float reduction is reassociated in the kernel
+    if kind is PrimitiveKind.REDUCTION:  # a float one only if the kernel adds in order
+        return dtype.kind in "biu" or twin(eqn) is not None
     if eqn.primitive is p.integer_pow_p:  # the kernel multiplies, NumPy calls pow
         return dtype.kind in "iu" or eqn.params["y"] in (0, 1)
     if eqn.primitive in (p.max_p, p.min_p):
@@ -117,10 +127,109 @@ def _twins() -> tuple[dict[Any, Callable[..., np.ndarray]], dict[Any, Callable[.
 FLOAT32_TWINS, FLOAT_TWINS = _twins()
 
 
+# --8<-- [start:in_order_twin]
+def _fold(prim: Any, x: np.ndarray, lead: int) -> np.ndarray:
+    """``x`` reduced over its first ``lead`` axes as the kernel does when it reduces in order
+    (``codegen_cpu.reduces_in_order``): ``((identity op x0) op x1) op ...``, in row-major
+    order. NumPy's own ``sum`` adds pairwise, so sums and products are running ones
+    (``accumulate``), a block of rows at a time; a maximum or minimum is the same in any
+    order, so NumPy's reduction serves, but with +0 above -0."""
+    rest = x.shape[lead:]
+    rows = x.reshape((-1, *rest))
+    if prim in (p.reduce_max_p, p.reduce_min_p):
+        if not len(rows):
+            return np.full(rest, prim.identity(x.dtype), x.dtype)
+        largest = prim is p.reduce_max_p
+        out = (np.maximum if largest else np.minimum).reduce(rows, axis=0)
+        # the kernel's zero: +0 for a maximum if any +0 is there, -0 for a minimum if any -0
+        wanted = np.any((rows == 0) & (np.signbit(rows) != largest), axis=0)
+        plus, minus = x.dtype.type(0.0), x.dtype.type(-0.0)
+        zero = np.where(wanted, plus, minus) if largest else np.where(wanted, minus, plus)
+        return np.where(out == 0, zero, out)
+    ufunc = np.add if prim is p.reduce_sum_p else np.multiply
+    acc = np.full(rest, prim.identity(x.dtype), x.dtype)
+    step = max(1, (1 << 20) // max(1, acc.size))
+    for start in range(0, len(rows), step):
+        acc = ufunc.accumulate(np.concatenate([acc[None], rows[start:start + step]]))[-1]
+    return acc
+
+
+def _in_order_reduction(eqn: Any) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The kernel's in-order float reduction, on arrays: the reduced axes first, then folded;
+    a full reduction folds its partial results (one per index of its first axis) again."""
+    prim, dtype = eqn.primitive, eqn.outvars[0].aval.dtype
+    if prim not in FLOAT_COMBINES or dtype not in (np.float32, np.float64):
+        return None
+    axes = tuple(eqn.params["axes"])
+    if not reduces_in_order(eqn.invars[0].aval.shape, axes):
+        return None
+
+    def reduce(x: np.ndarray) -> np.ndarray:
+        moved = np.moveaxis(x, axes, range(len(axes)))
+        if len(axes) < x.ndim:
+            return _fold(prim, moved, len(axes))
+        partials = _fold(prim, np.moveaxis(moved, 0, -1), len(axes) - 1)
+        return _fold(prim, partials, 1)
+    return reduce
+# --8<-- [end:in_order_twin]
+
+
+# --8<-- [start:blas_twin]
+def blas_twin(eqn: Any) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """A matrix product the kernel hands BLAS (``codegen_cpu._emit_dot``), made by the same
+    BLAS calls: the kernel's ``np.dot`` calls SciPy's BLAS (Numba links it), so the
+    interpreter calls the same routines through ``scipy.linalg.blas``, on the same memory
+    layouts. (NumPy's ``@`` uses NumPy's own OpenBLAS build, whose bits may differ.)"""
+    if not is_blas_dot(eqn) or eqn.invars[1].aval.ndim != 2 or \
+            eqn.outvars[0].aval.dtype not in (np.float32, np.float64):
+        return None
+    (lc, rc), _ = eqn.params["dimension_numbers"]
+    out_shape = eqn.outvars[0].aval.shape
+
+    def dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        x_transposed = x.ndim == 2 and lc == (0,)  # the kernel passes ``x.T``: F layout
+        x = x.T if x_transposed else x.reshape((math.prod(x.shape[:-1]), x.shape[-1]))
+        y_transposed = rc == (1,)
+        y = y.T if y_transposed else y
+        return _numba_dot(x, x_transposed, y, y_transposed).reshape(out_shape)
+    return dot
+
+
+def _numba_dot(x: np.ndarray, x_f: bool, y: np.ndarray, y_f: bool) -> np.ndarray:
+    """``x @ y`` (matrices) by the BLAS call Numba's ``np.dot(x, y, out)`` makes for a C
+    ``out``, with ``x`` and ``y`` in F layout where ``x_f``, ``y_f``, else C: ``gemm`` on
+    the transposed problem (BLAS is column-major), ``gemv`` when a side is one row or column,
+    ``dot`` when both are, zeros when a dimension is 0."""
+    from scipy.linalg import blas
+
+    (m, k), n = x.shape, y.shape[1]
+    if not (m and n and k):
+        return np.zeros((m, n), x.dtype)
+    x = np.asfortranarray(x) if x_f else np.ascontiguousarray(x)
+    y = np.asfortranarray(y) if y_f else np.ascontiguousarray(y)
+    kind = "s" if x.dtype == np.float32 else "d"
+    if m == 1 and n == 1:
+        return np.full((1, 1), getattr(blas, kind + "dot")(x.ravel("K"), y.ravel("K")), x.dtype)
+    gemv = getattr(blas, kind + "gemv")
+    if n == 1:  # the memory of x as a column-major matrix: x itself if F, else x.T
+        return gemv(1.0, x if x_f else x.T, y.ravel("K"), trans=0 if x_f else 1)[:, None]
+    if m == 1:
+        return gemv(1.0, y if y_f else y.T, x.ravel("K"), trans=1 if y_f else 0)[None, :]
+    # C = x @ y computed as C.T = y.T @ x.T, column-major
+    product = getattr(blas, kind + "gemm")(1.0, y if y_f else y.T, x if x_f else x.T,
+                                           trans_a=int(y_f), trans_b=int(x_f))
+    return product.T
+# --8<-- [end:blas_twin]
+
+
 def twin(eqn: Any) -> Callable[..., np.ndarray] | None:
     """The function that gives the kernel's bits for ``eqn`` where NumPy's primitive does not
     (see ``codegen_cpu.ELEMENTWISE``), or None."""
     dtype = eqn.outvars[0].aval.dtype
+    if eqn.primitive.kind is PrimitiveKind.REDUCTION:
+        return _in_order_reduction(eqn)
+    if eqn.primitive is p.dot_general_p:
+        return blas_twin(eqn)
     if dtype == np.float32 and eqn.primitive in FLOAT32_TWINS:
         return FLOAT32_TWINS[eqn.primitive]
     return FLOAT_TWINS.get(eqn.primitive) if dtype.kind == "f" else None
