@@ -170,6 +170,19 @@ def test_products_of_vectors_and_stacked_rows_are_the_same_on_both_tiers(x64):
     assert_same_bits(lambda x3, w, v: (x3 @ w, v @ w, jnp.abs(x3) @ w.T.T), x3, w, v)
 
 
+def test_products_of_slices_transposes_and_computed_operands_are_the_same_on_both_tiers():
+    """The kernel materializes such operands (C layout) before its BLAS call, or passes a
+    transposed view; the twin follows either."""
+    rng = np.random.default_rng(4)
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((70, 50), (50, 60), (70, 40)))
+    dn = lambda lc, rc: ((lc, rc), ((), ()))  # noqa: E731
+    assert_same_bits(lambda a, b, c: (
+        jnp.transpose(a.T) @ b, a[:, :5] @ b[:5], a[::2] @ b[:, ::3], jnp.tanh(a) @ (b + 1.0),
+        (a @ b).T @ a, jnp.einsum("ij,kj->ik", a, b.T), lax.dot_general(a[::2, 1:], c[::2],
+                                                                        dn((0,), (0,))),
+        lax.dot_general(c, a[:, 3:43], dn((1,), (1,)))), a, b, c)
+
+
 def test_long_float_reductions_vector_products_and_libm_functions_are_not_admitted():
     x = np.ones((8, 64), np.float32)
     vector = lambda x: lax.dot_general(x, x[0], (((1,), (0,)), ((), ())))  # noqa: E731
