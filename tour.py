@@ -198,8 +198,8 @@ def tour_stage2() -> None:
     compiled = timed(lambda: f_jit(x).block_until_ready(), repeat=3)
     print(f"\n5000x5000 float32: eager {eager * 1e3:.1f} ms, jit {compiled * 1e3:.1f} ms "
           f"({speedup(eager, compiled)}; best of 3 runs each, {load()})")
-    print(f"  first call {first * 1e3:.0f} ms, on the interpreter (NumPy, into fresh memory) "
-          f"while the kernel compiled\n  in the background; the kernel was ready "
+    print(f"  first call {first * 1e3:.0f} ms, on the interpreter (NumPy, into fresh memory), "
+          f"then the kernel compiled\n  in the background; the kernel was ready "
           f"{ready:.2f} s after the call began\n  (stage2_jit/tiers.py: both tiers give the "
           f"same bits)")
     print("  (each result's 100 MB come from the runtime's pool, the memory of results that "
@@ -418,7 +418,7 @@ def tour_stage4() -> None:
             grads = grad_fn(params, (split_inputs, split_targets))
         text = grad_fn.lower(params, (split_inputs, split_targets)).as_text()
 
-    how = ("each device's segment ran on the interpreter while its kernel compiled\n"
+    how = ("each device's segment ran on the interpreter, its kernel compiling after it\n"
            "(stage2_jit/tiers.py; the same bits either way)" if jax.config.jax_from_numpy_tiered
            else "its kernels compiled first (tiers are off)")
     print(f"the first call took {first * 1e3:.0f} ms: {how}")
