@@ -143,6 +143,9 @@ def test_float_reductions_the_kernel_does_in_order_are_the_same_on_both_tiers(dt
                 x[:3, :4].sum(), x[:4, :4].max(), x[:2, :3].min(), x[:1, :1].sum(),
                 jnp.abs(x - x.max(axis=1, keepdims=True)).sum(axis=1))
     assert_same_bits(program, x, cube)
+    empty = np.zeros((5, 0), dtype)  # nothing to add: the identity, or no result at all
+    assert_same_bits(lambda e: (e.sum(axis=1), e.max(axis=0), e.sum(axis=0), e.T.sum(axis=0)),
+                     empty)
 
 
 BLAS_SHAPES = [(5, 7, 3), (64, 64, 64), (300, 200, 150), (1, 9, 8), (8, 9, 1), (1, 9, 1),

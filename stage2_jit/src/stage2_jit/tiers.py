@@ -137,7 +137,7 @@ def _fold(prim: Any, x: np.ndarray, lead: int) -> np.ndarray:
     (``accumulate``), a block of rows at a time; a maximum or minimum is the same in any
     order, so NumPy's reduction serves, but with +0 above -0."""
     rest = x.shape[lead:]
-    rows = x.reshape((-1, *rest))
+    rows = x.reshape((math.prod(x.shape[:lead]), *rest))
     if prim in (p.reduce_max_p, p.reduce_min_p):
         if not len(rows):
             return np.full(rest, prim.identity(x.dtype), x.dtype)
