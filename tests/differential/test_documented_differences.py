@@ -1388,3 +1388,14 @@ def test_i0_is_a_series_within_a_float32_rounding_of_jax() -> None:
     exact = special.i0(x.astype(np.float64))
     np.testing.assert_allclose(ours, theirs, rtol=2e-6)
     assert np.abs(ours / exact - 1).max() < 2e-6
+
+
+def test_pascal_and_inverse_hilbert_matrices_are_exact() -> None:
+    ours, theirs = sj.scipy.linalg, jax.scipy.linalg
+    assert float(ours.pascal(4)[3, 3]) == 20.0 and float(ours.pascal(4)[0, 0]) == 1.0
+    assert float(theirs.pascal(4)[0, 0]) != 1.0  # JAX's is computed in floating point
+    np.testing.assert_array_equal(np.asarray(ours.invpascal(5)) @ np.asarray(ours.pascal(5)),
+                                  np.eye(5))
+    np.testing.assert_allclose(np.asarray(ours.invhilbert(4)), np.asarray(theirs.invhilbert(4)),
+                               rtol=1e-5)
+    assert np.asarray(ours.invhilbert(4))[3, 3] == 2800.0

@@ -1,5 +1,6 @@
-"""``jax.scipy.linalg``: Cholesky and triangular solves, and SciPy's spellings of the
-decompositions, on the primitives of ``stage1_autodiff.linalg``.
+"""``jax.scipy.linalg``: Cholesky, LU and triangular solves, and SciPy's spellings of the
+decompositions, on the primitives of ``stage1_autodiff.linalg``; and the matrices with a
+formula (Toeplitz, Hankel, companion...) from ``special_matrices.py``.
 
 NB: JAX's functions are in ``jax/_src/scipy/linalg.py``. SciPy's ``overwrite_*`` and
 ``check_finite`` arguments are accepted and ignored, as in JAX (arrays are immutable, and a
@@ -24,9 +25,30 @@ from .. import numpy as jnp
 from ..core import get_aval
 from ..numpy import linalg as jnp_linalg
 from ..numpy.promotion import as_value, promote_inexact
+from .special_matrices import (
+    block_diag,
+    circulant,
+    companion,
+    convolution_matrix,
+    dft,
+    fiedler,
+    fiedler_companion,
+    hadamard,
+    hankel,
+    helmert,
+    hilbert,
+    invhilbert,
+    invpascal,
+    leslie,
+    pascal,
+    toeplitz,
+)
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "inv", "lu", "qr", "solve",
-           "solve_triangular", "svd"]
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
+           "convolution_matrix", "det", "dft", "eigh", "fiedler", "fiedler_companion",
+           "hadamard", "hankel", "helmert", "hilbert", "inv", "invhilbert", "invpascal",
+           "leslie", "lu", "lu_factor", "lu_solve", "pascal", "qr", "solve", "solve_triangular",
+           "svd", "toeplitz"]
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
@@ -80,6 +102,59 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
     u = jnp.triu(packed[..., :k, :])
     p = (permutation[..., None, :] == jnp.arange(m, dtype=np.int32)[:, None]).astype(a.dtype)
     return (p @ lower, u) if permute_l else (p, lower, u)
+
+
+def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, Any]:
+    """``(lu, piv)`` for :func:`lu_solve`, as LAPACK's ``getrf`` gives them: ``l`` (unit
+    diagonal, not stored) below the diagonal of ``lu`` and ``u`` on and above it, and
+    ``piv[j]``, the row swapped with row ``j`` at step ``j`` (int32)."""
+    del overwrite_a, check_finite
+    (a,) = promote_inexact(as_value(a))
+    packed, pivots, _ = lax_linalg.lu(a)
+    return packed, pivots
+
+
+def _pivots_to_permutation(pivots, m: int):
+    """The row order the swaps ``pivots`` make of ``range(m)``, one swap at a time (so it
+    works on traced pivots too)."""
+    permutation = jnp.broadcast_to(jnp.arange(m, dtype=np.int32), (*pivots.shape[:-1], m))
+    for j in range(pivots.shape[-1]):
+        p = pivots[..., j:j + 1]
+        here = permutation[..., j:j + 1]
+        there = jnp.take_along_axis(permutation, p, axis=-1)
+        permutation = jnp.where(jnp.arange(m) == j, there, permutation)
+        permutation = jnp.where(jnp.arange(m) == p, here, permutation)
+    return permutation
+
+
+def lu_solve(lu_and_piv: tuple[Any, Any], b, trans: int = 0, overwrite_b: bool = False,
+             check_finite: bool = True):
+    """``x`` with ``op(a) @ x == b``, given ``lu_factor(a)``; ``trans`` 0 for ``a``, 1 for its
+    transpose, 2 for its conjugate transpose. With ``a[perm] == l @ u``: ``x = u \\ (l \\
+    b[perm])``, or for the transpose ``x[perm] = l.T \\ (u.T \\ b)``."""
+    del overwrite_b, check_finite
+    if trans not in (0, 1, 2):
+        raise ValueError(f"Invalid 'trans' value {trans!r}: use 0, 1 or 2.")
+    packed, pivots = lu_and_piv
+    packed, b = promote_inexact(as_value(packed), as_value(b))
+    m = packed.shape[-1]
+    if packed.ndim != 2 or packed.shape[0] != m or b.shape[0] != m:
+        raise ValueError(f"lu_solve: lu must be a square matrix and b have as many rows; got "
+                         f"shapes {packed.shape} and {b.shape}.")
+    permutation = _pivots_to_permutation(as_value(pivots), m)
+    vector = b.ndim == 1
+    b = b[:, None] if vector else b
+    if trans == 0:
+        y = lax_linalg.triangular_solve(packed, b[permutation], left_side=True, lower=True,
+                                        unit_diagonal=True)
+        x = lax_linalg.triangular_solve(packed, y, left_side=True, lower=False)
+    else:
+        lu = jnp.conjugate(packed) if trans == 2 else packed
+        y = lax_linalg.triangular_solve(lu, b, left_side=True, lower=False, transpose_a=True)
+        z = lax_linalg.triangular_solve(lu, y, left_side=True, lower=True, transpose_a=True,
+                                        unit_diagonal=True)
+        x = jnp.zeros_like(z).at[permutation].set(z)
+    return x[:, 0] if vector else x
 
 
 def qr(a, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
