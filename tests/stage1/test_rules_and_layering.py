@@ -291,6 +291,8 @@ DTYPE_CASES: dict[str, list[DtypeCase]] = {
     "lu": [(lambda: jax.lax.linalg.lu(M), (f32, i32, i32))],
     "qr": [(lambda: jax.lax.linalg.qr(M), (f32, f32))],
     "eigh": [(lambda: jax.lax.linalg.eigh(SPD), (f32, f32))],
+    "eig": [(lambda: jax.lax.linalg.eig(M), (c64, c64, c64)),
+            (lambda: jax.lax.linalg.eig(M, compute_left_eigenvectors=False), (c64, c64))],
     "svd": [(lambda: jax.lax.linalg.svd(M), (f32, f32, f32)),
             (lambda: jax.lax.linalg.svd(M, compute_uv=False), (f32,))],
     # At the eval level a custom_vjp function just runs; bind the primitive itself.

@@ -519,6 +519,7 @@ LAW_CASES: dict[str, tuple[tuple[np.dtype, ...], Case]] = {
     "lu": (FLOAT, linalg_case(lax.lu, square=False)),
     "qr": (FLOAT, linalg_case(lambda x: lax.qr(x, full_matrices=False), square=False)),
     "eigh": (FLOAT, linalg_case(lax.eigh)),
+    "eig": (FLOAT, linalg_case(lax.eig)),
     "svd": (FLOAT, linalg_case(lax.svd, square=False)),
 }
 

@@ -438,6 +438,9 @@ CASES[linalg.eigh_p] = linalg_case(
 def _eigenpairs(outs):
     v, w = outs
     return v, linalg._rows(w)
+CASES[linalg.eig_p] = linalg_case(  # eigenvalues scaling the right eigenvectors
+    lambda x: p.mul(*_eigenpairs(linalg.eig_p.bind(x, compute_left_eigenvectors=False,
+                                                   compute_right_eigenvectors=True)[::-1])))
 CASES[linalg.svd_p] = linalg_case(
     lambda x: linalg.svd_p.bind(x, full_matrices=False, compute_uv=False))
 

@@ -195,7 +195,7 @@ CASES: dict[str, tuple[Callable, tuple]] = {
     "linear algebra": (lambda x: (  # batches of 3x3 matrices: only dim 0 can be split
         lax.linalg.cholesky(x), lax.linalg.triangular_solve(x, x, left_side=True, lower=True),
         *lax.linalg.lu(x), *lax.linalg.qr(x), lax.linalg.eigh(x)[1],
-        lax.linalg.svd(x, compute_uv=False)), (SPD8,)),
+        lax.linalg.svd(x, compute_uv=False), *lax.linalg.eig(x)), (SPD8,)),
     "random": (lambda u, v: (*primitives.threefry2x32(u, v, v, u),
                              jax.random.normal(jax.random.key(0), (8, 16))), (U, U[::-1])),
     "random samplers": (lambda a: (  # gamma per element, its gradient in a, poisson

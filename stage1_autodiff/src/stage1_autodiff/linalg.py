@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import autodiff
+from .complex_numbers import conj
 from .core import Primitive, ShapedArray, get_aval, impl_rules, jvp_rules, vjp_rules
 from .primitives import (
     add,
@@ -57,8 +58,9 @@ from .primitives import (
     zeros_like,
 )
 
-__all__ = ["LINALG", "cholesky", "cholesky_p", "eigh", "eigh_p", "lu", "lu_p", "output_avals",
-           "qr", "qr_p", "svd", "svd_p", "triangular_solve", "triangular_solve_p"]
+__all__ = ["LINALG", "cholesky", "cholesky_p", "eig", "eig_p", "eigh", "eigh_p", "lu", "lu_p",
+           "output_avals", "qr", "qr_p", "svd", "svd_p", "triangular_solve",
+           "triangular_solve_p"]
 
 # ------------------------------------------------------------------------------------------
 # The declaration every stage reads: matrix ranks and result shapes
@@ -68,7 +70,8 @@ __all__ = ["LINALG", "cholesky", "cholesky_p", "eigh", "eigh_p", "lu", "lu_p", "
 class LinalgShapes(NamedTuple):
     """What a linear-algebra primitive is: the matrix rank of each operand (the dims before
     are batch dims, alike in every operand) and its results: ``results(*matrix_shapes,
-    **params)`` gives a (matrix shape, dtype) per result, dtype ``None`` for the operands'."""
+    **params)`` gives a (matrix shape, dtype) per result, dtype ``None`` for the operands'
+    (or a function of theirs)."""
 
     ranks: tuple[int, ...]
     results: Callable[..., list[tuple[tuple[int, ...], Any]]]
@@ -95,9 +98,18 @@ def output_avals(prim: Primitive, *avals: ShapedArray, **params: Any) -> list[Sh
                          f"{', '.join(a.str_short() for a in avals)}.")
     matrices = [aval.shape[aval.ndim - rank:] for aval, rank in zip(avals, ranks)]
     weak = all(aval.weak_type for aval in avals)
-    return [ShapedArray(batch[0] + tuple(shape), np.dtype(dtype or avals[0].dtype),
+    return [ShapedArray(batch[0] + tuple(shape), _result_dtype(dtype, avals[0].dtype),
                         weak and dtype is None)
             for shape, dtype in LINALG[prim].results(*matrices, **params)]
+
+
+def _result_dtype(declared: Any, operand: np.dtype) -> np.dtype:
+    """A result's dtype as ``LinalgShapes.results`` declares it: ``None`` for the operands',
+    a dtype, or a function of the operands' (``eig``: the complex type of that width)."""
+    if declared is None:
+        return np.dtype(operand)
+    function = callable(declared) and not isinstance(declared, type)  # np.int32 is a dtype
+    return np.dtype(declared(operand) if function else declared)
 
 
 def _square(name: str, shape: tuple[int, ...]) -> int:
@@ -193,7 +205,7 @@ def _padded(x, rows_after: int, cols_after: int):
 
 
 def _floating(outs) -> list:
-    return [o for o in outs if get_aval(o).dtype.kind == "f"]
+    return [o for o in outs if get_aval(o).dtype.kind in "fc"]
 
 
 def _jvp_of(prim: Primitive, tangent_map: Callable) -> Callable:
@@ -203,7 +215,7 @@ def _jvp_of(prim: Primitive, tangent_map: Callable) -> Callable:
         outs = prim.bind(*primals, **params)
         out_list = outs if prim.multiple_results else [outs]
         dots = iter(tangent_map(primals, out_list, tangents, **params))
-        out_dots = [next(dots) if get_aval(o).dtype.kind == "f" else None for o in out_list]
+        out_dots = [next(dots) if get_aval(o).dtype.kind in "fc" else None for o in out_list]
         return outs, (out_dots if prim.multiple_results else out_dots[0])
     return jvp
 
@@ -216,7 +228,7 @@ def _transposed(tangent_map: Callable, multiple_results: bool) -> Callable:
     result can be differentiated again."""
     def vjp(cts, *primals, out, **params):
         outs, cts = (out, cts) if multiple_results else ([out], [cts])
-        cts = [ct for ct, o in zip(cts, outs) if get_aval(o).dtype.kind == "f"]
+        cts = [ct for ct, o in zip(cts, outs) if get_aval(o).dtype.kind in "fc"]
 
         def linear(*tangents):
             return tangent_map(primals, outs, tangents, **params)
@@ -547,6 +559,70 @@ def eigh_jvp_map(primals, outs, tangents, **params):
 
 
 _rules(eigh_p, eigh_jvp_map)
+
+# ------------------------------------------------------------------------------------------
+# eig: a vr = vr diag(w), vl^H a = diag(w) vl^H for any square a (complex results)
+# ------------------------------------------------------------------------------------------
+
+eig_p = Primitive("eig", multiple_results=True)
+
+
+def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
+        enable_eigvec_derivs: bool = False, implementation: Any = None,
+        use_magma: Any = None) -> list[Any]:
+    """``[w, vl, vr]`` of each square matrix (``vl`` and ``vr`` only when asked for):
+    eigenvalues ``w`` in LAPACK's order, left and right eigenvectors as columns of unit norm,
+    all complex. Only the eigenvalues are differentiated, as in JAX by default."""
+    del implementation, use_magma  # JAX's choices of routine: LAPACK's geev here
+    if enable_eigvec_derivs:
+        raise NotImplementedError("lax.linalg.eig: enable_eigvec_derivs=True is not "
+                                  "implemented here; only the eigenvalues have derivatives.")
+    params = dict(compute_left_eigenvectors=compute_left_eigenvectors,
+                  compute_right_eigenvectors=compute_right_eigenvectors)
+    output_avals(eig_p, get_aval(x), **params)
+    return list(eig_p.bind(x, **params))
+
+
+def _eig_results(a, *, compute_left_eigenvectors, compute_right_eigenvectors):
+    n = _square("eig", a)
+    vectors = [(a, _complex)] * (compute_left_eigenvectors + compute_right_eigenvectors)
+    return [((n,), _complex), *vectors]
+
+
+def _complex(dtype: np.dtype) -> np.dtype:
+    return np.result_type(dtype, np.complex64)
+
+
+def _eig_one(a, *, compute_left_eigenvectors, compute_right_eigenvectors):
+    from scipy.linalg import eig as lapack_eig  # geev, with both sides' vectors
+
+    w, vl, vr = lapack_eig(a, left=True, right=True)
+    vectors = [vl] * compute_left_eigenvectors + [vr] * compute_right_eigenvectors
+    return [np.asarray(v, _complex(a.dtype)) for v in (w, *vectors)]
+
+
+LINALG[eig_p] = LinalgShapes((2,), _eig_results)
+impl_rules[eig_p] = _per_matrix(eig_p, _eig_one)
+
+
+def eig_jvp_map(primals, outs, tangents, *, compute_left_eigenvectors,
+                compute_right_eigenvectors):
+    # With a vr_i = w_i vr_i and vl_i^H a = w_i vl_i^H: w_i' = vl_i^H a' vr_i / vl_i^H vr_i.
+    if compute_left_eigenvectors or compute_right_eigenvectors:
+        raise NotImplementedError(
+            "The derivatives of eig's eigenvectors are not implemented, only its eigenvalues' "
+            "(as JAX without enable_eigvec_derivs=True): differentiate jnp.linalg.eigvals, or "
+            "eigh for a symmetric matrix.")
+    (a,), (a_dot,) = primals, tangents
+    _, vl, vr = eig_p.bind(a, compute_left_eigenvectors=True, compute_right_eigenvectors=True)
+    left = conj(vl)
+    a_dot = convert_element_type(a_dot, get_aval(vr).dtype)
+    along = get_aval(a).ndim - 2  # the rows of each matrix: sum over them, column by column
+    numerator = reduce_sum(mul(left, _matmul(a_dot, vr)), (along,))
+    return [div(numerator, reduce_sum(mul(left, vr), (along,)))]
+
+
+_rules(eig_p, eig_jvp_map)
 
 # ------------------------------------------------------------------------------------------
 # svd: a = u diag(s) v^T

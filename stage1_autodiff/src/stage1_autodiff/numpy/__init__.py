@@ -202,6 +202,7 @@ from .polynomials import (
     polymul,
     polysub,
     polyval,
+    roots,
     vander,
 )
 from .reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, std, sum, var

@@ -28,11 +28,17 @@ from .. import numpy as jnp
 from ..core import get_aval
 from .promotion import as_value, promote_inexact
 
-__all__ = ["EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond", "cross",
-           "det", "diagonal", "eigh", "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm",
-           "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot", "norm", "outer",
+__all__ = ["EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky",
+           "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv",
+           "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose",
+           "multi_dot", "norm", "outer",
            "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "tensorinv",
            "tensorsolve", "trace", "vecdot", "vector_norm"]
+
+
+class EigResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
 
 
 class EighResult(NamedTuple):
@@ -114,6 +120,23 @@ def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):  # noqa: N8
 def eigvalsh(a, UPLO: str | None = "L", *, symmetrize_input: bool = True):  # noqa: N803
     """The eigenvalues of symmetric matrices, ascending."""
     return eigh(a, UPLO, symmetrize_input).eigenvalues
+
+
+def eig(a):
+    """``EigResult(eigenvalues, eigenvectors)`` of square matrices, complex: the eigenvalues
+    in LAPACK's order, the eigenvectors the unit-norm columns of the second. Only the
+    eigenvalues are differentiable, as in JAX (``eigh`` differentiates both, for a
+    symmetric matrix)."""
+    (a,) = _matrices("eig", a)
+    w, v = lax_linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=True)
+    return EigResult(w, v)
+
+
+def eigvals(a):
+    """The eigenvalues of square matrices, complex, in LAPACK's order."""
+    (a,) = _matrices("eigvals", a)
+    return lax_linalg.eig(a, compute_left_eigenvectors=False,
+                          compute_right_eigenvectors=False)[0]
 
 
 def _lu_solve(lu, permutation, b):

@@ -1,7 +1,7 @@
 """Polynomials as 1-D arrays of coefficients, highest power first (NumPy's ``poly1d``
 order): evaluation by Horner's rule, sums, products (a convolution), long division,
-derivatives and integrals, the Vandermonde matrix of powers, least-squares fits, and the
-polynomial of given roots.
+derivatives and integrals, the Vandermonde matrix of powers, least-squares fits, the
+polynomial of given roots, and the roots of a polynomial.
 
 Example:
     >>> import stage1_autodiff.numpy as jnp
@@ -20,8 +20,8 @@ from ..core import get_aval
 from .assembly import trim_zeros
 from .concrete import concrete_value, static_int
 from .contractions import dot, outer
-from .creation import arange, full, zeros
-from .linalg import inv, lstsq
+from .creation import arange, eye, full, zeros
+from .linalg import eigvals, inv, lstsq
 from .promotion import as_value, broadcast_shapes, promote, promote_inexact
 from .reductions import prod, sum
 from .shapes import atleast_1d, concatenate, expand_dims, stack
@@ -275,9 +275,8 @@ def poly(seq_of_zeros):
     (roots,) = (atleast_1d(as_value(a)) for a in promote_inexact(seq_of_zeros))
     shape = get_aval(roots).shape
     if len(shape) == 2 and shape[0] == shape[1] and shape[0]:
-        raise NotImplementedError("poly of a square matrix needs its eigenvalues "
-                                  "(jnp.linalg.eigvals), which stage 1 does not have; "
-                                  "pass the roots as a 1-D array.")
+        roots = eigvals(roots)  # the characteristic polynomial of the matrix
+        shape = get_aval(roots).shape
     if len(shape) != 1:
         raise ValueError(f"poly: the input must be 1-D or a non-empty square matrix, got "
                          f"shape {shape}.")
@@ -286,3 +285,47 @@ def poly(seq_of_zeros):
     for k in range(shape[0]):
         result = convolve(result, stack([lax.full((), 1, dtype), -roots[k]]), mode="full")
     return result
+
+
+def roots(p, *, strip_zeros: bool = True):
+    """The roots of the polynomial with coefficients ``p`` (highest power first), complex:
+    the eigenvalues of its companion matrix. Leading zeros are dropped (``strip_zeros``,
+    which needs ``p``'s values); with ``strip_zeros=False`` they give NaN roots, last.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.sort_complex(jnp.roots(jnp.array([1.0, -3.0, 2.0])))  # (x - 1)(x - 2)
+        Array([1.+0.j, 2.+0.j], dtype=complex64)
+    """
+    (p,) = (atleast_1d(as_value(a)) for a in promote_inexact(p))
+    if get_aval(p).ndim != 1:
+        raise ValueError(f"roots: the input must be a rank-1 array, got shape "
+                         f"{get_aval(p).shape}.")
+    n = get_aval(p).shape[0]
+    complex_dtype = np.result_type(get_aval(p).dtype, np.complex64)
+    if strip_zeros:
+        values = concrete_value(p, "jnp.roots(p) with strip_zeros=True (it drops p's leading "
+                                "zeros, which sets the number of roots)",
+                                "Pass strip_zeros=False: leading zeros then give NaN roots.")
+        nonzero = np.flatnonzero(values)
+        return _companion_roots(p[int(nonzero[0]) if len(nonzero) else n:], complex_dtype)
+    if n < 2:
+        return zeros((0,), complex_dtype)
+    from .. import numpy as jnp  # the whole module: this one is part of it
+
+    zero = p == 0
+    leading = jnp.where(jnp.all(zero), n, jnp.argmin(zero))  # how many leading zeros
+    rotated = p[(arange(n) + leading) % n]  # moved to the end: they become zero roots
+    found = _companion_roots(jnp.where(leading == n, jnp.ones_like(p), rotated), complex_dtype)
+    found = found[jnp.argsort(found == 0, stable=True)]  # the zero roots last, then NaN
+    return jnp.where(arange(n - 1) < n - 1 - leading, found, complex(np.nan, np.nan))
+
+
+def _companion_roots(p, complex_dtype):
+    """The eigenvalues of the companion matrix of ``p`` (its first coefficient nonzero)."""
+    n = get_aval(p).shape[0]
+    if n < 2:
+        return zeros((0,), complex_dtype)
+    first_row = -p[1:] / p[0]
+    below = lax.convert_element_type(eye(n - 2, n - 1), get_aval(p).dtype)
+    return eigvals(concatenate([first_row[None, :], below], axis=0))
