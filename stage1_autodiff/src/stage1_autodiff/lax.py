@@ -29,18 +29,26 @@ from .dynamic_slicing import (
 from .fft import FftType, fft
 from .lax_composed import (
     RoundingMethod,
+    batch_matmul,
     broadcast,
+    broadcast_shapes,
+    broadcast_to_rank,
     broadcasted_iota,
     clz,
     collapse,
+    cumlogsumexp,
     dot,
+    dtype,
     index_in_dim,
     is_finite,
+    optimization_barrier,
     population_count,
     reciprocal,
     round,
+    scatter_sub,
     slice_in_dim,
     sort_key_val,
+    split,
     square,
 )
 from .more_math import acos, acosh, asin, asinh, atan, atanh, cbrt, cosh, exp2, sinh
@@ -202,9 +210,11 @@ __all__ += ["padtype_to_pads", "reduce_window", "reduce_window_max", "reduce_win
             "reduce_window_sum"]  # windowed.py
 __all__ += ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
             "conv_transpose", "conv_with_general_padding"]  # convolution.py
-__all__ += ["RoundingMethod", "broadcast", "broadcasted_iota", "clz", "collapse", "dot",
-            "index_in_dim", "is_finite", "population_count", "reciprocal", "round",
-            "slice_in_dim", "sort_key_val", "square"]  # lax_composed.py
+__all__ += ["RoundingMethod", "batch_matmul", "broadcast", "broadcast_shapes",
+            "broadcast_to_rank", "broadcasted_iota", "clz", "collapse", "cumlogsumexp", "dot",
+            "dtype", "index_in_dim", "is_finite", "optimization_barrier", "population_count",
+            "reciprocal", "round", "scatter_sub", "slice_in_dim", "sort_key_val", "split",
+            "square"]  # lax_composed.py
 # the primitives themselves
 __all__ += ["abs_p", "acos_p", "acosh_p", "add_p", "and_p", "argmax_p", "argmin_p",
             "asin_p", "asinh_p", "atan2_p", "atan_p", "atanh_p",

@@ -23,9 +23,11 @@ from . import prims as lax
 from .core import get_aval
 from .numpy.promotion import as_value
 
-__all__ = ["RoundingMethod", "broadcast", "broadcasted_iota", "clz", "collapse", "dot",
-           "index_in_dim", "is_finite", "population_count", "reciprocal", "round",
-           "slice_in_dim", "sort_key_val", "square"]
+__all__ = ["RoundingMethod", "batch_matmul", "broadcast", "broadcast_shapes",
+           "broadcast_to_rank", "broadcasted_iota", "clz", "collapse", "cumlogsumexp", "dot",
+           "dtype", "index_in_dim", "is_finite", "optimization_barrier", "population_count",
+           "reciprocal", "round", "scatter_sub", "slice_in_dim", "sort_key_val", "split",
+           "square"]
 
 
 def _check_kind(name: str, x: Any, kinds: str, accepted: str) -> Any:
@@ -319,3 +321,90 @@ def collapse(operand: Any, start_dimension: int, stop_dimension: int | None = No
         raise ValueError(f"Invalid dimension range passed to collapse: {shape}"
                          f"[{start_dimension}:{stop_dimension}]")
     return lax.reshape(operand, shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
+
+
+# --- JAX's smaller conveniences ------------------------------------------------------------
+
+
+def dtype(x: Any) -> np.dtype:
+    """The dtype ``x`` has as an array (a Python float: the default float type)."""
+    return get_aval(as_value(x)).dtype
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """The shape NumPy's broadcasting gives ``shapes``, or JAX's ``ValueError``."""
+    ndim = max((len(s) for s in shapes), default=0)
+    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
+    result = []
+    for sizes in zip(*padded):
+        others = {d for d in sizes if d != 1}
+        if len(others) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes="
+                             f"{[tuple(s) for s in shapes]}")
+        result.append(others.pop() if others else 1)
+    return tuple(result)
+
+
+def broadcast_to_rank(x: Any, rank: int) -> Any:
+    """``x`` with leading dims of size 1 added up to ``rank`` (unchanged if it has as many)."""
+    x = as_value(x)
+    ndim = get_aval(x).ndim
+    return x if ndim >= rank else broadcast(x, (1,) * (rank - ndim))
+
+
+def batch_matmul(lhs: Any, rhs: Any, precision: Any = None) -> Any:
+    """A matrix product per batch index: the last two dims are matrices, the leading ones
+    (the same in both) batch dims."""
+    lhs, rhs = as_value(lhs), as_value(rhs)
+    ndim = get_aval(lhs).ndim
+    if ndim != get_aval(rhs).ndim:
+        raise ValueError(f"Arguments to batch_matmul must have same ndim, got {ndim}, "
+                         f"{get_aval(rhs).ndim}")
+    if ndim < 2:
+        raise ValueError(f"Arguments to batch_matmul must be at least 2D, got {ndim}, "
+                         f"{get_aval(rhs).ndim}")
+    batch = tuple(range(ndim - 2))
+    return lax.dot_general(lhs, rhs, (((ndim - 1,), (ndim - 2,)), (batch, batch)),
+                           precision=precision)
+
+
+def cumlogsumexp(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    """``log(cumsum(exp(operand)))`` along ``axis``, without overflow: a scan of
+    ``logaddexp`` (``associative_scan``), so it differentiates through its steps."""
+    from . import numpy as jnp
+    from .cumulative import associative_scan
+
+    operand = _check_kind("cumlogsumexp", operand, "f", "floating")
+    return associative_scan(jnp.logaddexp, operand, reverse=reverse, axis=axis)
+
+
+def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list[Any]:
+    """``operand`` cut along ``axis`` into consecutive pieces of the given ``sizes``."""
+    operand = as_value(operand)
+    shape = get_aval(operand).shape
+    if sum(sizes) != shape[axis]:
+        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
+                         f"operand shape {list(shape)}")
+    starts = np.cumsum([0, *sizes])
+    return [slice_in_dim(operand, int(start), int(stop), axis=axis)
+            for start, stop in zip(starts[:-1], starts[1:])]
+
+
+def optimization_barrier(operand: Any, /) -> Any:
+    """``operand`` (a pytree), its leaves as arrays. In XLA it stops computations moving
+    across it; the kernel generator here does not move them, so it changes nothing else."""
+    from .tree_util import tree_map
+
+    return tree_map(as_value, operand)
+
+
+def scatter_sub(operand: Any, scatter_indices: Any, updates: Any, dimension_numbers: Any, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: Any = None) -> Any:
+    """``updates`` subtracted from ``operand`` at the indices: ``scatter_add`` of their
+    negation."""
+    from .slicing import scatter_add
+
+    return scatter_add(operand, scatter_indices, lax.neg(as_value(updates)), dimension_numbers,
+                       mode=mode, indices_are_sorted=indices_are_sorted,
+                       unique_indices=unique_indices)

@@ -129,12 +129,18 @@ vjp_rules[psum_p] = lambda ct, x, *, out, axis_name: [psum_p.bind(ct, axis_name=
 def pmean(x: Any, axis_name: Any) -> Any:
     """The mean of ``x`` over the examples of the named axis: ``psum`` divided by the size,
     which the axis's binder knows (so no second collective counts the examples)."""
+    size = axis_size(axis_name)
+    return tree_map(lambda leaf: psum(leaf, axis_name) / size, x)
+# --8<-- [end:pmean]
+
+
+def axis_size(axis_name: Any) -> int:
+    """How many examples the named axis has (the product, for a tuple of names): a Python
+    int, which the axis's binder knows (a ``vmap``, or stage 4's ``shard_map`` mesh axis)."""
     size = 1
     for name in _names(axis_name):
         size *= axis_frame(name).global_data.size
-
-    return tree_map(lambda leaf: psum(leaf, axis_name) / size, x)
-# --8<-- [end:pmean]
+    return size
 
 
 # --8<-- [start:extremum_collective]

@@ -6,6 +6,7 @@ from .collectives import (  # noqa: F401
     all_gather,
     all_to_all,
     axis_index,
+    axis_size,
     pmax,
     pmean,
     pmin,
