@@ -346,7 +346,11 @@ CALLS: dict[str, list[Call]] = {
                 call("jnp.polyfit(jnp.arange(6.0), b, 1, cov=True)", b="i@6"),
                 call("jnp.polyfit(jnp.arange(4.0), b, 1, cov='unscaled')", b="i@4,3")],
     "poly": [call("jnp.poly(a)", a="f@3"), call("jnp.poly(a)", a="i@2"),
-             call("jnp.poly(jnp.array([]))"), call("jnp.poly(a)", a="pyf")],
+             call("jnp.poly(jnp.array([]))"), call("jnp.poly(a)", a="pyf"),
+             call("jnp.poly(a)", a="i@3,3")],  # (eig is on real matrices: not f, made complex)
+    "roots": [call("jnp.roots(jnp.array([0.5, -1.25, 2.0, 0.75]))"), call("jnp.roots(a)", a="i@3"),
+              call("jnp.roots(jnp.array([0.0, 1.0, -2.5, 1.0]), strip_zeros=False)"),
+              call("jnp.roots(a)", a="pyi")],
     # histograms.py
     "histogramdd": [call("jnp.histogramdd(a, bins=3)", a="f@10,2"),
                     call("jnp.histogramdd(a, bins=(2, 3), range=[(-1, 1), None], weights=b)",
