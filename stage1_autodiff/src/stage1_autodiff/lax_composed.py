@@ -333,16 +333,13 @@ def dtype(x: Any) -> np.dtype:
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     """The shape NumPy's broadcasting gives ``shapes``, or JAX's ``ValueError``."""
-    ndim = max((len(s) for s in shapes), default=0)
-    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
-    result = []
-    for sizes in zip(*padded):
-        others = {d for d in sizes if d != 1}
-        if len(others) > 1:
-            raise ValueError(f"Incompatible shapes for broadcasting: shapes="
-                             f"{[tuple(s) for s in shapes]}")
-        result.append(others.pop() if others else 1)
-    return tuple(result)
+    from .numpy.promotion import broadcast_shapes as numpy_broadcast_shapes
+
+    try:
+        return numpy_broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes="
+                         f"{[tuple(s) for s in shapes]}") from None
 
 
 def broadcast_to_rank(x: Any, rank: int) -> Any:

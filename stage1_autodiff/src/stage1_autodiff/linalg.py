@@ -71,7 +71,7 @@ class LinalgShapes(NamedTuple):
     """What a linear-algebra primitive is: the matrix rank of each operand (the dims before
     are batch dims, alike in every operand) and its results: ``results(*matrix_shapes,
     **params)`` gives a (matrix shape, dtype) per result, dtype ``None`` for the operands'
-    (or a function of theirs)."""
+    (``"complex"``: the complex type of their width)."""
 
     ranks: tuple[int, ...]
     results: Callable[..., list[tuple[tuple[int, ...], Any]]]
@@ -105,11 +105,10 @@ def output_avals(prim: Primitive, *avals: ShapedArray, **params: Any) -> list[Sh
 
 def _result_dtype(declared: Any, operand: np.dtype) -> np.dtype:
     """A result's dtype as ``LinalgShapes.results`` declares it: ``None`` for the operands',
-    a dtype, or a function of the operands' (``eig``: the complex type of that width)."""
+    ``"complex"`` for the complex type of their width (``eig``), or a dtype."""
     if declared is None:
         return np.dtype(operand)
-    function = callable(declared) and not isinstance(declared, type)  # np.int32 is a dtype
-    return np.dtype(declared(operand) if function else declared)
+    return np.result_type(operand, np.complex64) if declared == "complex" else np.dtype(declared)
 
 
 def _square(name: str, shape: tuple[int, ...]) -> int:
@@ -585,12 +584,8 @@ def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors
 
 def _eig_results(a, *, compute_left_eigenvectors, compute_right_eigenvectors):
     n = _square("eig", a)
-    vectors = [(a, _complex)] * (compute_left_eigenvectors + compute_right_eigenvectors)
-    return [((n,), _complex), *vectors]
-
-
-def _complex(dtype: np.dtype) -> np.dtype:
-    return np.result_type(dtype, np.complex64)
+    vectors = [(a, "complex")] * (compute_left_eigenvectors + compute_right_eigenvectors)
+    return [((n,), "complex"), *vectors]
 
 
 def _eig_one(a, *, compute_left_eigenvectors, compute_right_eigenvectors):
@@ -598,7 +593,7 @@ def _eig_one(a, *, compute_left_eigenvectors, compute_right_eigenvectors):
 
     w, vl, vr = lapack_eig(a, left=True, right=True)
     vectors = [vl] * compute_left_eigenvectors + [vr] * compute_right_eigenvectors
-    return [np.asarray(v, _complex(a.dtype)) for v in (w, *vectors)]
+    return [np.asarray(v, np.result_type(a.dtype, np.complex64)) for v in (w, *vectors)]
 
 
 LINALG[eig_p] = LinalgShapes((2,), _eig_results)

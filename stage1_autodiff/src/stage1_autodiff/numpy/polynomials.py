@@ -20,7 +20,7 @@ from ..core import get_aval
 from .assembly import trim_zeros
 from .concrete import concrete_value, static_int
 from .contractions import dot, outer
-from .creation import arange, eye, full, zeros
+from .creation import arange, full, zeros
 from .linalg import eigvals, inv, lstsq
 from .promotion import as_value, broadcast_shapes, promote, promote_inexact
 from .reductions import prod, sum
@@ -323,9 +323,8 @@ def roots(p, *, strip_zeros: bool = True):
 
 def _companion_roots(p, complex_dtype):
     """The eigenvalues of the companion matrix of ``p`` (its first coefficient nonzero)."""
-    n = get_aval(p).shape[0]
-    if n < 2:
+    if get_aval(p).shape[0] < 2:
         return zeros((0,), complex_dtype)
-    first_row = -p[1:] / p[0]
-    below = lax.convert_element_type(eye(n - 2, n - 1), get_aval(p).dtype)
-    return eigvals(concatenate([first_row[None, :], below], axis=0))
+    from ..scipy.special_matrices import companion  # jax.scipy.linalg's, built on this module
+
+    return eigvals(companion(p))
