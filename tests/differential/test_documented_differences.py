@@ -365,6 +365,9 @@ def test_linear_algebra_is_on_real_floats_only() -> None:
     c = (np.eye(2) * (2 + 1j)).astype(np.complex64)
     assert jnp.linalg.inv(c).dtype == np.complex64
     raises(TypeError, sjnp.linalg.inv, c, match="requires floating-point arguments")
+    assert jnp.linalg.eigvals(c).dtype == jnp.roots(c[0]).dtype == np.complex64
+    raises(TypeError, sjnp.linalg.eigvals, c, match="requires floating-point arguments")
+    raises(TypeError, sjnp.roots, np.complex64([1, 2j, 3]), match="floating-point")
     ints = np.eye(3, dtype=np.int32)
     assert lax.linalg.cholesky(ints).dtype == np.float32
     raises(TypeError, slax.linalg.cholesky, ints, match="Convert it first")
