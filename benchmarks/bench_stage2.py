@@ -13,7 +13,8 @@
    and PyTorch.
 5. Compile time of the course's ``tanh(x) = (1 - exp(-2x)) / (1 + exp(-2x))``: the first
    call in a fresh process with an empty kernel cache (cold), then in another fresh process
-   that finds the kernel in the disk cache (warm).
+   that finds the kernel in the disk cache (warm); and the first calls of the tour's two
+   stage-2 programs (the elementwise example and the MLP training step), against JAX's.
 
 Every result is checked equal to NumPy's (or stage 1's gradients) before it is timed.
 PyTorch and JAX are timed in child processes of their own (see benchmarks/README.md). The
@@ -31,7 +32,6 @@ import importlib.util
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -48,6 +48,7 @@ from common import (  # benchmarks/common.py
     machine_summary,
     malloc_summary,
     print_table,
+    run_python_child,
     time_call,
     time_in_child,
     time_rows,
@@ -677,17 +678,10 @@ print(json.dumps(dict(first=first)))
 
 
 def run_child(code: str, cache: str, init_numba: bool = False, tiered: bool = True) -> dict:
-    roots = [str(Path(m.__file__).resolve().parents[1]) for m in (stage1_autodiff, jax)]
-    path = os.pathsep.join([*roots, *filter(None, [os.environ.get("PYTHONPATH")])])
-    env = dict(os.environ, PYTHONPATH=path, JAX_FROM_NUMPY_CACHE_DIR=cache,
-               JAX_FROM_NUMPY_TIERED="1" if tiered else "0")
-    env.pop("JAX_COMPILATION_CACHE_DIR", None)
-    code = code.format(size=TANH_SIZE, init_numba=init_numba)
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"compile-time child failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_python_child(code.format(size=TANH_SIZE, init_numba=init_numba),
+                            dict(JAX_FROM_NUMPY_CACHE_DIR=cache,
+                                 JAX_FROM_NUMPY_TIERED="1" if tiered else "0"),
+                            [stage1_autodiff, jax])
 
 
 def bench_compile(rounds: int) -> None:
@@ -746,6 +740,86 @@ def bench_compile(rounds: int) -> None:
           f"{verdict(t_warm <= WARM_COMPILE_S)}")
 
 
+# The tour's two stage-2 programs, first called in a fresh process with an empty kernel cache:
+# x*x + x*2.0 on 5000x5000, then the MLP training step jit(value_and_grad) (2-64-64-4,
+# batch 1024, log_softmax cross-entropy against one_hot labels), each after the last one's
+# kernel is ready. Imports and making the data are not timed.
+TOUR_CHILD = """
+import json, time
+import numpy as np
+{imports}
+rng = np.random.default_rng(0)
+x = jnp.asarray(rng.random((5000, 5000), dtype=np.float32))
+sizes = [2, 64, 64, 4]
+params = [(jnp.asarray(rng.standard_normal((m, n)).astype(np.float32) / np.sqrt(m)),
+           jnp.asarray(np.zeros(n, np.float32))) for m, n in zip(sizes[:-1], sizes[1:])]
+inputs = jnp.asarray(rng.standard_normal((1024, 2)).astype(np.float32))
+labels = jnp.asarray(rng.integers(0, 4, 1024).astype(np.int32))
+
+def loss_fn(params, inputs, labels):
+    h = inputs
+    for w, b in params[:-1]:
+        h = jnp.tanh(h @ w + b)
+    w, b = params[-1]
+    log_probs = jax.nn.log_softmax(h @ w + b)
+    return -jnp.mean(jnp.sum(log_probs * jax.nn.one_hot(labels, 4), axis=1))
+
+def step(params, inputs, labels):
+    loss, grads = jax.value_and_grad(loss_fn)(params, inputs, labels)
+    return loss, jax.tree_util.tree_map(lambda p, g: p - 0.5 * g, params, grads)
+
+out = {{}}
+for name, f, args in (("elementwise", lambda x: x * x + x * 2.0, (x,)),
+                      ("step", step, (params, inputs, labels))):
+    jitted = jax.jit(f)
+    start = time.perf_counter()
+    first = jax.block_until_ready(jitted(*args))
+    out[name] = time.perf_counter() - start
+    {wait}
+    later = jax.block_until_ready(jitted(*args))
+    out[name + " same"] = all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in
+                              zip(jax.tree_util.tree_leaves(first),
+                                  jax.tree_util.tree_leaves(later)))
+print(json.dumps(out))
+"""
+TOUR_OURS = dict(imports="import stage2_jit as jax, stage2_jit.numpy as jnp\n"
+                         "from stage2_jit import tiers", wait="tiers.wait()")
+TOUR_JAX = dict(imports="import jax, jax.numpy as jnp", wait="")
+
+
+def bench_tour_first_calls(rounds: int) -> None:
+    """The first calls of the tour's stage-2 programs, in fresh processes: ours tiered (the
+    default), ours with the kernels compiled first, and JAX."""
+    runs: dict[str, list[dict]] = {"tiered": [], "compiled first": [], "jax": []}
+    for _ in range(rounds):
+        for kind, tiered in (("tiered", "1"), ("compiled first", "0")):
+            with tempfile.TemporaryDirectory(prefix="bench_stage2_tour_") as cache:
+                runs[kind].append(run_python_child(
+                    TOUR_CHILD.format(**TOUR_OURS), dict(JAX_FROM_NUMPY_CACHE_DIR=cache,
+                                                         JAX_FROM_NUMPY_TIERED=tiered),
+                    [stage1_autodiff, jax]))
+        if installed("jax"):
+            runs["jax"].append(run_python_child(TOUR_CHILD.format(**TOUR_JAX), {}, []))
+    assert all(r["elementwise same"] and r["step same"] for r in runs["tiered"]), \
+        "a first call's bits differ from the kernel's"
+    print(f"\nthe tour's programs: the first call in a fresh process, empty kernel cache "
+          f"(best and median of {rounds} processes)")
+    print(f"  {'':36} {'x*x + x*2.0, 5000²':>22} {'MLP step, batch 1024':>22}")
+    for kind, name in (("tiered", "ours, tiered (the default)"),
+                       ("compiled first", "ours, tiers off (compiled first)"),
+                       ("jax", "JAX jax.jit")):
+        if not runs[kind]:
+            print(f"  {name:36} not installed")
+            continue
+        cells = [f"{format_seconds(min(t))} {format_seconds(float(np.median(t)))}"
+                 for t in ([r[p] for r in runs[kind]] for p in ("elementwise", "step"))]
+        print(f"  {name:36} {cells[0]:>22} {cells[1]:>22}")
+    for program in ("elementwise", "step"):
+        best = min(r[program] for r in runs["tiered"])
+        print(f"  target {program} first call <= {COLD_COMPILE_S} s: {format_seconds(best)}, "
+              f"{verdict(best <= COLD_COMPILE_S)}")
+
+
 # ------------------------------------------------------------------------------------------
 
 
@@ -784,6 +858,7 @@ def main(argv: list[str] | None = None) -> None:
     bench_rowwise(timing, others, plot)
     bench_mlp(timing, others, plot, repeat, min_time, coretype)
     bench_compile(rounds)
+    bench_tour_first_calls(rounds)
     if args.quick:
         print("\n--quick: no plot written (its times are not measurements)")
     else:

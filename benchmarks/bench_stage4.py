@@ -476,16 +476,8 @@ JAX = dict(imports="import jax, jax.numpy as jnp\n"
 
 
 def first_call_child(names: dict[str, str], env: dict[str, str]) -> dict:
-    roots = [str(Path(m.__file__).resolve().parents[1]) for m in (jax, stage2_jit, stage3_vmap,
-                                                                  stage1_autodiff)]
-    path = os.pathsep.join([*roots, *filter(None, [os.environ.get("PYTHONPATH")])])
-    env = dict(os.environ, PYTHONPATH=path, **env)
-    env.pop("JAX_COMPILATION_CACHE_DIR", None)
-    done = subprocess.run([sys.executable, "-c", FIRST_CALL_CHILD.format(**names)], env=env,
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"first-call child failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_python_child(FIRST_CALL_CHILD.format(**names), env,
+                            [jax, stage2_jit, stage3_vmap, stage1_autodiff])
 
 
 def bench_first_call(rounds: int, verdicts: Verdicts) -> None:

@@ -7,14 +7,17 @@ compared against numbers written down elsewhere.
 from __future__ import annotations
 
 import ctypes
+import json
 import multiprocessing
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import timeit
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -150,6 +153,21 @@ def time_in_child(make_rows, repeat: int, min_time: float,
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
         job = pool.submit(time_rows_of, make_rows, repeat, min_time, keep_memory)
         return job.result()
+
+
+def run_python_child(code: str, env: dict[str, str], roots: list[Any]) -> dict:
+    """Runs ``code`` in a fresh interpreter, with the source folders of the packages in
+    ``roots`` on its path and ``env`` added to this environment (without JAX's persistent
+    compilation cache), and returns the JSON object its last line of output printed."""
+    folders = [str(Path(m.__file__).resolve().parents[1]) for m in roots]
+    path = os.pathsep.join([*folders, *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = dict(os.environ, PYTHONPATH=path, **env)
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"a benchmark's child process failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 # ------------------------------------------------------------------------------------------

@@ -44,6 +44,9 @@ CASES = {
     "scatter_sub": lambda j: j.lax.scatter_sub(X[0], np.array([[1], [3], [1]]),
                                                np.float32([2.0, 3.0, 0.5]),
                                                _scatter_numbers(j.lax)),
+    "iota": lambda j: j.lax.iota(np.int32, 5),
+    "iota_float": lambda j: j.lax.iota("float32", np.int64(3)),
+    "iota_empty": lambda j: j.lax.iota(np.uint8, 0),
     "axis_size": lambda j: j.vmap(j.vmap(lambda x: x * j.lax.axis_size(("i", "j")),
                                          axis_name="j"), axis_name="i")(X),
 }
@@ -85,3 +88,10 @@ def test_bad_arguments_raise_jaxs_errors(call, words):
         call(jax)
     with pytest.raises(ValueError, match=words):
         call(oj)
+
+
+@pytest.mark.parametrize("size", [(3,), -1, 2.5])
+def test_iota_takes_a_length_as_jax_does(size):
+    for module in (jax, oj):
+        with pytest.raises(TypeError, match="Shapes must be|nonnegative"):
+            module.lax.iota(np.int32, size)

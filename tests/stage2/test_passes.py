@@ -321,7 +321,7 @@ def test_cse_merges_iota_and_calls_of_the_same_jitted_function():
     g = jax.jit(jnp.sin)
 
     def f(x):
-        return g(x) + g(x) + lax.iota(np.int32, (3,)) * lax.iota(np.int32, (3,))
+        return g(x) + g(x) + lax.iota(np.int32, 3) * lax.iota(np.int32, 3)
 
     merged = cse(jax.make_jaxpr(f)(jnp.ones(3)).jaxpr)
     assert names(merged).count("jit") == 1 and names(merged).count("iota") == 1
@@ -407,7 +407,7 @@ def test_a_fully_constant_output_becomes_a_literal_output():
 
 
 def test_a_large_constant_is_not_folded():
-    closed = jax.make_jaxpr(lambda x: lax.iota(np.float32, (10_000,)) + x)(1.0)
+    closed = jax.make_jaxpr(lambda x: lax.iota(np.float32, 10_000) + x)(1.0)
     folded = optimize(closed)
     assert "iota" in names(folded)
     assert folded.consts == []

@@ -83,11 +83,25 @@ def test_float_arithmetic_is_the_same_on_the_interpreter_and_in_the_kernel(dtype
     assert_same_bits(_float_program, *_float_operands(dtype))
 
 
-def test_float32_exp_tanh_and_logistic_are_the_kernels_polynomials_on_the_interpreter():
+def test_float32_exp_log_tanh_and_logistic_are_the_kernels_polynomials_on_the_interpreter():
     x, y = _float_operands(np.float32)
     wide = np.linspace(-120, 100, 20001, dtype=np.float32)
-    assert_same_bits(lambda x: (jnp.exp(x), jnp.tanh(x), jax.nn.sigmoid(x)),
-                     np.concatenate([x, y, wide]))
+    bits = np.random.default_rng(2).integers(0, 2 ** 32, 20000, dtype=np.uint32)
+    every_kind = bits.view(np.float32)  # denormals, NaNs with payloads, both signs
+    assert_same_bits(lambda x: (jnp.exp(x), jnp.log(x), jnp.tanh(x), jax.nn.sigmoid(x)),
+                     np.concatenate([x, y, wide, every_kind]))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.float32])
+def test_iota_is_admitted_and_the_same_on_both_tiers(dtype):
+    program = lambda x: (lax.iota(dtype, 7), lax.broadcasted_iota(dtype, (3, 5), 1),  # noqa: E731
+                         jax.nn.one_hot(x, 4))
+    assert_same_bits(program, np.array([0, 3, 1, 9], np.int32))
+
+
+def test_a_float_iota_too_long_to_count_exactly_is_compiled_first():
+    closed = jax.make_jaxpr(lambda: lax.iota(np.float32, 2 ** 24 + 1))()
+    assert not tiers.reproducible(closed.jaxpr)
 
 
 def test_the_course_tanh_is_the_same_on_both_tiers():
@@ -132,7 +146,7 @@ def _signed_zeros_and_specials(shape, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_float_reductions_the_kernel_does_in_order_are_the_same_on_both_tiers(dtype, x64):
     """``codegen_cpu.reduces_in_order``: columns of any length, rows of at most 16, and full
-    reductions of at most 16 elements; the interpreter folds them in the same order."""
+    reductions of at most 4096 elements; the interpreter folds them in the same order."""
     x = _signed_zeros_and_specials((40, 12), dtype)
     cube = x.reshape(4, 10, 12)
 
@@ -141,6 +155,7 @@ def test_float_reductions_the_kernel_does_in_order_are_the_same_on_both_tiers(dt
                 x.max(axis=0), x.min(axis=0), x.prod(axis=0), cube.sum(axis=(0, 1)),
                 cube.max(axis=(0, 1)), cube[:, :2, :4].sum(axis=(1, 2)), cube.sum(axis=1),
                 x[:3, :4].sum(), x[:4, :4].max(), x[:2, :3].min(), x[:1, :1].sum(),
+                x.sum(), x.max(), jnp.mean(x[:, 0]), x.T.prod(), cube.sum(),
                 jnp.abs(x - x.max(axis=1, keepdims=True)).sum(axis=1))
     assert_same_bits(program, x, cube)
     empty = np.zeros((5, 0), dtype)  # nothing to add: the identity, or no result at all
@@ -187,9 +202,9 @@ def test_products_of_slices_transposes_and_computed_operands_are_the_same_on_bot
 
 
 def test_long_float_reductions_vector_products_and_libm_functions_are_not_admitted():
-    x = np.ones((8, 64), np.float32)
+    x = np.ones((80, 64), np.float32)  # 5120 elements: a full reduction reassociates
     vector = lambda x: lax.dot_general(x, x[0], (((1,), (0,)), ((), ())))  # noqa: E731
-    for f in (lambda x: x.sum(axis=1), vector, lambda x: jnp.log(x) + 1.0,
+    for f in (lambda x: x.sum(axis=1), vector, lambda x: jnp.log1p(x) + 1.0,
               lambda x: x.max(), lambda x: lax.integer_pow(x, 3), lambda x: jnp.sin(x)):
         executable = _executable(f, x)
         assert isinstance(executable, CpuExecutable) and not isinstance(executable, tiers.Tiered)
@@ -248,3 +263,28 @@ def test_a_donating_first_call_waits_for_the_kernel_which_writes_in_place():
     assert w.is_deleted()
     assert np.asarray(new).ctypes.data == where
     np.testing.assert_array_equal(np.asarray(new), 0.5)
+
+
+def test_an_elementwise_first_call_runs_a_block_at_a_time_into_pooled_memory(monkeypatch):
+    """``tiers.interpret_into_pool``: blocks of ``BLOCK`` elements (the last one shorter),
+    the same bits as the kernel, and results lent by the runtime's pool."""
+    from stage2_jit.buffers import POOL_MIN, lent
+
+    monkeypatch.setattr(tiers, "BLOCK", 1000)
+    x = np.linspace(-50, 50, 3 * 8321, dtype=np.float32).reshape(3, 8321)
+    y = np.cos(x)
+
+    def program(x, y):
+        return jnp.exp(x) * y + 1.0, x > y, jnp.tanh(x).astype(np.int32), x
+
+    executable = _executable(program, x, y)
+    assert tiers._blockwise_size(executable.compiled.optimized.jaxpr) == x.size
+    calls = []
+    interpret = tiers.interpret
+    monkeypatch.setattr(tiers, "interpret", lambda *a: calls.append(1) or interpret(*a))
+    first = executable(x, y)
+    assert len(calls) == 25 and executable.thread is not None  # ceil(24963 / 1000)
+    assert all(lent(np.asarray(o)) for o in first if np.asarray(o).nbytes >= POOL_MIN)
+    for a, b in zip(first, executable.compiled(x, y)):
+        np.testing.assert_array_equal(_bits(a), _bits(b))
+    assert tiers._blockwise_size(jax.make_jaxpr(lambda x: x + x.sum())(x).jaxpr) == 0

@@ -25,7 +25,7 @@ from .numpy.promotion import as_value
 
 __all__ = ["RoundingMethod", "batch_matmul", "broadcast", "broadcast_shapes",
            "broadcast_to_rank", "broadcasted_iota", "clz", "collapse", "cumlogsumexp", "dot",
-           "dtype", "index_in_dim", "is_finite", "optimization_barrier", "population_count",
+           "dtype", "index_in_dim", "iota", "is_finite", "optimization_barrier", "population_count",
            "reciprocal", "round", "scatter_sub", "slice_in_dim", "sort_key_val", "split",
            "square"]
 
@@ -238,6 +238,27 @@ def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
         return operand
     dims = tuple(range(len(sizes), len(sizes) + len(shape)))
     return lax.broadcast_in_dim(operand, tuple(sizes) + shape, dims)
+
+
+def iota(dtype: Any, size: int, *, sharding: Any = None) -> Any:
+    """0, 1, ..., ``size - 1`` as a vector of ``dtype`` (``broadcasted_iota`` counts along
+    one axis of a larger shape). ``sharding`` is accepted for JAX's signature: the vector is
+    replicated.
+
+    Example:
+        >>> import stage1_autodiff as jax, numpy as np
+        >>> jax.lax.iota(np.int32, 4)
+        Array([0, 1, 2, 3], dtype=int32)
+    """
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "iota")
+    if not hasattr(size, "__index__"):  # a tracer has one, and raises its own error
+        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, "
+                        f"got ({size!r},). lax.iota takes a length; for an array of a "
+                        f"shape counting along one axis, use lax.broadcasted_iota.")
+    size = operator.index(size)
+    if size < 0:
+        raise TypeError(f"iota shape must have every element be nonnegative, got ({size},).")
+    return lax.iota(dtype, (size,), 0)
 
 
 def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:

@@ -13,8 +13,8 @@ PyTorch's caching allocator and XLA's BFC allocator do:
 - Buffers under ``POOL_MIN`` bytes come from ``np.empty``: reusing small memory at once is
   what malloc does well already, and its price (about 0.1 µs) is the smallest there is.
 - A larger buffer is rounded up to a size class (four per power of two, so at most a quarter
-  of it goes unused) and taken from that class's free list, or, when the list is empty, from
-  ``np.empty``, which asks the kernel for huge pages where it offers them.
+  of it goes unused) and taken from that class's free list, or, when the list is empty, newly
+  mapped from the operating system (:func:`fresh_pages`: in 4 KiB pages, not huge ones).
 - A lent buffer is an array whose ``base`` is a :class:`Lease`. Every view of the array keeps
   the lease alive, so the memory goes back to its free list only when the last view dies:
   no array ever sees its memory reused while it lives.
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import math
+import mmap
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -103,7 +104,7 @@ class Pool:
         return allocating_device()
 
     def _new_block(self, size: int) -> tuple[Any, int]:
-        block = np.empty(size, np.uint8)
+        block = fresh_pages(size)
         return block, block.__array_interface__["data"][0]
 
     def _lend(self, raw: tuple[Any, int], device: Device, shape: tuple[int, ...],
@@ -149,6 +150,24 @@ class Pool:
 
 
 POOL = Pool()
+
+
+# --8<-- [start:fresh_pages]
+def fresh_pages(size: int) -> np.ndarray:
+    """``size`` bytes of new memory, mapped from the operating system in 4 KiB pages.
+
+    The pool lends its blocks again and again, so what a block's pages cost is their first
+    touch. Huge pages (what ``np.empty`` asks for, for 4 MiB or more) make that touch cheaper
+    on a bare machine, but in a virtual machine whose host takes back the guest's free memory,
+    a fresh 2 MiB page can take milliseconds to fault in: a new 100 MB result took 0.3 to
+    0.5 s to write, in 4 KiB pages 22 to 26 ms. Once touched, the two run kernels equally
+    fast (``course/stage2/buffers.md`` has the measurements)."""
+    if not hasattr(mmap, "MADV_NOHUGEPAGE"):  # not Linux: the system allocator's choice
+        return np.empty(size, np.uint8)
+    memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    memory.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(memory, np.uint8)  # which keeps ``memory`` mapped while it lives
+# --8<-- [end:fresh_pages]
 
 
 # --8<-- [start:device_pool]

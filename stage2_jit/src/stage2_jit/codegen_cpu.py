@@ -130,7 +130,7 @@ def _integer_or_float(integer_name: str, float_rule: Rule) -> Rule:
 ELEMENTWISE: dict[Primitive, Rule] = {
     **common_rules(select, extremum),  # operators, comparisons, select_n, max, min...
     p.exp_p: _transcendental("exp_f32", "np.exp"),
-    p.log_p: function("np.log"),
+    p.log_p: _transcendental("log_f32", "np.log"),
     p.log1p_p: function("np.log1p"),
     p.expm1_p: function("np.expm1"),
     p.sin_p: function("np.sin"),
@@ -174,6 +174,7 @@ FLOAT_COMBINES = {p.reduce_sum_p: "add_reassoc", p.reduce_prod_p: "mul_reassoc",
 
 # --8<-- [start:in_order]
 IN_ORDER_EXTENT = 16  # a reduction of this many elements per result gains nothing from SIMD
+IN_ORDER_TOTAL = 4096  # a full reduction of this many takes a few microseconds even in order
 
 
 def reduces_in_order(shape: tuple[int, ...], axes: tuple[int, ...]) -> bool:
@@ -181,12 +182,13 @@ def reduces_in_order(shape: tuple[int, ...], axes: tuple[int, ...]) -> bool:
     row-major order of the reduced axes, from the identity, rather than reassociated (so the
     interpreter can repeat its bits: ``tiers.py``). It does when the reduced axes lead (a
     column sum: each thread's loop runs across the kept axes, so it vectorises without
-    reordering), or when there are at most ``IN_ORDER_EXTENT`` elements per result (a full
-    reduction's partial results count as elements too)."""
+    reordering), when there are at most ``IN_ORDER_EXTENT`` elements per result, and in a
+    full reduction of at most ``IN_ORDER_TOTAL`` elements (a loss's mean over a batch)."""
     kept = [k for k in range(len(shape)) if k not in axes]
     if kept and kept == list(range(len(axes), len(shape))):
         return True
-    return int(np.prod([shape[k] for k in axes])) <= IN_ORDER_EXTENT
+    limit = IN_ORDER_EXTENT if kept else IN_ORDER_TOTAL
+    return int(np.prod([shape[k] for k in axes])) <= limit
 # --8<-- [end:in_order]
 
 
@@ -678,7 +680,7 @@ def _prelude() -> list[str]:
             "from numba import njit, prange",
             "from stage2_jit.kernel_math import (add_reassoc, bitcast, digamma_f64,",
             "    div_toward_zero, dot_into, erf_inv_f32, erf_inv_f64, exp_f32, float_to_int,",
-            "    logistic_f32, max_reassoc,",
+            "    log_f32, logistic_f32, max_reassoc,",
             "    maximum, min_reassoc, minimum, mul_reassoc, rem_toward_zero, select, shift_left,",
             "    shift_right_arithmetic, shift_right_logical, tanh_f32, threefry2x32)",
             ""]

@@ -3,9 +3,10 @@
 LLVM turns a loop into SIMD code (several elements per instruction) only when every step of
 its body can be done on a vector of elements. Three things in a plain Numba loop stop that:
 
-* ``np.exp`` and ``np.tanh`` become calls to the C library's scalar functions. Here they are
-  written out as float32 arithmetic instead (range reduction, then a polynomial), which LLVM
-  vectorises. XLA's CPU backend does the same with its own polynomial approximations.
+* ``np.exp``, ``np.log`` and ``np.tanh`` become calls to the C library's scalar functions.
+  Here they are written out as float32 arithmetic instead (range reduction, then a
+  polynomial), which LLVM vectorises. XLA's CPU backend does the same with its own
+  polynomial approximations.
 * ``np.maximum`` is a branchy NaN-aware function. ``maximum`` here is LLVM's
   ``llvm.maximum`` intrinsic: the same NaN-propagating semantics in one vector instruction.
 * A float sum ``acc = acc + x`` must add in order, one element at a time. ``add_reassoc``
@@ -289,6 +290,42 @@ def logistic_f32(x):
     """1 / (1 + e**-x) with ``exp_f32``."""
     return F32(1.0) / (F32(1.0) + exp_f32(-x))
 # --8<-- [end:tanh_f32]
+
+
+# --8<-- [start:log_f32]
+_SQRT_HALF_BITS = np.int32(0x3F3504F3)  # the bits of the float32 nearest sqrt(1/2)
+
+
+@njit(cache=True, error_model="numpy")
+def log_f32(x):
+    """ln x in float32 arithmetic: at most 1 ulp from the correctly rounded result.
+
+    Write x = 2**n m with sqrt(1/2) <= m < sqrt(2), read from x's bits (a denormal is first
+    scaled by 2**23). With f = m - 1 (exact) and s = f / (2 + f), ln m = 2 atanh s =
+    2s + 2s**3/3 + 2s**5/5 + ..., |s| < 0.172; since 2s = f - s f, and s f = f**2/2 - s f**2/2,
+    ln m = f - (f**2/2 - s (f**2/2 + R)) with R = 2s**2/3 + ... + 2s**8/9: the exact f leads
+    and the rest is a small correction (the next term of R is below 1e-8 of the result).
+    """
+    tiny = x < F32(1.1754943508222875e-38)  # below the smallest normal float32
+    y = select(tiny, x * F32(8388608.0), x)
+    bits = bitcast(y, np.int32)
+    e = (bits - _SQRT_HALF_BITS) >> 23  # m's bits: the exponent field moved by -e
+    m = float32_from_bits(bits - (e << 23))
+    n = np.float32(e) - select(tiny, F32(23.0), F32(0.0))
+    f = m - F32(1.0)
+    s = f / (F32(2.0) + f)
+    z = s * s
+    r = F32(2.0 / 9.0)
+    r = r * z + F32(2.0 / 7.0)
+    r = r * z + F32(2.0 / 5.0)
+    r = r * z + F32(2.0 / 3.0)
+    r = r * z
+    half_f2 = F32(0.5) * f * f
+    log_m = f - (half_f2 - s * (half_f2 + r))
+    finite = n * _LN2_HI + (log_m + n * _LN2_LO)
+    positive = select(x == F32(np.inf), x, finite)
+    return select(x > F32(0.0), positive, select(x == F32(0.0), F32(-np.inf), F32(np.nan)))
+# --8<-- [end:log_f32]
 
 
 # --8<-- [start:erf_inv]

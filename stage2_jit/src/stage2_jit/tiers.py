@@ -20,12 +20,14 @@ kernel's bit for bit, as ``tests/stage2/test_tiers.py`` checks for each primitiv
 - the elementwise primitives the kernel spells with correctly rounded IEEE operations, or with
   ``kernel_math`` intrinsics written to give NumPy's results (integer division, shifts,
   conversions);
-- float32 ``exp``, ``tanh`` and ``logistic``, whose kernels use ``kernel_math``'s polynomials:
-  the interpreter runs the same polynomials on whole arrays; and float ``max`` and ``min``,
-  which order -0 below +0 in the kernel (:func:`twin`);
+- ``iota`` (the kernel converts its loop index; floats are exact up to 2**24);
+- float32 ``exp``, ``log``, ``tanh`` and ``logistic``, whose kernels use ``kernel_math``'s
+  polynomials: the interpreter runs the same polynomials on whole arrays; and float ``max``
+  and ``min``, which order -0 below +0 in the kernel (:func:`twin`);
 - float reductions the kernel does in order (``codegen_cpu.reduces_in_order``: over leading
-  axes, or of at most 16 elements per result), which the interpreter folds in the same order
-  (:func:`_fold`), rather than with NumPy's pairwise sum;
+  axes, of at most 16 elements per result, or full reductions of at most 4096 elements),
+  which the interpreter folds in the same order (:func:`_fold`), rather than with NumPy's
+  pairwise sum;
 - matrix products the kernel hands BLAS: the interpreter makes the same BLAS call
   (:func:`blas_twin`).
 
@@ -36,8 +38,10 @@ segments are admitted by the same rule, so the tour's data-parallel training ste
 products, short rows of logits, column sums of gradients) starts on the interpreter too.
 
 A call that donates arguments waits for the kernel (or compiles it), since only the kernel
-writes its outputs into donated buffers; the interpreter's results are copied into memory from
-the runtime's pool, as the kernel's are, so that donating them later reuses their buffers.
+writes its outputs into donated buffers; the interpreter's results go into memory from the
+runtime's pool, as the kernel's do, so that donating them later reuses their buffers. An
+elementwise program is interpreted a block of elements at a time
+(:func:`interpret_into_pool`), so that its first call makes no large temporaries.
 
 ``jax_from_numpy_tiered`` (environment variable ``JAX_FROM_NUMPY_TIERED``) turns this off;
 :func:`wait` waits for the compilations in flight (benchmarks call it before timing kernels).
@@ -55,6 +59,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from scipy.linalg import blas  # the kernels' BLAS: imported here, not in a first call (80 ms)
 from stage1_autodiff.config import config
 from stage1_autodiff.core import Array, PrimitiveKind, numpy_warnings_off
 
@@ -95,6 +100,9 @@ def _reproducible(eqn: Any) -> bool:
         return dtype.kind in "iu" or eqn.params["y"] in (0, 1)
     if eqn.primitive in (p.max_p, p.min_p):
         return True  # integers: a compare and select; floats: by their twins
+    if eqn.primitive is p.iota_p:  # exact while the dtype holds every count
+        count = eqn.params["shape"][eqn.params["dimension"]]
+        return dtype.kind in "biu" or (dtype.itemsize >= 4 and count <= 2 ** 24)
     return eqn.primitive in EXACT or twin(eqn) is not None
 # --8<-- [end:reproducible]
 
@@ -116,10 +124,12 @@ def _ieee_extremum(numpy_function: Any, zero_wins: Callable[[np.ndarray], np.nda
 
 def _twins() -> tuple[dict[Any, Callable[..., np.ndarray]], dict[Any, Callable[..., np.ndarray]]]:
     names = {"select": np.where, "maximum": np.maximum, "minimum": np.minimum,
-             "float32_from_bits": lambda bits: np.asarray(bits, np.int32).view(np.float32)}
+             "float32_from_bits": lambda bits: np.asarray(bits, np.int32).view(np.float32),
+             "bitcast": lambda x, dtype: np.asarray(x).view(dtype)}
     names["exp_f32"] = _numpy_twin(kernel_math.exp_f32, names)
     float32 = {p.exp_p: names["exp_f32"], p.tanh_p: _numpy_twin(kernel_math.tanh_f32, names),
-               p.logistic_p: _numpy_twin(kernel_math.logistic_f32, names)}
+               p.logistic_p: _numpy_twin(kernel_math.logistic_f32, names),
+               p.log_p: _numpy_twin(kernel_math.log_f32, names)}
     floats = {p.max_p: _ieee_extremum(np.maximum, lambda x: ~np.signbit(x)),
               p.min_p: _ieee_extremum(np.minimum, np.signbit)}
     return float32, floats
@@ -202,8 +212,6 @@ def _numba_dot(x: np.ndarray, x_f: bool, y: np.ndarray, y_f: bool) -> np.ndarray
     ``out``, with ``x`` and ``y`` in F layout where ``x_f``, ``y_f``, else C: ``gemm`` on
     the transposed problem (BLAS is column-major), ``gemv`` when a side is one row or column,
     ``dot`` when both are, zeros when a dimension is 0."""
-    from scipy.linalg import blas
-
     (m, k), n = x.shape, y.shape[1]
     if not (m and n and k):
         return np.zeros((m, n), x.dtype)
@@ -289,12 +297,9 @@ class Tiered:
                 self.thread.join()
         if self.ready:
             return self.compiled.run_donating(args, donated)
-        optimized = self.compiled.optimized
-        arrays = [Array(np.asarray(x), aval.weak_type)
-                  for x, aval in zip(args, self.compiled.in_avals)]
-        outs = interpret(optimized.jaxpr, optimized.consts, arrays)
-        results = [Array(_pooled(o._value if isinstance(o, Array) else o, aval), aval.weak_type)
-                   for o, aval in zip(outs, self.compiled.out_avals)]
+        optimized, out_avals = self.compiled.optimized, self.compiled.out_avals
+        outs = interpret_into_pool(optimized.jaxpr, optimized.consts, args, out_avals)
+        results = [Array(o, aval.weak_type) for o, aval in zip(outs, out_avals)]
         if self.thread is None:  # after the first call, which so does not share the machine
             self.thread = threading.Thread(target=self._compile, args=(args,), daemon=True,
                                            name="jax_from_numpy kernel compile")
@@ -321,12 +326,44 @@ class Tiered:
 # --8<-- [end:tiered]
 
 
-def _pooled(value: Any, aval: Any) -> np.ndarray:
-    """An interpreter tier's result in memory from the runtime's pool, as a kernel's result
-    is: donating it later reuses its buffer, whichever tier made it."""
-    out = POOL.empty(aval.shape, aval.dtype)
-    np.copyto(out, value, casting="unsafe")
-    return out
+BLOCK = 1 << 16  # elements: a block's temporaries stay in the CPU's caches
+
+
+# --8<-- [start:blockwise]
+def interpret_into_pool(jaxpr: Jaxpr, consts: list[Any], args: list[np.ndarray],
+                        out_avals: list[Any]) -> list[np.ndarray]:
+    """:func:`interpret`'s results, in memory from the runtime's pool, as a kernel's are
+    (donating them later reuses their buffers, whichever tier made them).
+
+    A program of elementwise equations on arrays of one shape runs a block of ``BLOCK``
+    elements at a time, straight into its results: NumPy's temporaries stay small, where
+    whole-array ones would be fresh memory (for ``x * x + x * 2.0`` on 5000², three of
+    100 MB, each page faulted in on its first touch)."""
+    outs = [POOL.empty(aval.shape, aval.dtype) for aval in out_avals]
+    invars = [*jaxpr.constvars, *jaxpr.invars]
+    values = [np.asarray(getattr(x, "_value", x)) for x in [*consts, *args]]
+    weak = [v.aval.weak_type for v in invars]
+    size = _blockwise_size(jaxpr)
+    for start in range(0, size, BLOCK) if size > BLOCK else [None]:
+        piece = slice(start, start + BLOCK) if start is not None else slice(None)
+        blocks = [x.reshape(-1)[piece] if start is not None else x for x in values]
+        arrays = [Array(b, w) for b, w in zip(blocks, weak)]
+        results = interpret(jaxpr, arrays[:len(consts)], arrays[len(consts):])
+        for out, result in zip(outs, results):
+            target = out.reshape(-1)[piece] if start is not None else out
+            np.copyto(target, getattr(result, "_value", result), casting="unsafe")
+    return outs
+
+
+def _blockwise_size(jaxpr: Jaxpr) -> int:
+    """The number of elements of a program of elementwise equations on arrays of one shape
+    (which may run a block at a time), else 0."""
+    atoms = [*jaxpr.constvars, *jaxpr.invars, *(v for e in jaxpr.eqns for v in e.outvars),
+             *jaxpr.outvars]
+    shapes = {v.aval.shape for v in atoms if isinstance(v, Var)}
+    elementwise = all(e.primitive.kind is PrimitiveKind.ELEMENTWISE for e in jaxpr.eqns)
+    return math.prod(shapes.pop()) if elementwise and len(shapes) == 1 else 0
+# --8<-- [end:blockwise]
 
 
 def wait() -> None:
