@@ -29,13 +29,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import resource
-import sys
 import tempfile
 from collections.abc import Callable
-from pathlib import Path
 
 import numba
 import numpy as np
@@ -803,7 +800,7 @@ def bench_tour_first_calls(rounds: int) -> None:
     assert all(r["elementwise same"] and r["step same"] for r in runs["tiered"]), \
         "a first call's bits differ from the kernel's"
     print(f"\nthe tour's programs: the first call in a fresh process, empty kernel cache "
-          f"(best and median of {rounds} processes)")
+          f"(best, and median in brackets, of {rounds} processes)")
     print(f"  {'':36} {'x*x + x*2.0, 5000²':>22} {'MLP step, batch 1024':>22}")
     for kind, name in (("tiered", "ours, tiered (the default)"),
                        ("compiled first", "ours, tiers off (compiled first)"),
@@ -811,7 +808,7 @@ def bench_tour_first_calls(rounds: int) -> None:
         if not runs[kind]:
             print(f"  {name:36} not installed")
             continue
-        cells = [f"{format_seconds(min(t))} {format_seconds(float(np.median(t)))}"
+        cells = [f"{format_seconds(min(t))} ({format_seconds(float(np.median(t)))})"
                  for t in ([r[p] for r in runs[kind]] for p in ("elementwise", "step"))]
         print(f"  {name:36} {cells[0]:>22} {cells[1]:>22}")
     for program in ("elementwise", "step"):

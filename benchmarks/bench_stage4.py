@@ -38,14 +38,10 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import json
 import math
 import os
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -56,6 +52,7 @@ from common import (  # benchmarks/common.py
     finish,
     print_table,
     print_verdicts,
+    run_python_child,
     start,
     time_in_child,
     time_rows,
