@@ -23,12 +23,13 @@ Example:
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import autodiff, dtypes
+from . import autodiff, dtypes, signed_zeros
 from .core import Array, Primitive, get_aval, impl_rules, jvp_rules, vjp_rules
 from .primitives import (
     _linear_jvp,
@@ -75,6 +76,9 @@ def _check_numeric(prim: Primitive, x: Any) -> None:
 
 
 def _accumulate(ufunc) -> Callable[..., np.ndarray]:
+    if ufunc in (np.maximum, np.minimum):  # with XLA's signed zeros
+        ufunc = types.SimpleNamespace(accumulate=signed_zeros.accumulation(ufunc))
+
     def impl(x, *, axis, reverse):
         x = np.flip(x, axis) if reverse else x
         # A narrow float accumulates in float32 (in its own type the error grows with each

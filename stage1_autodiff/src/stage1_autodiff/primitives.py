@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, signed_zeros
 from .core import (
     ELEMENTWISE,
     REDUCTION,
@@ -359,7 +359,7 @@ def _balanced_eq(x, y, z):
 
 max_p = Primitive("max", kind=ELEMENTWISE)
 def max(x, y): return max_p.bind(x, y)  # noqa: A001 -- lax's name
-impl_rules[max_p] = np.maximum
+impl_rules[max_p] = signed_zeros.maximum  # +0 above -0, as XLA
 def max_vjp(ct, x, y, *, out):
     return [mul(ct, _balanced_eq(x, y, out)), mul(ct, _balanced_eq(y, x, out))]
 vjp_rules[max_p] = max_vjp
@@ -371,7 +371,7 @@ jvp_rules[max_p] = max_jvp
 
 min_p = Primitive("min", kind=ELEMENTWISE)
 def min(x, y): return min_p.bind(x, y)  # noqa: A001 -- lax's name
-impl_rules[min_p] = np.minimum
+impl_rules[min_p] = signed_zeros.minimum
 def min_vjp(ct, x, y, *, out):
     return [mul(ct, _balanced_eq(x, y, out)), mul(ct, _balanced_eq(y, x, out))]
 vjp_rules[min_p] = min_vjp
@@ -755,13 +755,13 @@ def reduce_max(x, axes: Sequence[int]): return reduce_max_p.bind(x, axes=tuple(a
 def _empty_gives_identity(reduce, identity):  # as XLA's reduce does, where NumPy raises
     return lambda x, *, axes: reduce(x, axis=axes, initial=identity(x.dtype)) if not x.size \
         else reduce(x, axis=axes)
-impl_rules[reduce_max_p] = _empty_gives_identity(np.max, dtypes.lowest)
+impl_rules[reduce_max_p] = _empty_gives_identity(signed_zeros.max_of, dtypes.lowest)
 vjp_rules[reduce_max_p] = _chooser_vjp
 jvp_rules[reduce_max_p] = _chooser_jvp(reduce_max_p)
 
 reduce_min_p = Primitive("reduce_min", kind=REDUCTION, identity=dtypes.highest)
 def reduce_min(x, axes: Sequence[int]): return reduce_min_p.bind(x, axes=tuple(axes))
-impl_rules[reduce_min_p] = _empty_gives_identity(np.min, dtypes.highest)
+impl_rules[reduce_min_p] = _empty_gives_identity(signed_zeros.min_of, dtypes.highest)
 vjp_rules[reduce_min_p] = _chooser_vjp
 jvp_rules[reduce_min_p] = _chooser_jvp(reduce_min_p)
 

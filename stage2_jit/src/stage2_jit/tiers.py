@@ -21,9 +21,10 @@ kernel's bit for bit, as ``tests/stage2/test_tiers.py`` checks for each primitiv
   ``kernel_math`` intrinsics written to give NumPy's results (integer division, shifts,
   conversions);
 - ``iota`` (the kernel converts its loop index; floats are exact up to 2**24);
+- float ``max`` and ``min``, whose eager impls put +0 above -0 as the kernel does (stage 1's
+  ``signed_zeros``, for JAX's results);
 - float32 ``exp``, ``log``, ``tanh`` and ``logistic``, whose kernels use ``kernel_math``'s
-  polynomials: the interpreter runs the same polynomials on whole arrays; and float ``max``
-  and ``min``, which order -0 below +0 in the kernel (:func:`twin`);
+  polynomials: the interpreter runs the same polynomials on whole arrays (:func:`twin`);
 - float reductions the kernel does in order (``codegen_cpu.reduces_in_order``: over leading
   axes, of at most 16 elements per result, or full reductions of at most 4096 elements),
   which the interpreter folds in the same order (:func:`_fold`), rather than with NumPy's
@@ -61,7 +62,7 @@ from typing import Any
 import numpy as np
 from scipy.linalg import blas  # the kernels' BLAS: imported here, not in a first call (80 ms)
 from stage1_autodiff.config import config
-from stage1_autodiff.core import Array, PrimitiveKind, numpy_warnings_off
+from stage1_autodiff.core import Array, PrimitiveKind, impl_rules, numpy_warnings_off
 
 from stage1_autodiff import prims as p
 
@@ -98,8 +99,8 @@ def _reproducible(eqn: Any) -> bool:
         return dtype.kind in "biu" or twin(eqn) is not None
     if eqn.primitive is p.integer_pow_p:  # the kernel multiplies, NumPy calls pow
         return dtype.kind in "iu" or eqn.params["y"] in (0, 1)
-    if eqn.primitive in (p.max_p, p.min_p):
-        return True  # integers: a compare and select; floats: by their twins
+    if eqn.primitive in (p.max_p, p.min_p):  # eager's zeros are the kernel's (signed_zeros)
+        return True
     if eqn.primitive is p.iota_p:  # exact while the dtype holds every count
         count = eqn.params["shape"][eqn.params["dimension"]]
         return dtype.kind in "biu" or (dtype.itemsize >= 4 and count <= 2 ** 24)
@@ -113,30 +114,18 @@ def _numpy_twin(function: Any, names: dict[str, Any]) -> Callable[..., np.ndarra
     return types.FunctionType(function.py_func.__code__, {**vars(kernel_math), **names})
 
 
-def _ieee_extremum(numpy_function: Any, zero_wins: Callable[[np.ndarray], np.ndarray]):
-    """LLVM's ``maximum``/``minimum``: NumPy's, but +0 is above -0. (``np.maximum(0.0,
-    -0.0)`` is -0.0: of two equal operands NumPy returns the first.)"""
-    def extremum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        zeros = (x == 0) & (y == 0)
-        return np.where(zeros, np.where(zero_wins(x), x, y), numpy_function(x, y))
-    return extremum
-
-
-def _twins() -> tuple[dict[Any, Callable[..., np.ndarray]], dict[Any, Callable[..., np.ndarray]]]:
+def _float32_twins() -> dict[Any, Callable[..., np.ndarray]]:
     names = {"select": np.where, "maximum": np.maximum, "minimum": np.minimum,
              "float32_from_bits": lambda bits: np.asarray(bits, np.int32).view(np.float32),
              "bitcast": lambda x, dtype: np.asarray(x).view(dtype)}
     names["exp_f32"] = _numpy_twin(kernel_math.exp_f32, names)
-    float32 = {p.exp_p: names["exp_f32"], p.tanh_p: _numpy_twin(kernel_math.tanh_f32, names),
-               p.logistic_p: _numpy_twin(kernel_math.logistic_f32, names),
-               p.log_p: _numpy_twin(kernel_math.log_f32, names)}
-    floats = {p.max_p: _ieee_extremum(np.maximum, lambda x: ~np.signbit(x)),
-              p.min_p: _ieee_extremum(np.minimum, np.signbit)}
-    return float32, floats
+    return {p.exp_p: names["exp_f32"], p.tanh_p: _numpy_twin(kernel_math.tanh_f32, names),
+            p.logistic_p: _numpy_twin(kernel_math.logistic_f32, names),
+            p.log_p: _numpy_twin(kernel_math.log_f32, names)}
 
 
-# How the kernel computes these primitives, on arrays: float32 ones, and those of any float.
-FLOAT32_TWINS, FLOAT_TWINS = _twins()
+# How the kernel computes these float32 primitives, on arrays.
+FLOAT32_TWINS = _float32_twins()
 
 
 # --8<-- [start:in_order_twin]
@@ -145,19 +134,11 @@ def _fold(prim: Any, x: np.ndarray, lead: int) -> np.ndarray:
     (``codegen_cpu.reduces_in_order``): ``((identity op x0) op x1) op ...``, in row-major
     order. NumPy's own ``sum`` adds pairwise, so sums and products are running ones
     (``accumulate``), a block of rows at a time; a maximum or minimum is the same in any
-    order, so NumPy's reduction serves, but with +0 above -0."""
+    order, so eager's reduction serves (which puts +0 above -0, as the kernel does)."""
     rest = x.shape[lead:]
     rows = x.reshape((math.prod(x.shape[:lead]), *rest))
-    if prim in (p.reduce_max_p, p.reduce_min_p):
-        if not len(rows):
-            return np.full(rest, prim.identity(x.dtype), x.dtype)
-        largest = prim is p.reduce_max_p
-        out = (np.maximum if largest else np.minimum).reduce(rows, axis=0)
-        # the kernel's zero: +0 for a maximum if any +0 is there, -0 for a minimum if any -0
-        wanted = np.any((rows == 0) & (np.signbit(rows) != largest), axis=0)
-        plus, minus = x.dtype.type(0.0), x.dtype.type(-0.0)
-        zero = np.where(wanted, plus, minus) if largest else np.where(wanted, minus, plus)
-        return np.where(out == 0, zero, out)
+    if prim in (p.reduce_max_p, p.reduce_min_p):  # eager's impl, signed zeros and all
+        return impl_rules[prim](rows, axes=(0,))
     ufunc = np.add if prim is p.reduce_sum_p else np.multiply
     acc = np.full(rest, prim.identity(x.dtype), x.dtype)
     step = max(1, (1 << 20) // max(1, acc.size))
@@ -240,9 +221,7 @@ def twin(eqn: Any) -> Callable[..., np.ndarray] | None:
         return _in_order_reduction(eqn)
     if eqn.primitive is p.dot_general_p:
         return blas_twin(eqn)
-    if dtype == np.float32 and eqn.primitive in FLOAT32_TWINS:
-        return FLOAT32_TWINS[eqn.primitive]
-    return FLOAT_TWINS.get(eqn.primitive) if dtype.kind == "f" else None
+    return FLOAT32_TWINS.get(eqn.primitive) if dtype == np.float32 else None
 
 
 def interpret(jaxpr: Jaxpr, consts: list[Any], args: list[Array]) -> list[Array]:
