@@ -173,3 +173,15 @@ def test_under_jit_and_vmap_equal_jax():
         return lambda x: (m.linalg.cond(x), m.linalg.matrix_rank(x), m.linalg.vector_norm(x),
                           m.linalg.multi_dot([x, x, x[0]]))
     _same(oj.jit(oj.vmap(f(ojnp)))(BATCH), jax.vmap(f(jjnp))(BATCH), 1e-3)
+
+
+def test_solving_with_an_infinite_right_hand_side_gives_jaxs_infinities():
+    """The LU solve permutes b's rows by gathering them: a permutation matrix's zeros times
+    an infinite entry made NaN where JAX has infinities."""
+    a = np.array([[4.0, 1.0], [2.0, 3.0]], np.float32)
+    b = np.array([[np.inf, 1.0], [1.0, 2.0]], np.float32)
+    for module in (oj, jax):
+        np.testing.assert_array_equal(module.numpy.linalg.solve(a, b[:, 0]), [np.inf, -np.inf])
+    for f in (lambda m: m.numpy.linalg.solve(a, b),
+              lambda m: m.scipy.linalg.lu_solve(m.scipy.linalg.lu_factor(a), b)):
+        np.testing.assert_array_equal(f(oj), f(jax))

@@ -141,9 +141,11 @@ def eigvals(a):
 
 def _lu_solve(lu, permutation, b):
     """``a x = b`` from ``a``'s LU factors: permute b's rows, then two triangular solves."""
-    n = get_aval(lu).shape[-1]
-    p = (permutation[..., :, None] == jnp.arange(n, dtype=np.int32)).astype(lu.dtype)
-    y = lax_linalg.triangular_solve(lu, p @ b, left_side=True, lower=True, unit_diagonal=True)
+    # rows gathered, not multiplied by a permutation matrix, whose zeros times an infinite
+    # entry of b would be NaN
+    permuted = jnp.take_along_axis(b, permutation[..., :, None], axis=-2)
+    y = lax_linalg.triangular_solve(lu, permuted, left_side=True, lower=True,
+                                    unit_diagonal=True)
     return lax_linalg.triangular_solve(lu, y, left_side=True, lower=False)
 
 

@@ -145,9 +145,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b, trans: int = 0, overwrite_b: bool =
     vector = b.ndim == 1
     b = b[:, None] if vector else b
     if trans == 0:
-        y = lax_linalg.triangular_solve(packed, b[permutation], left_side=True, lower=True,
-                                        unit_diagonal=True)
-        x = lax_linalg.triangular_solve(packed, y, left_side=True, lower=False)
+        x = jnp_linalg._lu_solve(packed, permutation, b)  # noqa: SLF001 -- jnp's, shared
     else:
         lu = jnp.conjugate(packed) if trans == 2 else packed
         y = lax_linalg.triangular_solve(lu, b, left_side=True, lower=False, transpose_a=True)
