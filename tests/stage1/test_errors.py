@@ -213,6 +213,25 @@ def test_item_assignment_says_arrays_are_immutable_and_points_to_at():
     np.testing.assert_array_equal(x.at[0].set(5.0), [5.0, 0.0, 0.0])
 
 
+@pytest.mark.parametrize("array, values", [
+    (jnp.zeros(3, jnp.int32), 1.5),  # a float into integers: rounded
+    (jnp.zeros(3, jnp.float16), np.float32(2.0)),  # float32 into float16
+])
+def test_a_lossy_at_update_warns_as_jax_does_and_still_converts(array, values):
+    with pytest.warns(FutureWarning, match=r"incompatible types.*\.astype"):
+        out = array.at[0].set(values)
+    assert out.dtype == array.dtype and out[0] == np.asarray(values).astype(array.dtype)
+
+
+@pytest.mark.parametrize("array, values", [
+    (jnp.zeros(3), 2), (jnp.zeros(3), np.float16(1.0)), (jnp.zeros(3, jnp.int8), 3),
+    (jnp.zeros(3, jnp.int32), True)])
+def test_a_safe_at_update_does_not_warn(array, values):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        array.at[1].add(values)
+
+
 def test_item_assignment_on_a_tracer_too():
     def f(x):
         x[0] = 5.0

@@ -979,7 +979,7 @@ def test_at_keeps_the_dtype_and_broadcasts():
     check(x.at[:, 1].add(10), [[0, 11, 2], [3, 14, 5]], I32)
     check(jnp.zeros(3).at[1].add(1), [0, 1, 0], F32)
     with pytest.raises(ValueError):
-        x.at[0].set(jnp.ones(2))
+        x.at[0].set(jnp.ones(2, jnp.int32))
 
 
 # ------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ clamped), as in JAX.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -326,7 +327,9 @@ def _scatter(x: Any, idx: Any, values: Any, scatter_fn, mode: Any) -> Any:
     expanded, entries = _insert_new_axes(x, entries)
     entries = [_as_index_array(e) for e in entries]
     plan = _index_plan(get_aval(expanded).shape, entries)
-    values = convert(as_value(values), aval.dtype, aval.weak_type)
+    values = as_value(values)
+    _warn_if_lossy(get_aval(values), aval)
+    values = convert(values, aval.dtype, aval.weak_type)
     values_shape = get_aval(values).shape
     if broadcast_shapes(values_shape, plan.shape, op_name="at[]") != plan.shape:
         raise ValueError(f"at[].set/add/...: values of shape {values_shape} cannot be "
@@ -337,6 +340,19 @@ def _scatter(x: Any, idx: Any, values: Any, scatter_fn, mode: Any) -> Any:
                      mode=mode)
     return out if get_aval(out).shape == aval.shape else lax.reshape(out, aval.shape)
 # --8<-- [end:at]
+
+
+def _warn_if_lossy(values: Any, array: Any) -> None:
+    """JAX's FutureWarning when the updates do not promote to the array's dtype (a float
+    into an integer array, float32 into float16): they are converted, rounding quietly."""
+    promoted, _ = dtypes.promote_types((values.dtype, values.weak_type),
+                                       (array.dtype, array.weak_type))
+    if promoted != array.dtype:
+        warnings.warn(f"at[]: scatter inputs have incompatible types: values of dtype "
+                      f"{values.dtype} do not convert to the array's dtype {array.dtype} "
+                      f"without loss, so they are rounded. JAX will make this an error; "
+                      f"convert them first, with .astype({array.dtype}).", FutureWarning,
+                      stacklevel=dtypes._caller_stacklevel())  # noqa: SLF001
 
 
 def take(a, indices, axis: int | None = None, out: None = None, mode: str | None = None,
