@@ -244,6 +244,7 @@ CONVERSION_CASES = {
     "a NumPy function under jit": lambda jax, jnp: jax.jit(lambda x: np.sin(x))(1.0),
     "item under jit": lambda jax, jnp: jax.jit(lambda x: x.item())(1.0),
     "tolist under jit": lambda jax, jnp: jax.jit(lambda x: x.tolist())(1.0),
+    "tobytes under jit": lambda jax, jnp: jax.jit(lambda x: x.tobytes())(1.0),
     "arange of a traced bound": lambda jax, jnp: jax.jit(lambda n: jnp.arange(n))(3),
     "zeros of a traced shape": lambda jax, jnp: jax.jit(lambda n: jnp.zeros(n))(3),
     "hash under jit": lambda jax, jnp: jax.jit(lambda x: hash(x))(1.0),
@@ -252,6 +253,7 @@ CONVERSION_CASES = {
     "item under grad": lambda jax, jnp: jax.grad(lambda x: x * x.item())(3.0),
     "float under grad": lambda jax, jnp: jax.grad(lambda x: x * float(x))(3.0),
     "tolist under grad": lambda jax, jnp: jax.grad(lambda x: x * x.tolist())(3.0),
+    "tobytes under grad": lambda jax, jnp: jax.grad(lambda x: (x.tobytes(), x)[1])(3.0),
     "np.asarray under grad": lambda jax, jnp: jax.grad(lambda x: np.asarray(x).sum())(1.0),
     "float of a non-differentiated argument": lambda jax, jnp: jax.grad(
         lambda x, y: x * float(y))(2.0, 3.0),
@@ -276,6 +278,12 @@ CONVERSION_CASES = {
 @pytest.mark.parametrize("case", CONVERSION_CASES.values(), ids=CONVERSION_CASES.keys())
 def test_conversion_errors_as_jax(case):
     assert_same_outcome(case)
+
+
+def test_tobytes_gives_jaxs_bytes():
+    for order in ("C", "F"):
+        assert ours.numpy.arange(6).reshape(2, 3).tobytes(order) == \
+            real.numpy.arange(6).reshape(2, 3).tobytes(order)
 
 
 def test_conversion_errors_are_caught_by_the_clauses_written_for_jax():

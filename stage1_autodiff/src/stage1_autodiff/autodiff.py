@@ -114,6 +114,9 @@ class PrimalTracer(Tracer):
     def tolist(self) -> Any:
         raise self._lost_derivative("x.tolist()", "the array itself")
 
+    def tobytes(self, order: str = "C") -> bytes:
+        raise self._lost_derivative("x.tobytes()", "the array itself")
+
     def _lost_derivative(self, context: str, instead: str) -> ConcretizationTypeError:
         return ConcretizationTypeError(
             f"{context} was called on {self.aval.str_short()} while it is being "

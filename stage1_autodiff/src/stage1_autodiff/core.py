@@ -627,6 +627,7 @@ class ArrayMethods:
 
     def item(self): return self._concrete_value("x.item()").item()
     def tolist(self): return self._concrete_value("x.tolist()").tolist()
+    def tobytes(self, order="C"): return self._concrete_value("x.tobytes()").tobytes(order)
 
     def _concrete_value(self, context: str,
                         error: type[TypeError] = ConcretizationTypeError) -> np.ndarray:
