@@ -741,6 +741,13 @@ def test_matmul(seed, data, dtype):
     check(jnp.array(a) @ b, a @ b, dtype)
 
 
+def test_matmul_of_an_empty_batch_and_its_gradient():
+    a, b = np.zeros((0, 3, 4), np.float32), np.zeros((0, 4, 5), np.float32)
+    assert (jnp.asarray(a) @ b).shape == (0, 3, 5)
+    grad = jax.grad(lambda a: (a @ b).sum())(a)
+    assert grad.shape == a.shape and grad.dtype == np.float32
+
+
 def test_matmul_errors():
     with pytest.raises((ValueError, TypeError)):
         jnp.matmul(jnp.ones(3), 2.0)

@@ -866,10 +866,11 @@ def dot_general_impl(x, y, *, dimension_numbers, preferred_element_type, out_sha
     else:
         lf, rf = _free_dims(x.ndim, lc, lb), _free_dims(y.ndim, rc, rb)
         batch_shape = [x.shape[d] for d in lb]
+        contracted = math.prod(x.shape[d] for d in lc)  # (not -1: a batch may be empty)
         xt = x.transpose(lb + tuple(lf) + lc).reshape(
-            math.prod(batch_shape), math.prod(x.shape[d] for d in lf), -1)
+            math.prod(batch_shape), math.prod(x.shape[d] for d in lf), contracted)
         yt = y.transpose(rb + rc + tuple(rf)).reshape(
-            math.prod(batch_shape), -1, math.prod(y.shape[d] for d in rf))
+            math.prod(batch_shape), contracted, math.prod(y.shape[d] for d in rf))
         # Nothing to sum (per-example outer products, as vmap of a weight's gradient makes):
         # a broadcast multiply, about 3x faster than a batch of rank-1 matrix products.
         out = (xt * yt if xt.shape[2] == 1 else np.matmul(xt, yt)).reshape(

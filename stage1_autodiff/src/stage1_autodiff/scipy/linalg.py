@@ -1,6 +1,7 @@
 """``jax.scipy.linalg``: Cholesky, LU and triangular solves, and SciPy's spellings of the
-decompositions, on the primitives of ``stage1_autodiff.linalg``; and the matrices with a
-formula (Toeplitz, Hankel, companion...) from ``special_matrices.py``.
+decompositions, on the primitives of ``stage1_autodiff.linalg``; the matrices with a
+formula (Toeplitz, Hankel, companion...) from ``special_matrices.py``, and ``expm`` from
+``matrix_exponential.py``.
 
 NB: JAX's functions are in ``jax/_src/scipy/linalg.py``. SciPy's ``overwrite_*`` and
 ``check_finite`` arguments are accepted and ignored, as in JAX (arrays are immutable, and a
@@ -25,6 +26,7 @@ from .. import numpy as jnp
 from ..core import get_aval
 from ..numpy import linalg as jnp_linalg
 from ..numpy.promotion import as_value, promote_inexact
+from .matrix_exponential import expm
 from .special_matrices import (
     block_diag,
     circulant,
@@ -45,7 +47,7 @@ from .special_matrices import (
 )
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
-           "convolution_matrix", "det", "dft", "eigh", "fiedler", "fiedler_companion",
+           "convolution_matrix", "det", "dft", "eigh", "expm", "fiedler", "fiedler_companion",
            "hadamard", "hankel", "helmert", "hilbert", "inv", "invhilbert", "invpascal",
            "leslie", "lu", "lu_factor", "lu_solve", "pascal", "qr", "solve", "solve_triangular",
            "svd", "toeplitz"]
