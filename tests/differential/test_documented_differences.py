@@ -636,14 +636,6 @@ def test_astype_from_complex_to_real_keeps_the_real_part_silently() -> None:
         assert np.asarray(slax.convert_element_type(z, np.float32)).tolist() == [1.0, 3.0]
 
 
-def test_hfft_and_ihfft_are_missing() -> None:
-    for name in ("hfft", "ihfft"):
-        assert callable(getattr(jnp.fft, name)) and not hasattr(sjnp.fft, name)
-    others = [name for name in dir(jnp.fft)
-              if not name.startswith("_") and name not in ("hfft", "ihfft")]
-    assert len(others) == 16 and all(callable(getattr(sjnp.fft, name)) for name in others)
-
-
 # ------------------------------------------------------------------------------------------
 # Random numbers
 # ------------------------------------------------------------------------------------------

@@ -34,11 +34,13 @@ ONE_D = [dict(), dict(n=4), dict(n=9), dict(axis=0), dict(axis=1, n=3), dict(nor
 
 
 @pytest.mark.parametrize("kwargs", ONE_D, ids=str)
-@pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft"])
+@pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"])
 def test_one_dimensional_transforms(name, kwargs):
-    data = Z if name in ("ifft", "irfft") else X
+    data = Z if name in ("ifft", "irfft", "hfft") else X
     _same(getattr(jnp.fft, name)(data, **kwargs), getattr(jjnp.fft, name)(data, **kwargs))
-    if name in ("fft", "ifft"):  # complex input, and an integer one
+    if name in ("fft", "ifft", "hfft", "ihfft"):  # complex input, and an integer one
+        if name == "ihfft":  # real input only, as rfft
+            return
         _same(getattr(jnp.fft, name)(Z, **kwargs), getattr(jjnp.fft, name)(Z, **kwargs))
         ints = np.arange(24, dtype=np.int32).reshape(4, 6)
         _same(getattr(jnp.fft, name)(ints), getattr(jjnp.fft, name)(ints))
@@ -77,6 +79,8 @@ def test_frequencies_and_shifts():
     (lambda fft: fft.fft(X, axis=3), ValueError),
     (lambda fft: fft.rfft(Z), (TypeError, ValueError)),
     (lambda fft: fft.fft(X, n=-1), ValueError),
+    (lambda fft: fft.hfft(Z, norm="bogus"), ValueError),
+    (lambda fft: fft.ihfft(Z), (TypeError, ValueError)),
 ])
 def test_errors_match_jax(call, error):
     with pytest.raises(error):
@@ -103,6 +107,8 @@ LOSSES = {
     "irfft": lambda lib, x: lib.sum(lib.fft.irfft(lib.fft.rfft(x) * 1j, n=6) ** 3),
     "irfft odd": lambda lib, x: lib.sum(lib.sin(lib.fft.irfft(lib.fft.fft(x) * 0.5, n=5))),
     "rfftn": lambda lib, x: lib.sum(lib.abs(lib.fft.rfftn(x, axes=(1, 0)))),
+    "hfft": lambda lib, x: lib.sum(lib.fft.hfft(x * (1 - 2j), n=7) ** 2),
+    "ihfft ortho": lambda lib, x: lib.sum(lib.imag(lib.fft.ihfft(x, norm="ortho")) ** 2),
     "fft2 forward": lambda lib, x: lib.sum(lib.angle(lib.fft.fft2(x, norm="forward") + 1.0)),
 }
 

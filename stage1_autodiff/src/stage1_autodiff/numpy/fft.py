@@ -35,8 +35,9 @@ from .creation import arange
 from .promotion import as_value, canonicalize_axes
 from .shapes import moveaxis
 
-__all__ = ["fft", "fft2", "fftfreq", "fftn", "fftshift", "ifft", "ifft2", "ifftn",
-           "ifftshift", "irfft", "irfft2", "irfftn", "rfft", "rfft2", "rfftfreq", "rfftn"]
+__all__ = ["fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifft2", "ifftn",
+           "ifftshift", "ihfft", "irfft", "irfft2", "irfftn", "rfft", "rfft2", "rfftfreq",
+           "rfftn"]
 
 _NORMS = ("backward", "ortho", "forward")
 
@@ -134,6 +135,28 @@ def irfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
     """The inverse of :func:`rfft`: a real signal of length ``n`` (by default
     ``2 * (m - 1)`` for ``m`` frequencies)."""
     return _fft_core("irfft", FftType.IRFFT, a, None if n is None else [n], [axis], norm)
+
+
+def _swapped(norm: str | None) -> str:
+    """The norm of the transform run the other way: what scaled the forward one now scales
+    the inverse one."""
+    if norm is not None and norm not in _NORMS:
+        raise ValueError(f'Invalid norm value {norm!r}; should be "backward", "ortho" or '
+                         f'"forward".')
+    return {"forward": "backward", "ortho": "ortho"}.get(norm, "forward")
+
+
+def hfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
+    """The FFT of a signal whose spectrum is Hermitian-symmetric, given its first half: ``n``
+    real values (by default ``2 * (m - 1)``). It is :func:`irfft` of the conjugate, with
+    the forward transform's scaling."""
+    return irfft(lax.conj(as_value(a)), n, axis, _swapped(norm))
+
+
+def ihfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
+    """The inverse of :func:`hfft`: the first half (``n // 2 + 1`` values) of a real signal's
+    Hermitian-symmetric inverse transform."""
+    return lax.conj(rfft(a, n, axis, _swapped(norm)))
 
 
 def fftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
