@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from .. import linalg as lax_linalg
 from .. import numpy as jnp
 from ..core import get_aval
@@ -49,8 +50,8 @@ from .special_matrices import (
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
            "convolution_matrix", "det", "dft", "eigh", "expm", "fiedler", "fiedler_companion",
            "hadamard", "hankel", "helmert", "hilbert", "inv", "invhilbert", "invpascal",
-           "leslie", "lu", "lu_factor", "lu_solve", "pascal", "qr", "solve", "solve_triangular",
-           "svd", "toeplitz"]
+           "leslie", "lu", "lu_factor", "lu_solve", "pascal", "polar", "qr", "solve",
+           "solve_triangular", "svd", "toeplitz"]
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
@@ -187,6 +188,30 @@ def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a:
                                   "eigvals=None, type=1) is implemented.")
     w, v = jnp_linalg.eigh(a, "L" if lower else "U")
     return w if eigvals_only else (w, v)
+
+
+def polar(a, side: str = "right", *, method: str = "qdwh", eps: float | None = None,
+          max_iterations: int | None = None) -> tuple[Any, Any]:
+    """``a = u @ p`` (``side="right"``) or ``p @ u`` (``"left"``): ``u`` with orthonormal
+    columns (or rows), ``p`` symmetric positive semidefinite. From the SVD ``a = w s vh``
+    whatever ``method`` says: ``u = w vh``, and ``p = vh.T s vh`` or ``w s w.T``. (JAX's
+    default, QDWH, iterates to the same ``u`` without an SVD; ``eps`` and
+    ``max_iterations`` are its settings.)"""
+    del eps, max_iterations
+    if side not in ("right", "left"):
+        raise ValueError("The argument `side` must be either 'right' or 'left'.")
+    if method not in ("qdwh", "svd"):
+        raise ValueError(f"Unknown polar decomposition method {method}.")
+    a = as_value(a)
+    if get_aval(a).ndim < 2:
+        raise ValueError("The input `a` must be at least a 2-D array.")
+    if not dtypes.is_inexact(get_aval(a).dtype):
+        raise ValueError(f"polar: data type {get_aval(a).dtype} is not inexact; convert the "
+                         f"matrix to a float dtype first, e.g. a.astype(jnp.float32).")
+    w, s, vh = jnp_linalg.svd(a, full_matrices=False)
+    if side == "right":
+        return w @ vh, (jnp.swapaxes(vh, -1, -2) * s[..., None, :]) @ vh
+    return w @ vh, (w * s[..., None, :]) @ jnp.swapaxes(w, -1, -2)
 
 
 def inv(a, overwrite_a: bool = False, check_finite: bool = True):
