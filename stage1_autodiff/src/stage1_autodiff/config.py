@@ -35,7 +35,7 @@ class Config:
             default = env.lower() in ("1", "true", "yes", "on")
         elif env is not None:
             default = env if default is None else type(default)(env)
-        self._values[name] = default
+        self._values[name] = self.__dict__[name] = default  # (read as a plain attribute)
         self._docs[name] = doc
         if on_update is not None:
             self._hooks[name] = on_update
@@ -52,12 +52,9 @@ class Config:
             raise AttributeError(f"Unrecognized config option: {name!r}. Known options: {known}.")
         if name in self._hooks:
             self._hooks[name](value)
-        self._values[name] = value
+        self._values[name] = self.__dict__[name] = value
 
-    def __getattr__(self, name: str) -> Any:
-        values = self.__dict__.get("_values", {})
-        if name in values:
-            return values[name]
+    def __getattr__(self, name: str) -> Any:  # only for names that are not options
         raise AttributeError(f"Unrecognized config option: {name!r}.")
 
 

@@ -161,11 +161,15 @@ def select(condition: str, a: str, b: str) -> str:
 
 
 def extremum(comparison: str, a: str, b: str, dtype: np.dtype) -> str:
-    """``max`` (``">"``) or ``min`` of ``a`` and ``b``, as NumPy's: for floats, a NaN
-    operand gives NaN (``a != a`` is NaN's test)."""
+    """``max`` (``">"``) or ``min`` of ``a`` and ``b``, as eager's (and XLA's): for floats,
+    a NaN operand gives NaN (``a != a`` is NaN's test), and +0 is above -0."""
     # --8<-- [start:task2_6]
-    nan = f" or {a} != {a}" if dtype.kind == "f" else ""
-    return select(f"{a} {comparison} {b}{nan}", a, b)
+    if dtype.kind != "f":
+        return select(f"{a} {comparison} {b}", a, b)
+    # of two equal operands (zeros of both signs), the one whose sign the comparison prefers
+    one = typed_constant(1, dtype)  # (a float64 1.0 would make the comparison float64)
+    tie = f"{a} == {b} and math.copysign({one}, {a}) {comparison} math.copysign({one}, {b})"
+    return select(f"{a} {comparison} {b} or {a} != {a} or ({tie})", a, b)
     # --8<-- [end:task2_6]
 # --8<-- [end:select]
 
