@@ -1388,6 +1388,15 @@ def test_i0_is_a_series_within_a_float32_rounding_of_jax() -> None:
     assert np.abs(ours / exact - 1).max() < 2e-6
 
 
+def test_polar_decomposes_what_qdwh_refuses() -> None:
+    wide = np.arange(15, dtype=np.float32).reshape(3, 5) % 4 + np.eye(3, 5, dtype=np.float32)
+    raises(NotImplementedError, jax_linalg.polar, wide, side="right")
+    u, p = sj.scipy.linalg.polar(wide, side="right")
+    np.testing.assert_allclose(u @ p, wide, atol=1e-5)
+    for ours, theirs in zip((u, p), jax_linalg.polar(wide, side="right", method="svd")):
+        np.testing.assert_allclose(ours, theirs, rtol=2e-4, atol=2e-4)
+
+
 def test_pascal_and_inverse_hilbert_matrices_are_exact() -> None:
     ours, theirs = sj.scipy.linalg, jax.scipy.linalg
     assert float(ours.pascal(4)[3, 3]) == 20.0 and float(ours.pascal(4)[0, 0]) == 1.0

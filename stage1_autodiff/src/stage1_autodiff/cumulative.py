@@ -23,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -75,23 +74,21 @@ def _check_numeric(prim: Primitive, x: Any) -> None:
                         f"numbers (convert booleans with astype first).")
 
 
-def _accumulate(ufunc) -> Callable[..., np.ndarray]:
-    if ufunc in (np.maximum, np.minimum):  # with XLA's signed zeros
-        ufunc = types.SimpleNamespace(accumulate=signed_zeros.accumulation(ufunc))
-
+def _accumulate(accumulate: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """The impl of a running reduction by ``accumulate`` (``np.add.accumulate``...)."""
     def impl(x, *, axis, reverse):
         x = np.flip(x, axis) if reverse else x
         # A narrow float accumulates in float32 (in its own type the error grows with each
         # step); each result is rounded once, as XLA's for float16.
         wide = np.float32 if dtypes.kind(x.dtype) == "f" and x.dtype.itemsize == 2 else x.dtype
-        out = ufunc.accumulate(x, axis=axis, dtype=wide).astype(x.dtype, copy=False)
+        out = accumulate(x, axis=axis, dtype=wide).astype(x.dtype, copy=False)
         return np.ascontiguousarray(np.flip(out, axis) if reverse else out)
     return impl
 
 
-def _cumulative(name: str, ufunc) -> Primitive:
+def _cumulative(name: str, accumulate: Callable[..., np.ndarray]) -> Primitive:
     prim = Primitive(name)
-    impl_rules[prim] = _accumulate(ufunc)
+    impl_rules[prim] = _accumulate(accumulate)
     return prim
 
 
@@ -105,7 +102,7 @@ def _bind(prim: Primitive, operand: Any, axis: int, reverse: bool) -> Any:
 
 
 # --8<-- [start:cumsum]
-cumsum_p = _cumulative("cumsum", np.add)
+cumsum_p = _cumulative("cumsum", np.add.accumulate)
 def cumsum(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
     """``lax.cumsum``: running sums along ``axis`` (from the end with ``reverse``)."""
     return _bind(cumsum_p, operand, axis, reverse)
@@ -134,19 +131,19 @@ def _through_prefix_scan(combine: Callable[[Any, Any], Any]):
 # --8<-- [end:scan_derivatives]
 
 
-cumprod_p = _cumulative("cumprod", np.multiply)
+cumprod_p = _cumulative("cumprod", np.multiply.accumulate)
 def cumprod(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
     """``lax.cumprod``: running products along ``axis``."""
     return _bind(cumprod_p, operand, axis, reverse)
 vjp_rules[cumprod_p], jvp_rules[cumprod_p] = _through_prefix_scan(mul)
 
-cummax_p = _cumulative("cummax", np.maximum)
+cummax_p = _cumulative("cummax", signed_zeros.accumulation(np.maximum))  # XLA's zeros
 def cummax(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
     """``lax.cummax``: running maxima along ``axis`` (a NaN propagates)."""
     return _bind(cummax_p, operand, axis, reverse)
 vjp_rules[cummax_p], jvp_rules[cummax_p] = _through_prefix_scan(max)
 
-cummin_p = _cumulative("cummin", np.minimum)
+cummin_p = _cumulative("cummin", signed_zeros.accumulation(np.minimum))
 def cummin(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
     """``lax.cummin``: running minima along ``axis`` (a NaN propagates)."""
     return _bind(cummin_p, operand, axis, reverse)

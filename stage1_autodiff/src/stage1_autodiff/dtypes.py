@@ -107,14 +107,14 @@ def check_and_canonicalize_user_dtype(dtype: Any, fun_name: str) -> np.dtype:
             f"jax_enable_x64: the result is {canonical}. Turn 64-bit types on with "
             f"jax.config.update('jax_enable_x64', True) (or JAX_ENABLE_X64=1 in the "
             f"environment) before creating arrays, or ask for {canonical} to silence this.",
-            UserWarning, stacklevel=_caller_stacklevel())
+            UserWarning, stacklevel=caller_stacklevel())
     return canonical
 
 
 _OUR_PACKAGES = ("stage1_autodiff", "stage2_jit", "stage3_vmap", "stage4_sharding")
 
 
-def _caller_stacklevel() -> int:
+def caller_stacklevel() -> int:
     """The ``stacklevel`` of the first frame outside this project's packages, so that a
     warning names the user's line however deep inside the library it was raised."""
     frame, level = sys._getframe(1), 1

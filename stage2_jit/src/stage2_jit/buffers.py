@@ -159,8 +159,8 @@ def fresh_pages(size: int) -> np.ndarray:
     The pool lends its blocks again and again, so what a block's pages cost is their first
     touch. Huge pages (what ``np.empty`` asks for, for 4 MiB or more) make that touch cheaper
     on a bare machine, but in a virtual machine whose host takes back the guest's free memory,
-    a fresh 2 MiB page can take milliseconds to fault in: a new 100 MB result took 0.3 to
-    0.5 s to write, in 4 KiB pages 22 to 26 ms. Once touched, the two run kernels equally
+    a fresh 2 MiB page can take milliseconds to fault in: a new 100 MB result often took 0.1
+    to 0.6 s to write, in 4 KiB pages 22 to 26 ms. Once touched, the two run kernels equally
     fast (``course/stage2/buffers.md`` has the measurements)."""
     if not hasattr(mmap, "MADV_NOHUGEPAGE"):  # not Linux: the system allocator's choice
         return np.empty(size, np.uint8)

@@ -323,15 +323,18 @@ def interpret_into_pool(jaxpr: Jaxpr, consts: list[Any], args: list[np.ndarray],
     values = [np.asarray(getattr(x, "_value", x)) for x in [*consts, *args]]
     weak = [v.aval.weak_type for v in invars]
     size = _blockwise_size(jaxpr)
-    for start in range(0, size, BLOCK) if size > BLOCK else [None]:
-        piece = slice(start, start + BLOCK) if start is not None else slice(None)
-        blocks = [x.reshape(-1)[piece] if start is not None else x for x in values]
-        arrays = [Array(b, w) for b, w in zip(blocks, weak)]
+    pieces = [slice(at, at + BLOCK) for at in range(0, size, BLOCK)] if size > BLOCK else [None]
+    for piece in pieces:
+        arrays = [Array(_piece(x, piece), w) for x, w in zip(values, weak)]
         results = interpret(jaxpr, arrays[:len(consts)], arrays[len(consts):])
         for out, result in zip(outs, results):
-            target = out.reshape(-1)[piece] if start is not None else out
-            np.copyto(target, getattr(result, "_value", result), casting="unsafe")
+            np.copyto(_piece(out, piece), getattr(result, "_value", result), casting="unsafe")
     return outs
+
+
+def _piece(x: np.ndarray, piece: slice | None) -> np.ndarray:
+    """``x`` itself, or the elements ``piece`` of its flattened view."""
+    return x if piece is None else x.reshape(-1)[piece]
 
 
 def _blockwise_size(jaxpr: Jaxpr) -> int:

@@ -352,7 +352,7 @@ def _warn_if_lossy(values: Any, array: Any) -> None:
                       f"{values.dtype} do not convert to the array's dtype {array.dtype} "
                       f"without loss, so they are rounded. JAX will make this an error; "
                       f"convert them first, with .astype({array.dtype}).", FutureWarning,
-                      stacklevel=dtypes._caller_stacklevel())  # noqa: SLF001
+                      stacklevel=dtypes.caller_stacklevel())
 
 
 def take(a, indices, axis: int | None = None, out: None = None, mode: str | None = None,
