@@ -137,3 +137,33 @@ def test_log_special_values():
                                             np.nan])
     assert got[7] == 0.0 and not np.signbit(got[7])
     assert got[8] == np.float32(np.log(np.float64(np.float32(1e-45))))
+
+
+HAS_AVX512 = bool(__import__("llvmlite.binding").binding.get_host_cpu_features().get("avx512f"))
+
+
+def test_a_users_cpu_features_win_over_the_512_bit_preference(monkeypatch):
+    monkeypatch.setenv("NUMBA_CPU_FEATURES", "+avx2")
+    monkeypatch.setattr(km.config, "CPU_FEATURES", "+avx2")
+    assert not km.prefer_512_bit_vectors()
+    assert km.config.CPU_FEATURES == "+avx2"
+
+
+@pytest.mark.skipif(not HAS_AVX512, reason="the CPU has no AVX-512")
+def test_on_a_cpu_with_avx512_the_host_features_lose_only_the_256_bit_preference(monkeypatch):
+    monkeypatch.delenv("NUMBA_CPU_FEATURES", raising=False)
+    monkeypatch.setattr(km.config, "CPU_FEATURES", None)
+    monkeypatch.setattr(km.config, "ENABLE_AVX", True)
+    assert km.prefer_512_bit_vectors()
+    features = km.config.CPU_FEATURES.split(",")
+    assert features[-1] == "-prefer-256-bit" and "+avx512f" in features
+    monkeypatch.setattr(km.config, "ENABLE_AVX", False)  # NUMBA_ENABLE_AVX=0 wins too
+    monkeypatch.delenv("NUMBA_CPU_FEATURES")
+    assert not km.prefer_512_bit_vectors()
+
+
+@pytest.mark.skipif(not km.PREFERS_512_BIT_VECTORS, reason="512-bit vectors not chosen here")
+def test_exp_loops_use_512_bit_registers_when_preferred():
+    _map_exp(np.ones(64, np.float32))
+    assembly = next(iter(_map_exp.inspect_asm().values()))
+    assert "zmm" in assembly

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 import stage2_jit.numpy as jnp
 from backend_under_test import cpu_only
+from numba import njit
 from stage1_autodiff.config import config
 from stage1_autodiff.core import Array
 from stage2_jit.runtime import CpuExecutable
 
 import stage2_jit as jax
-from stage2_jit import runtime, tiers
+from stage2_jit import kernel_math, runtime, tiers
 
 lax = jax.lax
 pytestmark = cpu_only
@@ -90,6 +91,40 @@ def test_float32_exp_log_tanh_and_logistic_are_the_kernels_polynomials_on_the_in
     every_kind = bits.view(np.float32)  # denormals, NaNs with payloads, both signs
     assert_same_bits(lambda x: (jnp.exp(x), jnp.log(x), jnp.tanh(x), jax.nn.sigmoid(x)),
                      np.concatenate([x, y, wide, every_kind]))
+
+
+@njit(cache=True)
+def _kernel_fma(a, b, c, out):
+    for i in range(a.size):
+        out[i] = kernel_math.fma(a[i], b[i], c[i])
+
+
+def _fma_operands(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random products and addends of every scale, then products one rounding step wide
+    (``(1 + k 2**-12)**2`` needs 25 bits) nudged by a tiny addend: exactly the sums that a
+    float64 sum rounded again to float32 gets wrong."""
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    c = (rng.standard_normal(n) * np.exp2(rng.integers(-40, 10, n))).astype(np.float32)
+    half = n // 2
+    a[:half] = b[:half] = 1 + rng.integers(1, 4096, half) * np.float32(2.0 ** -12)
+    c[:half] = rng.choice([-1.0, 1.0, 0.0], half) * np.float32(2.0 ** -70)
+    edge = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 3e38, 1e-45], np.float32)
+    grid = [g.ravel() for g in np.meshgrid(edge, edge, edge)]  # every triple of them
+    return tuple(np.concatenate([v, g]) for v, g in zip((a, b, c), grid))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # inf * 0 and the like
+def test_exact_fma_gives_the_kernels_fused_multiply_add_where_a_float64_sum_would_not():
+    a, b, c = _fma_operands(400_000)
+    kernel = np.empty_like(a)
+    _kernel_fma(a, b, c, kernel)
+    exact = tiers.exact_fma(a, b, c)
+    nan = np.isnan(kernel)  # which NaN (sign, payload) comes out depends on the instruction
+    np.testing.assert_array_equal(np.isnan(exact), nan)
+    np.testing.assert_array_equal(_bits(exact[~nan]), _bits(kernel[~nan]))
+    rounded_twice = (a.astype(np.float64) * b + c).astype(np.float32)
+    assert (_bits(rounded_twice) != _bits(kernel)).sum() > 1000  # the cases are hard ones
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.float32])

@@ -24,7 +24,8 @@ kernel's bit for bit, as ``tests/stage2/test_tiers.py`` checks for each primitiv
 - float ``max`` and ``min``, whose eager impls put +0 above -0 as the kernel does (stage 1's
   ``signed_zeros``, for JAX's results);
 - float32 ``exp``, ``log``, ``tanh`` and ``logistic``, whose kernels use ``kernel_math``'s
-  polynomials: the interpreter runs the same polynomials on whole arrays (:func:`twin`);
+  polynomials: the interpreter runs the same polynomials on whole arrays (:func:`twin`),
+  with :func:`exact_fma` for the kernel's fused multiply-adds;
 - float reductions the kernel does in order (``codegen_cpu.reduces_in_order``: over leading
   axes, of at most 16 elements per result, or full reductions of at most 4096 elements),
   which the interpreter folds in the same order (:func:`_fold`), rather than with NumPy's
@@ -114,8 +115,29 @@ def _numpy_twin(function: Any, names: dict[str, Any]) -> Callable[..., np.ndarra
     return types.FunctionType(function.py_func.__code__, {**vars(kernel_math), **names})
 
 
+# --8<-- [start:exact_fma]
+def exact_fma(a: Any, b: Any, c: Any) -> np.ndarray:
+    """``a * b + c`` of float32 values rounded once to float32, as ``kernel_math.fma`` gives
+    it, with NumPy, which has no fused multiply-add. In float64 the product is exact (24 + 24
+    bits) and TwoSum gives the sum's rounding error exactly. Rounding that sum to float32
+    would round twice, wrongly when the first rounding lands on a float32 tie; so an inexact
+    sum is first moved to its neighbour with an odd last bit (rounding to odd), which can
+    never be such a tie (Boldo and Melquiond's argument: 53 >= 24 + 2 bits). Which NaN
+    comes out of NaN operands is the instruction's choice; ``exp_f32`` gives back its own."""
+    product = np.multiply(a, b, dtype=np.float64)
+    addend = np.asarray(c, np.float64)
+    total = np.asarray(product + addend)
+    moved = total - product
+    error = (product - (total - moved)) + (addend - moved)  # total + error is exact
+    even = (total.view(np.int64) & 1) == 0
+    odd = np.nextafter(total, np.where(error > 0, np.inf, -np.inf))
+    return np.where((error != 0) & even & np.isfinite(error), odd, total).astype(np.float32)
+# --8<-- [end:exact_fma]
+
+
 def _float32_twins() -> dict[Any, Callable[..., np.ndarray]]:
     names = {"select": np.where, "maximum": np.maximum, "minimum": np.minimum,
+             "fma": exact_fma,
              "float32_from_bits": lambda bits: np.asarray(bits, np.int32).view(np.float32),
              "bitcast": lambda x, dtype: np.asarray(x).view(dtype)}
     names["exp_f32"] = _numpy_twin(kernel_math.exp_f32, names)
