@@ -116,22 +116,39 @@ def _numpy_twin(function: Any, names: dict[str, Any]) -> Callable[..., np.ndarra
 
 
 # --8<-- [start:exact_fma]
+_LOW_BITS, _TIE = 0x1FFFFFFF, 0x10000000  # the 29 float64 bits float32 drops; a halfway point
+_EXPONENT, _FLOAT32_TINY = 0x7FF0000000000000, 0x3810000000000000  # 2**-126 in float64
+
+
 def exact_fma(a: Any, b: Any, c: Any) -> np.ndarray:
     """``a * b + c`` of float32 values rounded once to float32, as ``kernel_math.fma`` gives
     it, with NumPy, which has no fused multiply-add. In float64 the product is exact (24 + 24
-    bits) and TwoSum gives the sum's rounding error exactly. Rounding that sum to float32
-    would round twice, wrongly when the first rounding lands on a float32 tie; so an inexact
-    sum is first moved to its neighbour with an odd last bit (rounding to odd), which can
-    never be such a tie (Boldo and Melquiond's argument: 53 >= 24 + 2 bits). Which NaN
-    comes out of NaN operands is the instruction's choice; ``exp_f32`` gives back its own."""
+    bits) and the sum is rounded once; rounding that to float32 rounds a second time, which
+    gives the wrong float32 only when the float64 sum landed exactly halfway between two
+    float32 numbers (or where float32's precision shrinks, below 2**-126). Those rare
+    elements are rounded again from the exact sum (:func:`_rounded_to_odd`). Which NaN comes
+    out of NaN operands is the instruction's choice; ``exp_f32`` gives back its own."""
     product = np.multiply(a, b, dtype=np.float64)
-    addend = np.asarray(c, np.float64)
-    total = np.asarray(product + addend)
+    total = np.asarray(product + c)
+    bits = total.view(np.int64)
+    suspect = ((bits & _LOW_BITS) == _TIE) | ((bits & _EXPONENT) < _FLOAT32_TINY)
+    if suspect.any():
+        product, addend, total = (np.array(v) for v in np.broadcast_arrays(
+            product, np.asarray(c, np.float64), total))
+        total[suspect] = _rounded_to_odd(product[suspect], addend[suspect], total[suspect])
+    return total.astype(np.float32)
+
+
+def _rounded_to_odd(product: np.ndarray, addend: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """``product + addend`` (``total`` rounded to nearest) rounded to odd instead: an inexact
+    sum moves to whichever float64 neighbour has an odd last bit, which is never halfway
+    between two float32 numbers, so that rounding it to float32 is right (Boldo and
+    Melquiond's argument: 53 >= 24 + 2 bits). TwoSum gives the rounding error exactly."""
     moved = total - product
-    error = (product - (total - moved)) + (addend - moved)  # total + error is exact
+    error = (product - (total - moved)) + (addend - moved)
     even = (total.view(np.int64) & 1) == 0
     odd = np.nextafter(total, np.where(error > 0, np.inf, -np.inf))
-    return np.where((error != 0) & even & np.isfinite(error), odd, total).astype(np.float32)
+    return np.where((error != 0) & even & np.isfinite(error), odd, total)
 # --8<-- [end:exact_fma]
 
 
