@@ -68,10 +68,39 @@ def test_elementwise_chain_is_one_loop_and_softmax_a_few_passes():
     # (fuse_inner_loops), divide.
     assert _loops(passes) == 1
     assert len(re.findall(r"^        for \w+ in range\(", passes, flags=re.MULTILINE)) == 3
-    # The exponentials live in a one-row buffer, and the kernel allocates no full-size array:
+    # The exponentials live in the output's row, and the kernel allocates no full-size array:
     # the result is allocated by the runtime and passed in after the input (issue 17).
     assert len(re.findall(r"np\.empty\(\(d\d, d\d,\)", passes)) == 0
     assert re.search(r"^def program\(dims, in0, v\d+\):$", passes, flags=re.MULTILINE)
+
+
+def _normalized(e):
+    return e / e.sum(-1, keepdims=True)
+
+
+ROW_VALUE_PROGRAMS = {  # name: (function, whether its row value can live in an output row)
+    "softmax": (softmax, True),
+    "layer norm": (layernorm, True),
+    "two outputs read it, the second one last":
+        (lambda x: (lambda e: (_normalized(e), e * 2.0))(jnp.exp(x - x.max(-1, keepdims=True))),
+         True),
+    "read at another element": (lambda x: (lambda e: _normalized(e)[:, ::-1] + e)(jnp.exp(x)),
+                                False),
+    "a reversed row": (lambda x: (lambda e: e[:, ::-1] / e.sum(-1, keepdims=True))(jnp.exp(x)),
+                       False),
+}
+
+
+@cpu_only
+@pytest.mark.parametrize("name", ROW_VALUE_PROGRAMS)
+def test_a_row_value_lives_in_an_output_row_only_where_no_later_read_needs_it(name):
+    fun, in_output = ROW_VALUE_PROGRAMS[name]
+    x = jnp.asarray(np.random.default_rng(1).standard_normal((8, 33), dtype=np.float32))
+    source, _ = generate_source(jax.make_jaxpr(fun)(x).jaxpr)
+    assert ("# one row" not in source) == in_output, source
+    for ours, eager in zip(jax.tree_leaves(jax.jit(fun, backend="cpu")(x)),
+                           jax.tree_leaves(fun(x))):
+        np.testing.assert_allclose(ours, eager, rtol=2e-6, atol=1e-7)
 
 
 def test_a_reduction_joins_the_loop_before_it_only_where_that_loop_wrote():
