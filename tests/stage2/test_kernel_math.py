@@ -3,6 +3,7 @@ special values, and NaN propagation. Each is run over arrays by one small compil
 
 import numpy as np
 import pytest
+from llvmlite import binding
 from numba import njit
 
 from stage2_jit import kernel_math as km
@@ -139,7 +140,7 @@ def test_log_special_values():
     assert got[8] == np.float32(np.log(np.float64(np.float32(1e-45))))
 
 
-HAS_AVX512 = bool(__import__("llvmlite.binding").binding.get_host_cpu_features().get("avx512f"))
+HAS_AVX512 = bool(binding.get_host_cpu_features().get("avx512f"))
 
 
 def test_a_users_cpu_features_win_over_the_512_bit_preference(monkeypatch):

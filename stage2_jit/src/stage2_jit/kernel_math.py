@@ -43,11 +43,10 @@ _REDUCTION_FLAGS = ("reassoc", "nsz")  # may reorder, may ignore the sign of zer
 def prefer_512_bit_vectors() -> bool:
     """Lets LLVM vectorise with 512-bit registers on a CPU with AVX-512, where its tuning for
     Intel's chips asks for 256 bits (``prefer-256-bit``: wide instructions once lowered the
-    clock of a whole core). Measured here, the float32 ``exp`` of a 4096x1024 array ran in
-    0.88 ms instead of 1.10 ms on two threads, and softmax's kernel in 1.26 ms instead of
-    1.63 ms; the memory-bound kernels did not change. Numba takes the CPU's features once,
-    when it first compiles in a process, so this runs when the package is imported; a
-    user's ``NUMBA_CPU_FEATURES`` or ``NUMBA_ENABLE_AVX=0`` wins. Returns whether it did."""
+    clock of a whole core); ``course/stage2/cpu-expressions.md`` has the measurements. Numba
+    takes the CPU's features once, when it first compiles in a process, so this runs when
+    the package is imported; a user's ``NUMBA_CPU_FEATURES`` or ``NUMBA_ENABLE_AVX=0`` wins.
+    Returns whether it did."""
     if "NUMBA_CPU_FEATURES" in os.environ or not config.ENABLE_AVX:
         return False
     features = binding.get_host_cpu_features()
@@ -256,7 +255,7 @@ _LOG2_E = F32(1.4426950408889634)
 _LN2_HI = F32(0.693359375)  # 9 significant bits: n * _LN2_HI is exact for |n| <= 150
 _LN2_LO = F32(-2.1219444005469057e-4)  # ln 2 - _LN2_HI
 _ROUNDER = F32(12582912.0)  # 1.5 * 2**23, whose float32 neighbours are 1 apart
-_ROUNDER_BITS = np.int32(0x4B400000)  # its bits
+_ROUNDER_BITS = _ROUNDER.view(np.int32)  # its bits
 
 
 # --8<-- [start:fma]

@@ -117,7 +117,8 @@ def _numpy_twin(function: Any, names: dict[str, Any]) -> Callable[..., np.ndarra
 
 # --8<-- [start:exact_fma]
 _LOW_BITS, _TIE = 0x1FFFFFFF, 0x10000000  # the 29 float64 bits float32 drops; a halfway point
-_EXPONENT, _FLOAT32_TINY = 0x7FF0000000000000, 0x3810000000000000  # 2**-126 in float64
+_EXPONENT = 0x7FF0000000000000  # a float64's exponent bits
+_FLOAT32_TINY = np.float64(2.0 ** -126).view(np.int64)  # float32's smallest normal number
 
 
 def exact_fma(a: Any, b: Any, c: Any) -> np.ndarray:
@@ -133,8 +134,8 @@ def exact_fma(a: Any, b: Any, c: Any) -> np.ndarray:
     bits = total.view(np.int64)
     suspect = ((bits & _LOW_BITS) == _TIE) | ((bits & _EXPONENT) < _FLOAT32_TINY)
     if suspect.any():
-        product, addend, total = (np.array(v) for v in np.broadcast_arrays(
-            product, np.asarray(c, np.float64), total))
+        product, addend, total = np.broadcast_arrays(product, np.asarray(c, np.float64), total)
+        total = total.copy()  # (broadcast views are read-only)
         total[suspect] = _rounded_to_odd(product[suspect], addend[suspect], total[suspect])
     return total.astype(np.float32)
 
