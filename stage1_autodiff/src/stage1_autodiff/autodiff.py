@@ -62,7 +62,7 @@ from .tree_util import (
 
 
 # --8<-- [start:tape]
-@dataclass
+@dataclass(slots=True)
 class TapeEntry:
     """One primitive application: which nodes went in, which came out, and the primal
     values its VJP rule needs."""
@@ -147,7 +147,7 @@ class TapeTrace(Trace):
         outs = prim.bind(*primals_in, **params)
         outs = outs if prim.multiple_results else [outs]
         in_nodes = [t.node for t in tracers]
-        if all(node is None for node in in_nodes):
+        if in_nodes.count(None) == len(in_nodes):  # constants only (nodes are ints or None)
             return [TapeTracer(self, out, None) for out in outs]
         tape: Tape = self.main.global_data
         out_nodes = [tape.new_node() for _ in outs]
@@ -285,7 +285,9 @@ def _like_primal(ct: Any, x: Any) -> Any:
     """An input's cotangent with the input's type, its sharding included (stage 4): the
     gradient of a loop's carry must have the carry's layout, and ``grad`` returns each
     gradient laid out as its argument, as JAX's does."""
-    if ct is None or not dtypes.is_inexact(get_aval(x).dtype):
+    if ct is None or type(ct) is type(x) is Array:  # host arrays: no layout to give
+        return ct
+    if not dtypes.is_inexact(get_aval(x).dtype):
         return ct
     return lax.with_sharding_of(ct, x)
 

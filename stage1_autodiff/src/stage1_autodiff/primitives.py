@@ -30,6 +30,7 @@ from .core import (
     SHAPE,
     Array,
     Primitive,
+    Tracer,
     get_aval,
     impl_rules,
     jvp_rules,
@@ -408,9 +409,14 @@ def _unbroadcast(operand, ct):
 
     NB: JAX's transpose rules of add, sub and mul call ``_unbroadcast`` in jax/_src/lax/lax.py.
     """
-    if ct is None or get_aval(operand).ndim or not get_aval(ct).ndim:
+    if ct is None or _ndim(operand) or not _ndim(ct):
         return ct
-    return reduce_sum(ct, tuple(range(get_aval(ct).ndim)))
+    return reduce_sum(ct, tuple(range(_ndim(ct))))
+
+
+def _ndim(x: Any) -> int:
+    """``get_aval(x).ndim`` without making the aval (this runs twice per binary VJP)."""
+    return len(x.shape) if isinstance(x, (Array, Tracer)) else get_aval(x).ndim
 
 
 def _with_unbroadcast(rule):

@@ -108,8 +108,8 @@ def _promote_pair(x: Any, y: Any) -> list[Any]:
     """``promote`` of two arrays or tracers, comparing their types directly: the common case
     of an eager op or a tape entry, so it skips building abstract values."""
     x_typed, y_typed = (x.dtype, x.weak_type), (y.dtype, y.weak_type)
-    if x_typed == y_typed and not x_typed[1]:
-        return [x, y]  # (weak pairs take the lattice: two weak bools make a strong bool)
+    if x_typed == y_typed and (not x_typed[1] or x_typed[0] != np.bool_):
+        return [x, y]  # (but two weak bools make a strong bool: the lattice says so)
     typed = dtypes.promote_types(x_typed, y_typed)
     return [x if x_typed == typed else convert(x, *typed),
             y if y_typed == typed else convert(y, *typed)]
@@ -158,8 +158,10 @@ def promote_and_broadcast(op_name: str, *args: Any, inexact: bool = False,
     it as it is, as JAX's do: ``mul a 2.0:f32[]``)."""
     values = promote_inexact(*args) if inexact else promote(*args)
     shapes = [v.shape for v in values]
-    if all(s == shapes[0] for s in shapes) or keep_scalars and len(values) == 2 and (
-            () in shapes):
+    if len(shapes) == 2:  # the usual binary op: the same shape, or a scalar kept as it is
+        if shapes[0] == shapes[1] or keep_scalars and () in shapes:
+            return values
+    elif all(s == shapes[0] for s in shapes):
         return values
     shape = broadcast_shapes(*shapes, op_name=op_name)
     return [broadcast_to_shape(v, shape) for v in values]
