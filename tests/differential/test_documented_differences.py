@@ -263,6 +263,24 @@ def test_lax_reshape_has_no_dimensions_argument() -> None:
     raises(TypeError, slax.reshape, sjnp.asarray(x), (3, 2), dimensions=(1, 0))
 
 
+def test_broadcast_in_dim_takes_increasing_dims() -> None:
+    """JAX transposes for dims out of order; we refuse, eagerly and under jit (before, the
+    eager impl reshaped instead: a silent wrong value). In order, the values are JAX's, and
+    a size that can't stretch is JAX's TypeError."""
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    assert np.asarray(lax.broadcast_in_dim(x, (4, 3), (1, 0))).tolist() == x.T.tolist()
+    reorder = lambda v: slax.broadcast_in_dim(v, (4, 3), (1, 0))  # noqa: E731
+    raises(TypeError, reorder, sjnp.asarray(x), match="increasing")
+    raises(TypeError, sj.jit(reorder), sjnp.asarray(x))
+    in_order = (x, (2, 3, 5, 4), (1, 3))
+    np.testing.assert_array_equal(slax.broadcast_in_dim(sjnp.asarray(x), *in_order[1:]),
+                                  lax.broadcast_in_dim(*in_order))
+    for operand, shape, dims in [(x[:, 0], (2, 4), (1,)), (x, (3, 4, 5), (0,))]:
+        with pytest.raises(TypeError):
+            lax.broadcast_in_dim(operand, shape, dims)
+        raises(TypeError, slax.broadcast_in_dim, sjnp.asarray(operand), shape, dims)
+
+
 def test_lax_reduce_with_a_computation_of_its_own_is_a_pairwise_composition() -> None:
     """JAX binds one ``reduce`` equation that holds the computation's jaxpr; ours halves the
     operand pairwise, with the computation's primitives in the jaxpr. An associative

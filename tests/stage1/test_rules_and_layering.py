@@ -7,11 +7,12 @@ import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 import stage1_autodiff as jax
-from stage1_autodiff import autodiff, core, custom_derivatives, random_distributions
+from stage1_autodiff import autodiff, core, custom_derivatives, primitives, random_distributions
 from stage1_autodiff import numpy as jnp
 from stage1_autodiff import prims as lax
 
@@ -777,3 +778,28 @@ def test_custom_vjp_call_is_its_own_primitive_on_the_tape():
 
     assert float(jax.grad(f)(1.0)) == 2.0
     assert seen["prims"] == [custom_vjp_call_p]
+
+
+@pytest.mark.parametrize("operand, shape, dims", [
+    (np.arange(3, dtype=np.float32), (2, 3), (1,)),
+    (np.arange(3.0), (3, 2), (0,)),  # a column
+    (np.float32(2.5), (2, 2), ()),  # a NumPy scalar, as an impl may be given
+    (np.arange(6).reshape(2, 3)[:, ::-1], (4, 2, 3), (1, 2)),  # not contiguous: as_strided
+    (np.ones((1, 3), np.int8), (5, 3), (0, 1)),  # a stretched dim of size 1
+    (np.arange(3).astype(ml_dtypes.bfloat16), (2, 3), (1,)),  # no buffer export: as_strided
+    (np.ones((0, 3)), (2, 0, 3), (1, 2)),
+    (np.array([True, False]), (3, 2), (1,)),
+])
+def test_broadcast_in_dim_impl_is_a_read_only_view_equal_to_broadcast_to(operand, shape, dims):
+    out = core.impl_rules[primitives.broadcast_in_dim_p](operand, shape=shape,
+                                                         broadcast_dimensions=dims)
+    value = np.asarray(operand)
+    expanded = [1] * len(shape)
+    for operand_dim, out_dim in enumerate(dims):
+        expanded[out_dim] = value.shape[operand_dim]
+    want = np.broadcast_to(value.reshape(expanded), shape)
+    assert out.dtype == want.dtype and out.shape == want.shape
+    np.testing.assert_array_equal(out, want)
+    assert not out.flags.writeable
+    if isinstance(operand, np.ndarray) and operand.size:  # a view, not a copy
+        assert np.shares_memory(out, operand)

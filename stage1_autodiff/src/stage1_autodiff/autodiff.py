@@ -37,6 +37,7 @@ from .core import (
     Trace,
     Tracer,
     asarray,
+    bind_below,
     find_top_trace,
     full_raise,
     get_aval,
@@ -144,8 +145,7 @@ class TapeTrace(Trace):
 
     def process_primitive(self, prim, tracers, params):
         primals_in = [t.primal for t in tracers]
-        outs = prim.bind(*primals_in, **params)
-        outs = outs if prim.multiple_results else [outs]
+        outs = bind_below(prim, primals_in, params)
         in_nodes = [t.node for t in tracers]
         if in_nodes.count(None) == len(in_nodes):  # constants only (nodes are ints or None)
             return [TapeTracer(self, out, None) for out in outs]

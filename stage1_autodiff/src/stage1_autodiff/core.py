@@ -256,6 +256,16 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     return prim.bind(*args, **params)
 
 
+def bind_below(prim: Primitive, args: list[Any], params: dict[str, Any]) -> list[Any]:
+    """``prim.bind`` for an interpreter that passes an op on to the level below, with its
+    results always as a list. Host operands of a plain primitive go straight to the host,
+    as ``bind`` would send them (a primitive with a ``bind`` of its own still gets it)."""
+    if type(prim) is Primitive and _all_on_host(args, params):
+        return run_on_host(prim, args, params)
+    outs = prim.bind(*args, **params)
+    return outs if prim.multiple_results else [outs]
+
+
 def find_top_trace(xs: Sequence[Any]) -> Trace:
     """The interpreter of the highest level among the arguments' tracers."""
     top = trace_state.dynamic_trace  # the bottom (eval) trace unless make_jaxpr is running

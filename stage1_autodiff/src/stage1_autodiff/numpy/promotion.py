@@ -144,10 +144,15 @@ def broadcast_shapes(*shapes: Sequence[int], op_name: str = "broadcast_shapes") 
 
 
 def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
+    """``x`` broadcast to ``shape`` by NumPy's rule (aligned from the right), or JAX's
+    ``ValueError`` when it can't be."""
     aval = get_aval(x)
     if aval.shape == shape:
         return x
     leading = len(shape) - aval.ndim
+    if leading < 0 or any(n not in (1, shape[leading + i]) for i, n in enumerate(aval.shape)):
+        raise ValueError(f"Incompatible shapes for broadcasting: {aval.shape} cannot be "
+                         f"broadcast to {shape}.")
     return lax.broadcast_in_dim(x, shape, tuple(range(leading, len(shape))))
 
 

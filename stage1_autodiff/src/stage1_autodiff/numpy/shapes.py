@@ -145,10 +145,6 @@ def broadcast_to(array, shape: Sequence[int]):
     """
     array = as_value(array)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    from_shape = get_aval(array).shape
-    if broadcast_shapes(from_shape, shape, op_name="broadcast_to") != shape:
-        raise ValueError(f"Incompatible shapes for broadcasting: {from_shape} cannot be "
-                         f"broadcast to {shape}.")
     return broadcast_to_shape(array, shape)
 
 
