@@ -371,7 +371,7 @@ def run_on_host(prim: Primitive, arrays: Sequence[Array], params: dict[str, Any]
                 ) -> list[Array]:
     """``prim``'s NumPy implementation on host arrays, its results typed as Arrays."""
     values = [a._value for a in arrays]
-    if trace_state.numpy_quiet:
+    if trace_state.numpy_quiet or prim.kind is PrimitiveKind.SHAPE:  # (moves no arithmetic)
         outs = impl_rules[prim](*values, **params)
     elif prim.kind is PrimitiveKind.ELEMENTWISE:  # NumPy's arithmetic, and nothing else
         outs = _quietly(impl_rules[prim], values, params)

@@ -560,25 +560,22 @@ def _read_only_view(x: np.ndarray, shape: Shape, strides: tuple[int, ...]) -> np
     return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=False)
 
 
-def _check_broadcast_in_dim(operand_shape: Shape, shape: Shape, dims: tuple[int, ...]) -> None:
-    """JAX's checks, with its error type (the impl makes a strided view and would not notice
-    a bad shape), and stage 2's rule that the dims increase."""
+def _broadcast_in_dim_error(operand_shape: Shape, shape: Shape, dims: tuple[int, ...]
+                            ) -> TypeError:
+    """What is wrong with a broadcast, as JAX's ``TypeError`` says it, and with stage 2's
+    rule that the dims increase (the impl checks; stage 2's abstract eval checks traces)."""
     where = (f"operand shape {operand_shape}, output shape {shape}, broadcast_dimensions "
              f"{dims}")
     if len(dims) != len(operand_shape):
-        raise TypeError(f"broadcast_in_dim needs one broadcast dimension per operand dim: "
-                        f"{where}.")
+        return TypeError(f"broadcast_in_dim needs one broadcast dimension per operand dim: "
+                         f"{where}.")
     if any(a >= b for a, b in zip(dims, dims[1:])) or not all(0 <= d < len(shape) for d in dims):
-        raise TypeError(f"broadcast_in_dim's broadcast dimensions must be increasing dims of "
-                        f"the output (0 to {len(shape) - 1}): {where}. To reorder dims, "
-                        f"transpose first (JAX accepts them in any order: see 'Differences "
-                        f"from JAX').")
-    for operand_dim, out_dim in enumerate(dims):
-        if operand_shape[operand_dim] not in (1, shape[out_dim]):
-            raise TypeError(
-                f"broadcast_in_dim can't stretch operand dim {operand_dim} of size "
-                f"{operand_shape[operand_dim]} to size {shape[out_dim]}: an operand dim must "
-                f"be 1 or the size of its output dim ({where}).")
+        return TypeError(f"broadcast_in_dim's broadcast dimensions must be increasing dims of "
+                         f"the output (0 to {len(shape) - 1}): {where}. To reorder dims, "
+                         f"transpose first (JAX accepts them in any order: see 'Differences "
+                         f"from JAX').")
+    return TypeError(f"broadcast_in_dim can't stretch an operand dim to its output dim's "
+                     f"size: each must be 1 or that size ({where}).")
 
 
 # --8<-- [start:broadcast_in_dim]
@@ -589,16 +586,21 @@ def broadcast_in_dim(x, shape: Shape, broadcast_dimensions: Sequence[int], out_s
     may be split, which the operand cannot say. NB: JAX always binds it (as ``sharding``);
     we bind it only when given, so stages 1-3 print their equations as before."""
     params = dict(shape=tuple(shape), broadcast_dimensions=tuple(broadcast_dimensions))
-    _check_broadcast_in_dim(get_aval(x).shape, params["shape"], params["broadcast_dimensions"])
     if out_sharding is not None:
         params["out_sharding"] = out_sharding
     return broadcast_in_dim_p.bind(x, **params)
 def broadcast_in_dim_impl(x, *, shape, broadcast_dimensions, out_sharding=None):
     x = np.asarray(x)
-    strides = [0] * len(shape)  # a new dim, or a stretched one of size 1, repeats: stride 0
+    if len(broadcast_dimensions) != x.ndim:
+        raise _broadcast_in_dim_error(x.shape, shape, broadcast_dimensions)
+    strides, previous = [0] * len(shape), -1  # a new dim, or a stretched one, repeats: 0
     for operand_dim, out_dim in enumerate(broadcast_dimensions):
-        if x.shape[operand_dim] == shape[out_dim]:
+        size = x.shape[operand_dim]
+        if not previous < out_dim < len(shape) or size not in (1, shape[out_dim]):
+            raise _broadcast_in_dim_error(x.shape, shape, broadcast_dimensions)
+        if size == shape[out_dim]:
             strides[out_dim] = x.strides[operand_dim]
+        previous = out_dim
     return _read_only_view(x, tuple(shape), tuple(strides))  # a view: no copy in eager mode
 impl_rules[broadcast_in_dim_p] = broadcast_in_dim_impl
 def broadcast_in_dim_vjp(ct, x, *, out, shape, broadcast_dimensions, out_sharding=None):
