@@ -560,22 +560,25 @@ def _read_only_view(x: np.ndarray, shape: Shape, strides: tuple[int, ...]) -> np
     return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=False)
 
 
-def _broadcast_in_dim_error(operand_shape: Shape, shape: Shape, dims: tuple[int, ...]
-                            ) -> TypeError:
-    """What is wrong with a broadcast, as JAX's ``TypeError`` says it, and with stage 2's
-    rule that the dims increase (the impl checks; stage 2's abstract eval checks traces)."""
-    where = (f"operand shape {operand_shape}, output shape {shape}, broadcast_dimensions "
-             f"{dims}")
+def broadcast_in_dim_problem(operand_shape: Shape, shape: Shape, dims: tuple[int, ...]
+                             ) -> str | None:
+    """What is wrong with broadcasting ``operand_shape`` to ``shape`` along ``dims``, or None:
+    JAX's rules (one dim per operand dim, in range, sizes that stretch), and ours that the
+    dims increase. One statement of the rule for the eager impl (stage 1) and the abstract
+    eval (stage 2), which raise it as JAX does, as a ``TypeError``."""
     if len(dims) != len(operand_shape):
-        return TypeError(f"broadcast_in_dim needs one broadcast dimension per operand dim: "
-                         f"{where}.")
-    if any(a >= b for a, b in zip(dims, dims[1:])) or not all(0 <= d < len(shape) for d in dims):
-        return TypeError(f"broadcast_in_dim's broadcast dimensions must be increasing dims of "
-                         f"the output (0 to {len(shape) - 1}): {where}. To reorder dims, "
-                         f"transpose first (JAX accepts them in any order: see 'Differences "
-                         f"from JAX').")
-    return TypeError(f"broadcast_in_dim can't stretch an operand dim to its output dim's "
-                     f"size: each must be 1 or that size ({where}).")
+        return f"give one broadcast dimension per operand dim, got {dims}."
+    previous = -1
+    for operand_dim, out_dim in enumerate(dims):  # (one loop: every eager broadcast asks)
+        if not previous < out_dim < len(shape):
+            return (f"broadcast_dimensions must be increasing output dims (0 to "
+                    f"{len(shape) - 1}), got {dims}. To reorder dims, transpose first (JAX "
+                    f"accepts them in any order: see 'Differences from JAX').")
+        if operand_shape[operand_dim] not in (1, shape[out_dim]):
+            return (f"operand dim {operand_dim} must be 1 or {shape[out_dim]}, the size of "
+                    f"output dim {out_dim}.")
+        previous = out_dim
+    return None
 
 
 # --8<-- [start:broadcast_in_dim]
@@ -591,16 +594,14 @@ def broadcast_in_dim(x, shape: Shape, broadcast_dimensions: Sequence[int], out_s
     return broadcast_in_dim_p.bind(x, **params)
 def broadcast_in_dim_impl(x, *, shape, broadcast_dimensions, out_sharding=None):
     x = np.asarray(x)
-    if len(broadcast_dimensions) != x.ndim:
-        raise _broadcast_in_dim_error(x.shape, shape, broadcast_dimensions)
-    strides, previous = [0] * len(shape), -1  # a new dim, or a stretched one, repeats: 0
+    problem = broadcast_in_dim_problem(x.shape, shape, broadcast_dimensions)
+    if problem is not None:
+        raise TypeError(f"broadcast_in_dim can't broadcast {x.shape} to {tuple(shape)}: "
+                        f"{problem}")
+    strides = [0] * len(shape)  # a new dim, or a stretched one of size 1, repeats: stride 0
     for operand_dim, out_dim in enumerate(broadcast_dimensions):
-        size = x.shape[operand_dim]
-        if not previous < out_dim < len(shape) or size not in (1, shape[out_dim]):
-            raise _broadcast_in_dim_error(x.shape, shape, broadcast_dimensions)
-        if size == shape[out_dim]:
+        if x.shape[operand_dim] == shape[out_dim]:
             strides[out_dim] = x.strides[operand_dim]
-        previous = out_dim
     return _read_only_view(x, tuple(shape), tuple(strides))  # a view: no copy in eager mode
 impl_rules[broadcast_in_dim_p] = broadcast_in_dim_impl
 def broadcast_in_dim_vjp(ct, x, *, out, shape, broadcast_dimensions, out_sharding=None):

@@ -208,17 +208,10 @@ abstract_eval_rules[p.stop_gradient_p] = _unary(p.stop_gradient_p, _ANY)
 def broadcast_in_dim_abstract_eval(x: ShapedArray, *, shape: tuple[int, ...],
                                    broadcast_dimensions: tuple[int, ...],
                                    out_sharding: Any = None) -> ShapedArray:
-    dims, target = broadcast_dimensions, _short(shape, x.dtype)
-    increasing = all(a < b for a, b in zip(dims, dims[1:]))
-    if len(dims) != x.ndim or not increasing or any(not 0 <= d < len(shape) for d in dims):
-        raise TypeError(f"broadcast_in_dim can't broadcast {x.str_short()} to {target}: "
-                        f"broadcast_dimensions must be increasing output dims, one per operand "
-                        f"dim, got {dims}.")
-    for operand_dim, out_dim in enumerate(dims):
-        if x.shape[operand_dim] not in (1, shape[out_dim]):
-            raise TypeError(f"broadcast_in_dim can't broadcast {x.str_short()} to {target}: "
-                            f"operand dim {operand_dim} must be 1 or {shape[out_dim]}, the size "
-                            f"of output dim {out_dim}.")
+    problem = p.broadcast_in_dim_problem(x.shape, shape, broadcast_dimensions)
+    if problem is not None:
+        raise TypeError(f"broadcast_in_dim can't broadcast {x.str_short()} to "
+                        f"{_short(shape, x.dtype)}: {problem}")
     return ShapedArray(tuple(shape), x.dtype, x.weak_type)
 abstract_eval_rules[p.broadcast_in_dim_p] = broadcast_in_dim_abstract_eval
 
