@@ -441,23 +441,27 @@ def page_faults_per_call(fn: Callable[[], object], calls: int = 3) -> float:
 
 def dispatch_breakdown(jitted, args: tuple, repeat: int, min_time: float) -> str:
     """Times the layers of a cached cpu call: the whole ``Jitted.__call__``, its cache
-    lookup, ``CpuExecutable.__call__`` (array checks and wrapping) and the Numba kernel."""
-    from stage2_jit.runtime import compile_jaxpr  # internals: for this diagnosis only
-
+    lookup (as the call makes it: from the arguments' types alone when they are arrays, else
+    after flattening them), ``CpuExecutable.__call__`` (array checks and wrapping) and the
+    Numba kernel."""
     try:
+        from stage2_jit.jit import _cache_key  # internals: for this diagnosis only
+        from stage2_jit.runtime import compile_jaxpr
         entry, _ = jitted._lookup(args, {})
         executable = compile_jaxpr(entry.program, "cpu")
         arrays = [np.asarray(a) for a in (*entry.consts, *jax.tree_leaves(args))]
         kernel_args = [a.reshape(1) if a.ndim == 0 else a for a in arrays]
         outputs = executable.output_buffers()  # the kernel alone: into outputs made once
+        tree = jitted._arg_trees.get(len(args))  # set by a call that took the array path
         parts = {
             "Jitted.__call__": lambda: jitted(*args),
-            "its cache lookup": lambda: jitted._lookup(args, {}),
+            "its cache lookup": (lambda: jitted._cache[_cache_key(tree, args, ())]) if tree
+            else lambda: jitted._lookup(args, {}),
             "CpuExecutable.__call__": lambda: executable(*arrays),
             "the Numba kernel alone": lambda: executable.kernel(executable.dims, *kernel_args,
                                                                 *outputs),
         }
-    except (AttributeError, TypeError) as e:  # the internals moved
+    except (AttributeError, ImportError, KeyError, TypeError) as e:  # the internals moved
         return f"(breakdown unavailable: {e})"
     times = {name: time_call(fn, repeat, min_time).best for name, fn in parts.items()}
     return ", ".join(f"{name} {format_seconds(t)}" for name, t in times.items())

@@ -269,6 +269,22 @@ class PyTreeDef:
     node_data: Hashable
     children_defs: tuple[PyTreeDef, ...]
 
+    # A treedef is part of every jit cache key: hash it once, and compare by identity first.
+    def __hash__(self) -> int:
+        return self._hash
+
+    @functools.cached_property
+    def _hash(self) -> int:
+        return hash((self.node_type, self.node_data, self.children_defs))
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, PyTreeDef):
+            return NotImplemented
+        return (self.node_type == other.node_type and self.node_data == other.node_data
+                and self.children_defs == other.children_defs)
+
     @functools.cached_property  # a treedef is immutable: count once (vmap asks on every call)
     def num_leaves(self) -> int:
         if self.node_type is None:

@@ -156,6 +156,8 @@ class _CacheEntry:
 
     def results(self, outs: list[Any]) -> Any:
         """The pytree of results, with the float0 leaves the program does not compute."""
+        if not self.float0_outputs:
+            return tree_unflatten(self.out_tree, outs)
         outs = iter(outs)
         n = len(self.float0_outputs) + len(self.program.out_avals)
         leaves = [np.zeros(self.float0_outputs[i], dtypes.float0) if i in self.float0_outputs
@@ -184,6 +186,7 @@ class Jitted:
         self.backend = backend
         self._cache: dict[Any, _CacheEntry] = {}
         self._arg_trees: dict[int, Any] = {}  # number of arguments -> their treedef
+        self._trees: dict[Any, Any] = {}  # one object per treedef: keys then compare by `is`
         self._lock = threading.RLock()
         self._signature = _signature_or_none(fun)
         self._name = getattr(fun, "__name__", "fun")
@@ -247,12 +250,14 @@ class Jitted:
         """The common case, found without flattening: concrete arrays as the only arguments,
         no transformation running, a signature seen before. Runs the executable directly
         (what binding jit_p would do, minus the dispatch). None when it does not apply."""
-        if kwargs or self._static_nums or not _at_top_level() or any(
-                type(a) is not Array and type(a) is not GpuArray for a in args):
+        if kwargs or self._static_nums or not _at_top_level():
             return None
+        for a in args:  # (a loop: a generator here cost a tenth of a small call)
+            if type(a) is not Array and type(a) is not GpuArray:
+                return None
         in_tree = self._arg_trees.get(len(args))
         if in_tree is None:
-            in_tree = self._arg_trees[len(args)] = tree_structure((args, {}))
+            in_tree = self._arg_trees[len(args)] = self._interned(tree_structure((args, {})))
         key = _cache_key(in_tree, args, ())
         entry = self._cache.get(key)
         if entry is None or entry.consts:
@@ -265,6 +270,7 @@ class Jitted:
     # --8<-- [start:jit_lookup]
     def _lookup(self, args, kwargs) -> tuple[_CacheEntry, list[Any]]:
         static, dynamic, in_tree, leaves = self._flatten_args(args, kwargs)
+        in_tree = self._interned(in_tree)
         # --8<-- [start:task2_3]
         key = _cache_key(in_tree, leaves, static)
         entry = self._cache.get(key)
@@ -278,6 +284,9 @@ class Jitted:
                     self._cache[key] = entry  # closures over tracers are not reusable
         return entry, leaves
         # --8<-- [end:task2_3]
+
+    def _interned(self, tree: Any) -> Any:
+        return self._trees.setdefault(tree, tree)
 
     def _flatten_args(self, args, kwargs) -> tuple[tuple, tuple, Any, list[Any]]:
         """The static arguments (hashable), the dynamic ones, their tree structure and their
