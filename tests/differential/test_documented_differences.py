@@ -122,6 +122,25 @@ def test_the_sign_of_a_nan_may_differ() -> None:
     assert np.signbit(np.log(nan)) == np.signbit(ours[0])
 
 
+def test_an_integer_power_below_0_or_above_63_differs() -> None:
+    """A negative integer power is the true one truncated toward zero (JAX's is XLA's
+    squaring loop's leftovers, which agree for the bases 0, 1, -1, 2 and -2), and a power
+    from 64 up wraps around as NumPy's (XLA squares through its low 6 bits only)."""
+    x = np.array([3, 7, -7, 1, -1, -1, 0, 2, -2], np.int32)
+    y = np.array([-1, -2, -3, -5, -3, -4, -1, -1, -3], np.int32)
+    truncated = np.array([0, 0, 0, 1, -1, 1, 0, 0, 0], np.int32)
+    agree = np.abs(x) <= 2
+    for ours in (sjnp.power(x, y), sj.jit(sjnp.power)(x, y)):
+        np.testing.assert_array_equal(ours, truncated)
+    theirs = np.asarray(jnp.power(x, y))
+    np.testing.assert_array_equal(theirs[agree], truncated[agree])
+    assert theirs[0] == 2111105451  # JAX's 3 ** -1
+    big = np.array([3, 5], np.int32), np.array([64, 70], np.int32)
+    for ours in (sjnp.power(*big), sj.jit(sjnp.power)(*big)):
+        np.testing.assert_array_equal(ours, np.power(*big))  # the true power mod 2**32
+    np.testing.assert_array_equal(jnp.power(*big), [1, 5 ** 6])  # 64 -> 0, 70 -> 6
+
+
 def test_a_list_with_nan_to_an_int_dtype_is_numpys_int_min() -> None:
     raises(ValueError, jnp.asarray, [1.0, float("nan")], dtype=np.int32,
            match="cannot convert float NaN to integer")

@@ -71,6 +71,8 @@ PROGRAMS = [
      + jax.lax.cond(y.sum() > 0, jnp.tanh, lambda v: v * 2.0, y)),
     ("bitcast_erf_inv", lambda x, y: jax.lax.bitcast_convert_type(
         jax.lax.bitcast_convert_type(x, jnp.int32) >> 1, jnp.float32) + jax.lax.erf_inv(y / 4)),
+    ("int_power_sign", lambda x, y: jnp.sign(x) + jnp.power(
+        (x * 3).astype(jnp.int32), (y * 2).astype(jnp.int32)).astype(jnp.float32)),
 ]
 
 

@@ -220,7 +220,10 @@ jvp_rules[abs_p] = _unary_elementwise_jvp(abs_p)  # complex_numbers.py adds |z|'
 
 sign_p = Primitive("sign", kind=ELEMENTWISE)
 def sign(x): return sign_p.bind(x)
-impl_rules[sign_p] = np.sign
+def sign_impl(x):  # NumPy's sign of -0.0 is 0.0; JAX's, and the kernels', is -0.0
+    out = np.sign(x)
+    return np.copysign(out, x) if dtypes.kind(x.dtype) == "f" else out
+impl_rules[sign_p] = sign_impl
 vjp_rules[sign_p] = _zero_vjp
 jvp_rules[sign_p] = _zero_jvp(sign_p)
 
@@ -237,7 +240,13 @@ vjp_rules[ceil_p] = _zero_vjp
 jvp_rules[ceil_p] = _zero_jvp(ceil_p)
 
 integer_pow_p = Primitive("integer_pow", kind=ELEMENTWISE)
-def integer_pow(x, y: int): return integer_pow_p.bind(x, y=y)
+def integer_pow(x, y: int):
+    aval = get_aval(x)
+    if y < 0 and dtypes.kind(aval.dtype) in "iu":  # JAX's TypeError (its dtype rule)
+        shape = ",".join(str(d) for d in aval.shape)
+        raise TypeError(f"Integers cannot be raised to negative powers, got "
+                        f"integer_pow({aval.dtype.name}[{shape}], {y})")
+    return integer_pow_p.bind(x, y=y)
 def integer_pow_impl(x, *, y):
     return np.power(x, y, dtype=x.dtype) if y >= 0 else (1 / np.power(x, -y)).astype(x.dtype)
 impl_rules[integer_pow_p] = integer_pow_impl
@@ -334,7 +343,13 @@ jvp_rules[rem_p] = rem_jvp
 
 pow_p = Primitive("pow", kind=ELEMENTWISE)
 def pow(x, y): return pow_p.bind(x, y)  # noqa: A001 -- lax's name
-impl_rules[pow_p] = np.power
+def pow_impl(x, y):
+    if dtypes.kind(x.dtype) != "i" or not np.any(y < 0):
+        return np.power(x, y)
+    # XLA's integer power (NumPy refuses a negative one): 0, but for 1 and -1
+    negative = np.where(x == 1, 1, np.where(x == -1, np.where(y & 1, -1, 1), 0))
+    return np.where(y < 0, negative, np.power(x, np.maximum(y, 0))).astype(x.dtype)
+impl_rules[pow_p] = pow_impl
 def _pow_dx(x, y):
     # y * x^(y-1), taken as 0 where y == 0 so that d(x^0) = 0 even at x = 0.
     slope = mul(y, pow(x, sub(y, full_like(y, 1))))

@@ -48,6 +48,7 @@ from .kernel_writer import (
     loop_index,
     np_type,
     operator,
+    power,
     typed_constant,
 )
 from .loop_rules import LOOP_RULES as SHARED_LOOP_RULES
@@ -149,7 +150,7 @@ ELEMENTWISE: dict[Primitive, Rule] = {
     p.ceil_p: function("np.ceil"),
     p.div_p: _integer_or_float("div_toward_zero", operator("/")),
     p.rem_p: _integer_or_float("rem_toward_zero", function("np.fmod")),
-    p.pow_p: function("np.power"),
+    p.pow_p: power(function("np.power")),
     p.atan2_p: function("np.arctan2"),
     p.shift_left_p: function("shift_left"),
     p.shift_right_logical_p: function("shift_right_logical"),

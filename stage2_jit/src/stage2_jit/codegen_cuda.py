@@ -60,6 +60,7 @@ from .kernel_writer import (
     function,
     has_rule,
     loop_index,
+    negative_power,
     np_type,
     typed_constant,
 )
@@ -136,8 +137,7 @@ def _sign(args: list[str], eqn: JaxprEqn) -> str:
     one, zero = typed_constant(1, dtype), typed_constant(0, dtype)
     if dtype.kind == "u":
         return f"({one} if {x} > {zero} else {zero})"
-    nan_or_zero = f"({zero} if {x} == {zero} else {x})"  # NaN stays NaN; -0.0 gives 0.0
-    return f"({one} if {x} > {zero} else (-{one} if {x} < {zero} else {nan_or_zero}))"
+    return f"({one} if {x} > {zero} else (-{one} if {x} < {zero} else {x}))"  # 0, -0.0, NaN
     # --8<-- [end:task2_6]
 
 
@@ -264,7 +264,6 @@ CUDA_ELEMENTWISE: dict[Primitive, Rule] = {
     p.exp2_p: lambda args, eqn: _math("pow")(
         [typed_constant(2, eqn.outvars[0].aval.dtype), *args], eqn),
     p.sqrt_p: _math("sqrt"),
-    p.pow_p: _math("pow", "power"),
     p.atan2_p: _math("atan2", "arctan2"),
     p.floor_p: _rounding("floor"),
     p.ceil_p: _rounding("ceil"),
@@ -370,7 +369,26 @@ def _erf_inv(writer: CudaWriter, args: list[str], eqn: JaxprEqn, body: list[str]
     return out
 
 
-CUDA_STATEMENTS = {p.bitcast_convert_type_p: _bitcast, p.erf_inv_p: _erf_inv}
+def _pow(writer: CudaWriter, args: list[str], eqn: JaxprEqn, body: list[str]) -> str:
+    """``math.pow`` for floats; an integer power by squaring, wrapping around as eager's
+    does (numba-cuda's ``np.power`` takes floats only), with eager's negative powers."""
+    dtype, (x, y) = eqn.outvars[0].aval.dtype, args
+    if dtype.kind == "f":
+        return _math("pow")(args, eqn)
+    kind = np_type(dtype)
+    base, exponent, out = (writer._temporary() for _ in range(3))
+    body += [f"{out} = {typed_constant(1, dtype)}", f"{base} = {x}", f"{exponent} = {y}",
+             f"while {exponent} > 0:",
+             f"    if {exponent} & 1:",
+             f"        {out} = {kind}({out} * {base})",
+             f"    {base} = {kind}({base} * {base})",
+             f"    {exponent} = {exponent} >> 1"]
+    if dtype.kind == "i":
+        body += [f"if {y} < 0:", f"    {out} = {negative_power(x, y, dtype)}"]
+    return out
+
+
+CUDA_STATEMENTS = {p.bitcast_convert_type_p: _bitcast, p.erf_inv_p: _erf_inv, p.pow_p: _pow}
 # --8<-- [end:cuda_statements]
 
 

@@ -324,7 +324,8 @@ def tanh_f32(x):
     p = p * x2 + _TANH_P[0]
     near_zero = x + x * x2 * p
     far = F32(1.0) - F32(2.0) / (exp_f32(a + a) + F32(1.0))
-    return select(a < F32(0.625), near_zero, select(x < F32(0.0), -far, far))
+    tanh = select(a < F32(0.625), near_zero, select(x < F32(0.0), -far, far))
+    return select(x == F32(0.0), x, tanh)  # (near_zero is +0.0 at -0.0) a zero is itself
 
 
 @njit(cache=True, error_model="numpy")

@@ -124,6 +124,27 @@ def function(name: str) -> Rule:
     return lambda args, eqn: f"{name}({', '.join(args)})"
 
 
+def negative_power(x: str, y: str, dtype: np.dtype) -> str:
+    """A signed integer ``x`` to the power ``y < 0``, as eager computes it: the true power
+    truncated toward zero, so 0 but for 1 and -1 (and 0 for 0)."""
+    one, zero = typed_constant(1, dtype), typed_constant(0, dtype)
+    odd = f"(({y} & {one}) == {one})"
+    return (f"({x} if {x} == {one} or ({x} == -{one} and {odd}) else "
+            f"({one} if {x} == -{one} else {zero}))")
+
+
+def power(float_rule: Rule) -> Rule:
+    """``pow``: ``float_rule`` but for signed integers, whose negative powers never reach
+    ``np.power`` (Numba's integer power of 0 divides by zero there)."""
+    def rule(args: list[str], eqn: JaxprEqn) -> str:
+        dtype = eqn.outvars[0].aval.dtype
+        if dtype.kind != "i":
+            return float_rule(args, eqn)
+        (x, y), zero = args, typed_constant(0, dtype)
+        return f"(np.power({x}, {y}) if {y} >= {zero} else {negative_power(x, y, dtype)})"
+    return rule
+
+
 def operator(symbol: str) -> Rule:
     return lambda args, eqn: f"({args[0]} {symbol} {args[1]})"
 

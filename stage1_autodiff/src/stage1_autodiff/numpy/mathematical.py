@@ -118,9 +118,9 @@ def sinc(x):
 
 @real_only(TypeError, "they have no order")
 def heaviside(x1, x2):
-    """0 where x1 < 0, 1 where x1 > 0, and x2 where x1 is 0."""
+    """0 where x1 < 0, 1 where x1 > 0, x2 where x1 is 0, and NaN where x1 is NaN."""
     x1, x2 = promote_inexact(x1, x2)
-    return where(less(x1, 0), 0, where(greater(x1, 0), 1, x2))
+    return where(less(x1, 0), 0, where(greater(x1, 0), 1, where(isnan(x1), x1, x2)))
 
 
 def fmax(x1, x2):

@@ -290,10 +290,7 @@ def power(x, y):
         Array([1., 8.], dtype=float32)
     """
     if isinstance(y, int) and not isinstance(y, bool):
-        x = as_value(x)
-        if y < 0 and not dtypes.is_float(get_aval(x).dtype):
-            raise ValueError("Integers to negative integer powers are not allowed.")
-        return lax.integer_pow(x, y)
+        return lax.integer_pow(as_value(x), y)  # (an integer x and y < 0: a TypeError)
     return lax.pow(*promote_and_broadcast("power", x, y))
 
 

@@ -108,7 +108,8 @@ def _i0_asymptotic(x):
     for k in range(1, _ASYMPTOTIC_TERMS):
         term = term * (2 * k - 1) ** 2 / (k * 8 * x)
         total = total + term
-    return exp(x) / sqrt(2 * math.pi * x) * total
+    # (sqrt(x) apart: 2 pi x overflows for x near the largest float, and inf / inf is NaN)
+    return exp(x) / sqrt(x) * (total / math.sqrt(2 * math.pi))
 
 
 def i0(x):
