@@ -2,6 +2,7 @@
 
 import collections
 import dataclasses
+import pickle
 from typing import Any
 
 import numpy as np
@@ -408,3 +409,15 @@ def test_registering_a_type_twice_is_an_error():
         tu.register_pytree_node(list, lambda xs: (xs, None), lambda _, xs: list(xs))
     with pytest.raises(ValueError, match="Duplicate registration .* Layer"):
         tu.register_dataclass(Layer)
+
+
+def test_treedefs_compare_and_hash_by_structure_and_pickle_without_their_hash():
+    treedef = tu.tree_structure({"a": [1, (2, 3)], "b": None})
+    same, other = tu.tree_structure({"a": [4, (5, 6)], "b": None}), tu.tree_structure([1, 2])
+    assert treedef == same and hash(treedef) == hash(same) and treedef != other
+    assert {treedef: "found"}[same] == "found"
+    assert tu.tree_structure(1) != (None, None, ())  # not a treedef: not equal
+    hash(treedef)  # cached now: a copy in another process must make its own
+    copy = pickle.loads(pickle.dumps(treedef))
+    assert "_hash" not in copy.__dict__
+    assert copy == treedef and hash(copy) == hash(treedef)

@@ -346,7 +346,7 @@ def pow(x, y): return pow_p.bind(x, y)  # noqa: A001 -- lax's name
 def pow_impl(x, y):
     if dtypes.kind(x.dtype) != "i" or not np.any(y < 0):
         return np.power(x, y)
-    # XLA's integer power (NumPy refuses a negative one): 0, but for 1 and -1
+    # A negative power (NumPy refuses it): the true power truncated, 0 but for 1 and -1
     negative = np.where(x == 1, 1, np.where(x == -1, np.where(y & 1, -1, 1), 0))
     return np.where(y < 0, negative, np.power(x, np.maximum(y, 0))).astype(x.dtype)
 impl_rules[pow_p] = pow_impl

@@ -285,6 +285,10 @@ class PyTreeDef:
         return (self.node_type == other.node_type and self.node_data == other.node_data
                 and self.children_defs == other.children_defs)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Not the hash: a type hashes by its address, which another process does not share.
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     @functools.cached_property  # a treedef is immutable: count once (vmap asks on every call)
     def num_leaves(self) -> int:
         if self.node_type is None:
