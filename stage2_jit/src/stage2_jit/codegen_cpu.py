@@ -46,9 +46,9 @@ from .kernel_writer import (
     has_rule,
     indent,
     loop_index,
+    negative_power,
     np_type,
     operator,
-    power,
     typed_constant,
 )
 from .loop_rules import LOOP_RULES as SHARED_LOOP_RULES
@@ -116,6 +116,16 @@ def _convert(args: list[str], eqn: JaxprEqn) -> str:
     return cast(args[0], new_dtype)
 
 
+def _pow(args: list[str], eqn: JaxprEqn) -> str:
+    """``np.power``, but a signed integer's negative power never reaches it (Numba's integer
+    power of 0 divides by zero there)."""
+    (x, y), dtype = args, eqn.outvars[0].aval.dtype
+    if dtype.kind != "i":
+        return f"np.power({x}, {y})"
+    return (f"(np.power({x}, {y}) if {y} >= {typed_constant(0, dtype)} "
+            f"else {negative_power(x, y, dtype)})")
+
+
 def _integer_or_float(integer_name: str, float_rule: Rule) -> Rule:
     """Division and remainder: Python's ``//`` and ``%`` round toward minus infinity and
     raise on zero, so integers use kernel_math's intrinsics, which round toward zero and
@@ -150,7 +160,7 @@ ELEMENTWISE: dict[Primitive, Rule] = {
     p.ceil_p: function("np.ceil"),
     p.div_p: _integer_or_float("div_toward_zero", operator("/")),
     p.rem_p: _integer_or_float("rem_toward_zero", function("np.fmod")),
-    p.pow_p: power(function("np.power")),
+    p.pow_p: _pow,
     p.atan2_p: function("np.arctan2"),
     p.shift_left_p: function("shift_left"),
     p.shift_right_logical_p: function("shift_right_logical"),

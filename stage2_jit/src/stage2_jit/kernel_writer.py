@@ -133,18 +133,6 @@ def negative_power(x: str, y: str, dtype: np.dtype) -> str:
             f"({one} if {x} == -{one} else {zero}))")
 
 
-def power(float_rule: Rule) -> Rule:
-    """``pow``: ``float_rule`` but for signed integers, whose negative powers never reach
-    ``np.power`` (Numba's integer power of 0 divides by zero there)."""
-    def rule(args: list[str], eqn: JaxprEqn) -> str:
-        dtype = eqn.outvars[0].aval.dtype
-        if dtype.kind != "i":
-            return float_rule(args, eqn)
-        (x, y), zero = args, typed_constant(0, dtype)
-        return f"(np.power({x}, {y}) if {y} >= {zero} else {negative_power(x, y, dtype)})"
-    return rule
-
-
 def operator(symbol: str) -> Rule:
     return lambda args, eqn: f"({args[0]} {symbol} {args[1]})"
 
