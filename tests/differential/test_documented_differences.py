@@ -334,6 +334,18 @@ def test_gcd_and_lcm_unroll_euclids_algorithm() -> None:
         assert np.asarray(getattr(sjnp, name)(a, b)).tolist() == np.asarray(want).tolist()
 
 
+def test_the_derivative_of_x_to_the_power_0_is_0_everywhere() -> None:
+    """JAX's slope of ``x ** 0.0`` is ``0 * x ** -1``: NaN at 0 and at NaN, -0 below 0;
+    ours is 0 everywhere (x ** 0 is 1 everywhere), as JAX's for an integer power."""
+    points = np.array([0.0, -0.0, -1.0, 2.0, np.inf, -np.inf, np.nan], np.float32)
+    ours = [float(sj.grad(lambda x: sjnp.power(x, 0.0))(p)) for p in points]
+    theirs = [float(jax.grad(lambda x: jnp.power(x, 0.0))(p)) for p in points]
+    assert ours == [0.0] * len(points) and not any(np.signbit(ours))
+    assert np.isnan(theirs[0]) and np.isnan(theirs[1]) and np.isnan(theirs[-1])
+    assert theirs[2] == 0.0 and np.signbit(theirs[2])
+    assert float(jax.grad(lambda x: x ** 0)(np.float32(0.0))) == 0.0  # an int power: 0
+
+
 # ------------------------------------------------------------------------------------------
 # Special functions
 # ------------------------------------------------------------------------------------------
@@ -410,6 +422,29 @@ def test_xlogy_and_xlog1py_have_no_rule_of_their_own() -> None:
         assert float(theirs) == -np.inf and float(ours) == 0.0, name
     one, two = np.float32(1.0), np.float32(2.0)  # away from 0 the two agree
     assert float(sj.grad(sj.scipy.special.xlogy)(one, two)) == pytest.approx(np.log(2.0))
+
+
+def test_some_derivatives_are_exact_where_jaxs_lose_digits() -> None:
+    """Slopes that JAX's float32 formulas get wrong by cancellation or overflow: ours are the
+    derivative. (test_gradients_at_special_points_against_jax.py checks them among others.)"""
+    def both(f, x):
+        x = np.float32(x)
+        return (float(sj.grad(lambda v: f(sj, v))(x)),
+                float(jax.grad(lambda v: f(jax, v))(x)))
+
+    cases = [  # f, x, the derivative, JAX's slope
+        (lambda j, v: j.numpy.sinc(v), 1e-30, -np.pi ** 2 * 1e-30 / 3, -np.inf),
+        (lambda j, v: j.numpy.hypot(v, 0.0), 1e-30, 1.0, np.nan),
+        (lambda j, v: j.numpy.logaddexp(v, v), np.inf, 1.0, 2.0),
+        (lambda j, v: j.numpy.logaddexp(v, v), 1e30, 1.0, 2.0),
+        (lambda j, v: j.numpy.arccosh(v), 1e30, 1e-30, 0.0),
+        (lambda j, v: j.numpy.arccosh(v), -1.0, np.nan, np.inf),
+        (lambda j, v: j.scipy.special.digamma(v), np.inf, 0.0, np.nan),
+    ]
+    for f, x, derivative, jaxs in cases:
+        ours, theirs = both(f, x)
+        assert ours == pytest.approx(derivative, rel=1e-6, nan_ok=True)
+        assert theirs == jaxs or np.isnan(theirs) and np.isnan(jaxs)
 
 
 # ------------------------------------------------------------------------------------------

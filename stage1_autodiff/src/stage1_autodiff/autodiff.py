@@ -43,10 +43,12 @@ from .core import (
     get_aval,
     impl_rules,
     jvp_rules,
+    jvp_rules_take_none,
     new_main,
     numpy_warnings_off,
     vjp_rules,
     vjp_rules_take_needs,
+    vjp_rules_take_none,
 )
 from .extension import run_program
 from .tree_util import (
@@ -182,8 +184,9 @@ def _backward_pass(tape: Tape, cts_out: dict[int, Any]) -> dict[int, Any]:
         if all(ct is None for ct in cts_here):
             continue  # this entry does not reach the output
         if entry.prim.multiple_results:
-            ct = [lax.zeros_like(out) if c is None else c
-                  for c, out in zip(cts_here, entry.primals_out)]
+            ct = cts_here if entry.prim in vjp_rules_take_none else [
+                lax.zeros_like(out) if c is None else c
+                for c, out in zip(cts_here, entry.primals_out)]
             out = entry.primals_out
         else:
             ct, out = cts_here[0], entry.primals_out[0]
@@ -452,8 +455,9 @@ class JVPTrace(Trace):
             outs = prim.bind(*primals, **params)
             outs = outs if prim.multiple_results else [outs]
             return [JVPTracer(self, out, None) for out in outs]
-        tangents = [lax.zeros_like(t.primal) if t.tangent is None else t.tangent
-                    for t in tracers]
+        tangents = [t.tangent for t in tracers]
+        if prim not in jvp_rules_take_none:  # a rule that wants arrays gets zeros for None
+            tangents = [lax.zeros_like(p) if t is None else t for p, t in zip(primals, tangents)]
         primal_out, tangent_out = jvp_rules[prim](primals, tangents, **params)
         if not prim.multiple_results:
             primal_out, tangent_out = [primal_out], [tangent_out]

@@ -50,9 +50,9 @@ from . import dtypes
 from .core import Primitive, get_aval, impl_rules, jvp_rules, vjp_rules, vjp_rules_take_needs
 from .primitives import (
     Shape,
-    add,
     concatenate,
     convert_element_type,
+    defjvp,
     dot_general,
     reshape,
     rev,
@@ -268,12 +268,12 @@ def conv_vjp(ct, lhs, rhs, *, out, needs=(True, True), **params):
             _rhs_transpose(ct, lhs, rhs, **params) if needs[1] else None]
 vjp_rules[conv_general_dilated_p] = conv_vjp
 vjp_rules_take_needs.add(conv_general_dilated_p)
-def conv_jvp(primals, tangents, **params):
-    (lhs, rhs), (lhs_dot, rhs_dot) = primals, tangents
-    out = conv_general_dilated_p.bind(lhs, rhs, **params)
-    return out, add(conv_general_dilated_p.bind(lhs_dot, rhs, **params),
-                    conv_general_dilated_p.bind(lhs, rhs_dot, **params))
-jvp_rules[conv_general_dilated_p] = conv_jvp
+jvp_rules[conv_general_dilated_p] = defjvp(
+    conv_general_dilated_p,
+    lambda lhs_dot, lhs, rhs, *, out, **params: conv_general_dilated_p.bind(lhs_dot, rhs,
+                                                                           **params),
+    lambda rhs_dot, lhs, rhs, *, out, **params: conv_general_dilated_p.bind(lhs, rhs_dot,
+                                                                           **params))
 
 
 def _swap(spec: tuple[int, ...]) -> tuple[int, ...]:

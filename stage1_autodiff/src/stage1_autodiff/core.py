@@ -182,11 +182,20 @@ vjp_rules: dict[Primitive, Callable[..., Any]] = {}   # see autodiff.py for the 
 # others we look only at operands of the result's dtype, see _result_weak_type).
 weak_when_operands_weak: set[Primitive] = set()
 jvp_rules: dict[Primitive, Callable[..., Any]] = {}
+# The JVP rules that take None for a zero tangent (a constant's) and skip its term, as JAX's
+# rules skip a symbolic ``Zero``: those made by ``primitives.defjvp``, one term per operand.
+# A term from an array of zeros can be NaN where the derivative is not (0 * log(x) at x < 0).
+jvp_rules_take_none: set[Primitive] = set()
 # The VJP rules that also take ``needs`` (one bool per operand) and skip the cotangents of
 # operands that are not being differentiated, as JAX's transpose rules skip defined primals.
 # Only rules whose skipped work is large bother: dot_general's (the gradient of x @ W with
 # respect to the data x is a whole matrix product that nobody wants), and stage 2's jit's.
 vjp_rules_take_needs: set[Primitive] = set()
+# The VJP rules of primitives with several results that take None for a result no cotangent
+# reached (JAX's symbolic zero, ``ad.Zero``) instead of an array of zeros: the linear algebra
+# rules, whose pullback would otherwise carry 0 * inf into the others (an eigenvector's
+# derivative is infinite at a repeated eigenvalue, the eigenvalues' is not).
+vjp_rules_take_none: set[Primitive] = set()
 # --8<-- [end:primitive]
 
 

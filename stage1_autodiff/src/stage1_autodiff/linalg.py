@@ -35,7 +35,16 @@ import numpy as np
 
 from . import autodiff
 from .complex_numbers import conj
-from .core import Primitive, ShapedArray, get_aval, impl_rules, jvp_rules, vjp_rules
+from .core import (
+    Primitive,
+    ShapedArray,
+    get_aval,
+    impl_rules,
+    jvp_rules,
+    jvp_rules_take_none,
+    vjp_rules,
+    vjp_rules_take_none,
+)
 from .primitives import (
     add,
     broadcast_in_dim,
@@ -228,11 +237,13 @@ def _transposed(tangent_map: Callable, multiple_results: bool) -> Callable:
     def vjp(cts, *primals, out, **params):
         outs, cts = (out, cts) if multiple_results else ([out], [cts])
         cts = [ct for ct, o in zip(cts, outs) if get_aval(o).dtype.kind in "fc"]
+        reached = [i for i, ct in enumerate(cts) if ct is not None]  # None: a zero
 
         def linear(*tangents):
-            return tangent_map(primals, outs, tangents, **params)
+            dots = tangent_map(primals, outs, tangents, **params)
+            return [dots[i] for i in reached]
         _, pullback = autodiff.vjp(linear, *[zeros_like(x) for x in primals])
-        return list(pullback(cts))
+        return list(pullback([cts[i] for i in reached]))
     return vjp
 # --8<-- [end:transposed]
 
@@ -240,6 +251,7 @@ def _transposed(tangent_map: Callable, multiple_results: bool) -> Callable:
 def _rules(prim: Primitive, tangent_map: Callable) -> None:
     jvp_rules[prim] = _jvp_of(prim, tangent_map)
     vjp_rules[prim] = _transposed(tangent_map, prim.multiple_results)
+    vjp_rules_take_none.add(prim)  # (only one with several results is given a None)
 
 
 # ------------------------------------------------------------------------------------------
@@ -310,15 +322,21 @@ def _used_triangle(a_dot, lower: bool, unit_diagonal: bool):
 
 
 def triangular_solve_jvp_map(primals, outs, tangents, **params):
-    # x_dot = op(a)^-1 (b_dot - op(a_dot) x), or (b_dot - x op(a_dot)) op(a)^-1
+    # x_dot = op(a)^-1 (b_dot - op(a_dot) x), or (b_dot - x op(a_dot)) op(a)^-1. Forward
+    # mode gives None for a zero tangent (a constant a or b), whose term is left out: with
+    # an infinite x, the product of a zero a_dot and x would be NaN.
     (a, _), (x,), (a_dot, b_dot) = primals, outs, tangents
+    if a_dot is None:
+        return [triangular_solve_p.bind(a, b_dot, **params)]
     op_a_dot = _used_triangle(a_dot, params["lower"], params["unit_diagonal"])
     op_a_dot = _T(op_a_dot) if params["transpose_a"] else op_a_dot
     product = _matmul(op_a_dot, x) if params["left_side"] else _matmul(x, op_a_dot)
-    return [triangular_solve_p.bind(a, sub(b_dot, product), **params)]
+    rhs = neg(product) if b_dot is None else sub(b_dot, product)
+    return [triangular_solve_p.bind(a, rhs, **params)]
 
 
 jvp_rules[triangular_solve_p] = _jvp_of(triangular_solve_p, triangular_solve_jvp_map)
+jvp_rules_take_none.add(triangular_solve_p)
 
 
 def triangular_solve_vjp(ct, a, b, *, out, **params):

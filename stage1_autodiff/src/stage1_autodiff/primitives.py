@@ -34,6 +34,7 @@ from .core import (
     get_aval,
     impl_rules,
     jvp_rules,
+    jvp_rules_take_none,
     vjp_rules,
     vjp_rules_take_needs,
     weak_when_operands_weak,
@@ -268,6 +269,27 @@ jvp_rules[not_p] = _zero_jvp(not_p)
 # Binary elementwise (operands of equal shape and dtype)
 # ------------------------------------------------------------------------------------------
 
+# --8<-- [start:defjvp]
+def defjvp(prim: Primitive, *rules):
+    """The JVP rule of ``prim`` from one rule per operand, ``rule(t, *primals, out=out,
+    **params)``: the term that operand's tangent ``t`` adds to the output's tangent (None for
+    an operand without a derivative). A rule is called only for a tangent that is not zero:
+    forward mode gives None for a constant's tangent, and the term of an array of zeros can
+    be NaN where the derivative is not (0 * log(x) at a negative x, 0 * x at an infinite x).
+    NB: JAX's ``ad.defjvp`` (jax/_src/interpreters/ad.py) skips its ``Zero`` tangents so."""
+    def jvp(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        terms = [rule(t, *primals, out=out, **params)
+                 for rule, t in zip(rules, tangents) if rule is not None and t is not None]
+        total = terms[0] if terms else zeros_like(out)
+        for term in terms[1:]:
+            total = add(total, term)
+        return out, total
+    jvp_rules_take_none.add(prim)
+    return jvp
+# --8<-- [end:defjvp]
+
+
 # --8<-- [start:add]
 add_p = Primitive("add", kind=ELEMENTWISE)
 def add(x, y): return add_p.bind(x, y)
@@ -296,10 +318,8 @@ def mul(x, y): return mul_p.bind(x, y)
 impl_rules[mul_p] = np.multiply
 def mul_vjp(ct, x, y, *, out): return [mul(ct, y), mul(x, ct)]
 vjp_rules[mul_p] = mul_vjp
-def mul_jvp(primals, tangents):
-    (x, y), (x_dot, y_dot) = primals, tangents
-    return mul(x, y), add(mul(x_dot, y), mul(x, y_dot))
-jvp_rules[mul_p] = mul_jvp
+jvp_rules[mul_p] = defjvp(mul_p, lambda x_dot, x, y, *, out: mul(x_dot, y),
+                          lambda y_dot, x, y, *, out: mul(x, y_dot))
 # --8<-- [end:mul]
 
 div_p = Primitive("div", kind=ELEMENTWISE)
@@ -318,13 +338,15 @@ def div_vjp(ct, x, y, *, out):
     ct_x = div(ct, y)
     return [ct_x, neg(mul(ct_x, out))]  # d(x/y)/dy = -(x/y)/y
 vjp_rules[div_p] = div_vjp
-def div_jvp(primals, tangents):
+def div_jvp_x(x_dot, x, y, *, out):
     # --8<-- [start:task1_4]
-    (x, y), (x_dot, y_dot) = primals, tangents
-    out = div(x, y)
-    return out, sub(div(x_dot, y), mul(y_dot, div(out, y)))
+    return div(x_dot, y)
     # --8<-- [end:task1_4]
-jvp_rules[div_p] = div_jvp
+def div_jvp_y(y_dot, x, y, *, out):
+    # --8<-- [start:task1_4]
+    return neg(mul(y_dot, div(out, y)))
+    # --8<-- [end:task1_4]
+jvp_rules[div_p] = defjvp(div_p, div_jvp_x, div_jvp_y)
 
 rem_p = Primitive("rem", kind=ELEMENTWISE)
 def rem(x, y): return rem_p.bind(x, y)
@@ -336,10 +358,8 @@ impl_rules[rem_p] = rem_impl
 def _truncate(x): return mul(sign(x), floor(abs(x)))
 def rem_vjp(ct, x, y, *, out): return [ct, neg(mul(ct, _truncate(div(x, y))))]
 vjp_rules[rem_p] = rem_vjp
-def rem_jvp(primals, tangents):
-    (x, y), (x_dot, y_dot) = primals, tangents
-    return rem(x, y), sub(x_dot, mul(y_dot, _truncate(div(x, y))))
-jvp_rules[rem_p] = rem_jvp
+jvp_rules[rem_p] = defjvp(rem_p, lambda x_dot, x, y, *, out: x_dot,
+                          lambda y_dot, x, y, *, out: neg(mul(y_dot, _truncate(div(x, y)))))
 
 pow_p = Primitive("pow", kind=ELEMENTWISE)
 def pow(x, y): return pow_p.bind(x, y)  # noqa: A001 -- lax's name
@@ -355,16 +375,13 @@ def _pow_dx(x, y):
     slope = mul(y, pow(x, sub(y, full_like(y, 1))))
     return select_n(eq(y, zeros_like(y)), slope, zeros_like(slope))
 def _pow_dy(x, out):
-    # log(x) * x^y, taken as 0 where x == 0 (the limit from the right).
-    slope = mul(log(x), out)
-    return select_n(eq(x, zeros_like(x)), slope, zeros_like(slope))
+    # log(x) * x^y, with log(0) taken as 0 (as JAX's): 0 where 0^y is finite, but NaN where
+    # it is not (y < 0) or is NaN, rather than a 0 that would hide a NaN power.
+    return mul(log(select_n(eq(x, zeros_like(x)), x, full_like(x, 1))), out)
 def pow_vjp(ct, x, y, *, out): return [mul(ct, _pow_dx(x, y)), mul(ct, _pow_dy(x, out))]
 vjp_rules[pow_p] = pow_vjp
-def pow_jvp(primals, tangents):
-    (x, y), (x_dot, y_dot) = primals, tangents
-    out = pow(x, y)
-    return out, add(mul(x_dot, _pow_dx(x, y)), mul(y_dot, _pow_dy(x, out)))
-jvp_rules[pow_p] = pow_jvp
+jvp_rules[pow_p] = defjvp(pow_p, lambda x_dot, x, y, *, out: mul(x_dot, _pow_dx(x, y)),
+                          lambda y_dot, x, y, *, out: mul(y_dot, _pow_dy(x, out)))
 
 
 def _balanced_eq(x, y, z):
@@ -409,11 +426,10 @@ def atan2_vjp(ct, x, y, *, out):
     denom = add(mul(x, x), mul(y, y))  # d atan2(x, y) = (y dx - x dy) / (x^2 + y^2)
     return [mul(ct, div(y, denom)), neg(mul(ct, div(x, denom)))]
 vjp_rules[atan2_p] = atan2_vjp
-def atan2_jvp(primals, tangents):
-    (x, y), (x_dot, y_dot) = primals, tangents
-    denom = add(mul(x, x), mul(y, y))
-    return atan2(x, y), div(sub(mul(x_dot, y), mul(x, y_dot)), denom)
-jvp_rules[atan2_p] = atan2_jvp
+def _atan2_denominator(x, y): return add(mul(x, x), mul(y, y))
+jvp_rules[atan2_p] = defjvp(
+    atan2_p, lambda x_dot, x, y, *, out: mul(x_dot, div(y, _atan2_denominator(x, y))),
+    lambda y_dot, x, y, *, out: neg(mul(y_dot, div(x, _atan2_denominator(x, y)))))
 
 
 # --8<-- [start:unbroadcast]
@@ -988,11 +1004,9 @@ def _like(x, other):
     return x if get_aval(x).dtype == dtype else convert_element_type(x, dtype)
 vjp_rules[dot_general_p] = dot_general_vjp
 vjp_rules_take_needs.add(dot_general_p)
-def dot_general_jvp(primals, tangents, **params):
-    (x, y), (x_dot, y_dot) = primals, tangents
-    out = dot_general_p.bind(x, y, **params)
-    return out, add(dot_general_p.bind(x_dot, y, **params), dot_general_p.bind(x, y_dot, **params))
-jvp_rules[dot_general_p] = dot_general_jvp
+jvp_rules[dot_general_p] = defjvp(
+    dot_general_p, lambda x_dot, x, y, *, out, **params: dot_general_p.bind(x_dot, y, **params),
+    lambda y_dot, x, y, *, out, **params: dot_general_p.bind(x, y_dot, **params))
 # --8<-- [end:dot_general]
 
 # ------------------------------------------------------------------------------------------

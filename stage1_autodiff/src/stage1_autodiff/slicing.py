@@ -40,6 +40,7 @@ from .primitives import (
     broadcast_in_dim,
     concatenate,
     convert_element_type,
+    defjvp,
     div,
     eq,
     full_like,
@@ -321,21 +322,26 @@ impl_rules[scatter_mul_p] = _scatter_impl(np.multiply)
 def _product_of_the_others(operand, indices, updates, params):
     """For each update, the product of the *other* updates landing where it lands (times
     the operand's element): the derivative of the result there by that update. Exact with
-    repeated indices and zeros (NB: JAX refuses the derivative unless unique_indices)."""
+    repeated indices and zeros (NB: JAX refuses the derivative unless unique_indices).
+
+    An update alone at its place gets the operand's element itself, not the product divided
+    by the update, which is a NaN for an infinite update and overflows for a huge one."""
     dn, mode = params["dimension_numbers"], params["mode"]
+    dtype = get_aval(operand).dtype
     zero = eq(updates, zeros_like(updates))
     nonzero = select_n(zero, updates, full_like(updates, 1))
     nonzero_product = scatter_mul_p.bind(operand, indices, nonzero, **params)
-    zeros_there = scatter_add_p.bind(zeros_like(operand), indices,
-                                     convert_element_type(zero, get_aval(operand).dtype),
-                                     **params)
-    product, count = (_gather_of(v, indices, updates, dn, mode)
-                      for v in (nonzero_product, zeros_there))
+    zeros_there, updates_there = (
+        scatter_add_p.bind(zeros_like(operand), indices, convert_element_type(v, dtype),
+                           **params) for v in (zero, full_like(updates, 1)))
+    product, count, landed, own = (_gather_of(v, indices, updates, dn, mode) for v in
+                                   (nonzero_product, zeros_there, updates_there, operand))
     # no zero among the others: the product over this one; one zero, this one: the rest
     alone = select_n(eq(count, zeros_like(count)), zeros_like(count),
                      div(product, nonzero))
-    return select_n(zero, alone, select_n(eq(count, full_like(count, 1)), zeros_like(count),
-                                          product))
+    others = select_n(zero, alone, select_n(eq(count, full_like(count, 1)), zeros_like(count),
+                                            product))
+    return select_n(eq(landed, full_like(landed, 1)), others, own)
 
 
 def scatter_mul_vjp(ct, operand, indices, updates, *, out, **params):
@@ -344,15 +350,12 @@ def scatter_mul_vjp(ct, operand, indices, updates, *, out, **params):
                                 params["mode"]), others)
     return [scatter_mul_p.bind(ct, indices, updates, **params), None, ct_updates]
 vjp_rules[scatter_mul_p] = scatter_mul_vjp
-def scatter_mul_jvp(primals, tangents, **params):
-    (operand, indices, updates), (operand_dot, _, updates_dot) = primals, tangents
-    out = scatter_mul_p.bind(operand, indices, updates, **params)
-    from_operand = scatter_mul_p.bind(operand_dot, indices, updates, **params)
+def _scatter_mul_jvp_updates(updates_dot, operand, indices, updates, *, out, **params):
     others = _product_of_the_others(operand, indices, updates, params)
-    from_updates = scatter_add_p.bind(zeros_like(operand), indices, mul(others, updates_dot),
-                                      **params)
-    return out, add(from_operand, from_updates)
-jvp_rules[scatter_mul_p] = scatter_mul_jvp
+    return scatter_add_p.bind(zeros_like(operand), indices, mul(others, updates_dot), **params)
+jvp_rules[scatter_mul_p] = defjvp(
+    scatter_mul_p, lambda operand_dot, operand, indices, updates, *, out, **params:
+    scatter_mul_p.bind(operand_dot, indices, updates, **params), None, _scatter_mul_jvp_updates)
 
 
 def _scatter_chooser_vjp(ct, operand, indices, updates, *, out, dimension_numbers, mode):

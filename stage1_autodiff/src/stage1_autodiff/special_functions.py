@@ -44,6 +44,7 @@ from .primitives import (
     abs,  # noqa: A004 -- lax's name
     add,
     cos,
+    defjvp,
     div,
     eq,
     exp,
@@ -119,11 +120,9 @@ def igamma_vjp(ct, a, x, *, out, needs):
     return [ct_a, mul(ct, _igamma_slope_x(a, x))]
 vjp_rules[igamma_p] = igamma_vjp
 vjp_rules_take_needs.add(igamma_p)
-def igamma_jvp(primals, tangents):
-    (a, x), (a_dot, x_dot) = primals, tangents
-    slope_a, slope_x = igamma_grad_a(a, x), _igamma_slope_x(a, x)
-    return igamma(a, x), add(mul(a_dot, slope_a), mul(x_dot, slope_x))
-jvp_rules[igamma_p] = igamma_jvp
+_IGAMMA_TERMS = (lambda a_dot, a, x, *, out: mul(a_dot, igamma_grad_a(a, x)),
+                 lambda x_dot, a, x, *, out: mul(x_dot, _igamma_slope_x(a, x)))
+jvp_rules[igamma_p] = defjvp(igamma_p, *_IGAMMA_TERMS)
 
 igammac_p = _binary_primitive("igammac")
 def igammac(a: Any, x: Any) -> Any:
@@ -135,10 +134,8 @@ def igammac_vjp(ct, a, x, *, out, needs):
                                                                     needs=needs)]
 vjp_rules[igammac_p] = igammac_vjp
 vjp_rules_take_needs.add(igammac_p)
-def igammac_jvp(primals, tangents):
-    _, out_dot = igamma_jvp(primals, tangents)
-    return igammac(*primals), neg(out_dot)
-jvp_rules[igammac_p] = igammac_jvp
+jvp_rules[igammac_p] = defjvp(igammac_p, *[  # Q = 1 - P: P's terms, negated
+    lambda t, a, x, *, out, term=term: neg(term(t, a, x, out=out)) for term in _IGAMMA_TERMS])
 
 
 def _igamma_grad_a_impl(a, x):
@@ -359,11 +356,9 @@ def owens_t_vjp(ct, h, a, *, out):
     slope_h, slope_a = _owens_t_slopes(h, a)
     return [mul(ct, slope_h), mul(ct, slope_a)]
 vjp_rules[owens_t_p] = owens_t_vjp
-def owens_t_jvp(primals, tangents):
-    (h, a), (h_dot, a_dot) = primals, tangents
-    slope_h, slope_a = _owens_t_slopes(h, a)
-    return owens_t(h, a), add(mul(h_dot, slope_h), mul(a_dot, slope_a))
-jvp_rules[owens_t_p] = owens_t_jvp
+jvp_rules[owens_t_p] = defjvp(
+    owens_t_p, lambda h_dot, h, a, *, out: mul(h_dot, _owens_t_slopes(h, a)[0]),
+    lambda a_dot, h, a, *, out: mul(a_dot, _owens_t_slopes(h, a)[1]))
 
 
 

@@ -186,7 +186,9 @@ def slogdet(a, *, method: str | None = None) -> SlogdetResult:
     swaps = pivots != jnp.arange(get_aval(a).shape[-1], dtype=np.int32)
     parity = jnp.count_nonzero(swaps, axis=-1) + jnp.count_nonzero(diag < 0, axis=-1)
     sign = jnp.where(is_zero, 0, 1 - 2 * (parity % 2)).astype(a.dtype)
-    logdet = jnp.where(is_zero, -np.inf, jnp.sum(jnp.log(jnp.abs(diag)), axis=-1))
+    # (a zero pivot makes the sum -inf by itself: a where choosing -inf would make the
+    # derivative there 0 in forward mode, where it is infinite)
+    logdet = jnp.sum(jnp.log(jnp.abs(diag)), axis=-1)
     return SlogdetResult(sign, logdet.astype(a.dtype))
 
 

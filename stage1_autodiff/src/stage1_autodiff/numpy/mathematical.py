@@ -16,6 +16,7 @@ import numpy as np
 from .. import complex_numbers, dtypes
 from .. import prims as lax
 from ..core import get_aval
+from ..custom_derivatives import custom_jvp
 from .promotion import as_value, promote, promote_inexact, real_only
 from .ufuncs import (
     abs,
@@ -89,11 +90,38 @@ def hypot(x1, x2):
 def logaddexp(x1, x2):
     """log(exp(x1) + exp(x2)) without overflow."""
     x1, x2 = promote_inexact(x1, x2)
-    top = maximum(x1, x2)
-    if dtypes.is_complex(get_aval(top).dtype):
-        return log_add_complex(x1, x2, top, exp, 1.0, np.pi)
-    gap = x1 - x2
-    return where(isnan(gap), x1 + x2, top + log1p(exp(-abs(gap))))
+    if dtypes.is_complex(get_aval(x1).dtype):
+        return log_add_complex(x1, x2, maximum(x1, x2), exp, 1.0, np.pi)
+    return _logaddexp_real(x1, x2)
+
+
+def log_add_with_its_slopes(name: str, log_of_one_plus, scale: float):
+    """``logaddexp`` (``log_of_one_plus(gap)`` is log(1 + exp(gap)), ``scale`` 1) or
+    ``logaddexp2`` (its base-2 twin, ``scale`` log 2) of real numbers: the larger plus
+    ``log_of_one_plus`` of the gap down to the smaller, as a ``custom_jvp`` whose slope in x1
+    is sigmoid(scale (x1 - x2)), as JAX's has one.
+
+    Differentiated as written, the maximum and the gap both have a kink at a tie, which
+    cancel in the first derivative only when the tie's split matches abs's slope (it does
+    not: logaddexp(x, 0) had slope 0 at 0, for 1/2) and never in the second (0 at the tie,
+    for 1/4). Two equal infinities have the gap 0 (their slopes are 1/2 each)."""
+    def log_add(x1, x2):
+        top, bottom = maximum(x1, x2), minimum(x1, x2)
+        return top + log_of_one_plus(where(top == bottom, 0.0, bottom - top))
+
+    def log_add_jvp(primals, tangents):
+        (x1, x2), (x1_dot, x2_dot) = primals, tangents
+        gap = x1 - x2
+        gap = where(isnan(gap) & (x1 == x2), 0.0, gap) * scale
+        return rule(x1, x2), x1_dot * lax.logistic(gap) + x2_dot * lax.logistic(-gap)
+
+    log_add.__name__ = log_add.__qualname__ = name
+    rule = custom_jvp(log_add)
+    rule.defjvp(log_add_jvp)
+    return rule
+
+
+_logaddexp_real = log_add_with_its_slopes("logaddexp", lambda gap: log1p(exp(gap)), 1.0)
 
 
 def log_add_complex(x1, x2, top, exp_, scale: float, half_turn: float):
@@ -109,11 +137,19 @@ def log_add_complex(x1, x2, top, exp_, scale: float, half_turn: float):
 
 
 def sinc(x):
-    """sin(pi x) / (pi x), and 1 at 0."""
+    """sin(pi x) / (pi x), and 1 at 0. Near 0 (|pi x| < 0.1) it is the Taylor series
+    1 - s**2/3! + s**4/5! - ... (to s**8: within a float64 rounding there), so that its
+    derivatives are right: the quotient's first derivative, cos(s)/s - sin(s)/s**2, cancels
+    to noise as s nears 0, and at 0 a ``where`` choosing 1 gave every derivative as 0 (the
+    second is -pi**2/3). NB: JAX gives the derivatives at 0 by a custom JVP of the series
+    (``_sinc_maclaurin`` in jax/_src/numpy/ufuncs.py), and keeps the quotient elsewhere."""
     (x,) = promote_inexact(x)
-    zero = equal(x, 0)
-    safe = where(zero, 1.0, np.pi * x)
-    return where(zero, 1.0, sin(safe) / safe)
+    s = np.pi * x
+    near = abs(s) < 0.1
+    s_far = where(near, 1.0, s)  # each branch sees only its own side: no NaN slope
+    s2 = square(where(near, s, 0.0))
+    series = 1 + s2 * (-1 / 6 + s2 * (1 / 120 + s2 * (-1 / 5040 + s2 / 362880)))
+    return where(near, series, sin(s_far) / s_far)
 
 
 @real_only(TypeError, "they have no order")

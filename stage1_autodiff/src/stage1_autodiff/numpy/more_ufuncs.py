@@ -21,7 +21,7 @@ import numpy as np
 from .. import dtypes
 from .. import prims as lax
 from ..core import get_aval
-from .mathematical import log2, log_add_complex
+from .mathematical import log2, log_add_complex, log_add_with_its_slopes
 from .promotion import as_value, convert, promote, promote_and_broadcast, promote_inexact, real_only
 from .ufuncs import (
     abs,
@@ -147,11 +147,14 @@ def float_power(x1: Any, x2: Any) -> Any:
 def logaddexp2(x1: Any, x2: Any) -> Any:
     """log2(2**x1 + 2**x2) without overflow: the larger plus log2(1 + 2**-|x1 - x2|)."""
     x1, x2 = promote_inexact(x1, x2)
-    gap = x1 - x2
-    top = maximum(x1, x2)
-    if dtypes.is_complex(get_aval(top).dtype):
-        return log_add_complex(x1, x2, top, exp2, 1 / math.log(2), math.pi / math.log(2))
-    return where(isnan(gap), x1 + x2, top + log1p(exp2(-abs(gap))) / math.log(2))
+    if dtypes.is_complex(get_aval(x1).dtype):
+        return log_add_complex(x1, x2, maximum(x1, x2), exp2, 1 / math.log(2),
+                               math.pi / math.log(2))
+    return _logaddexp2_real(x1, x2)
+
+
+_logaddexp2_real = log_add_with_its_slopes(
+    "logaddexp2", lambda gap: log1p(exp2(gap)) / math.log(2), math.log(2))
 
 
 def _equals(x: Any, value: float) -> Any:

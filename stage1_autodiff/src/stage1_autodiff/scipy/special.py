@@ -96,10 +96,20 @@ def expit(x: Any) -> Any:
     return lax.logistic(x)
 
 
+@custom_jvp
 def logit(x: Any) -> Any:
     """log(x / (1 - x)), the inverse of expit."""
     (x,) = promote_inexact(x)
     return jnp.log(x / (1 - x))
+
+
+@logit.defjvp
+def _logit_jvp(primals: tuple, tangents: tuple) -> tuple:
+    """d logit = dx / (x (1 - x)), as JAX's rule: +inf at 0 and 1, where the chain rule
+    through the quotient gives inf - inf, a NaN."""
+    (x,), (x_dot,) = primals, tangents
+    (x,) = promote_inexact(x)
+    return logit(x), x_dot / (x * (1 - x))
 
 
 def _times_safe_log(x: Any, y: Any, log_y: Any) -> Any:
@@ -131,7 +141,21 @@ def xlog1py(x: Any, y: Any) -> Any:
 def entr(x: Any) -> Any:
     """-x log x for x > 0, 0 at 0, -inf below 0 (the summand of an entropy)."""
     (x,) = promote_inexact(x)
-    return jnp.where(x < 0, -np.inf, -xlogy(x, x))
+    return jnp.where(x < 0, -np.inf, -_x_log_x(x))
+
+
+@custom_jvp
+def _x_log_x(x: Any) -> Any:
+    """x log x, 0 at 0, with the derivative log x + 1 (+-inf at 0 and at inf, as JAX's): the
+    chain rule through ``xlogy(x, x)`` adds the slope in each argument, and at 0 that in y
+    is 0 / 0, a NaN."""
+    return xlogy(x, x)
+
+
+@_x_log_x.defjvp
+def _x_log_x_jvp(primals: tuple, tangents: tuple) -> tuple:
+    (x,), (x_dot,) = primals, tangents
+    return _x_log_x(x), x_dot * (jnp.log(x) + 1)
 
 
 # ------------------------------------------------------------------------------------------
