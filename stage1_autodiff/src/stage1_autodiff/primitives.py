@@ -422,11 +422,11 @@ def atan2_impl(x, y):
     # NumPy has no complex arctan2; StableHLO defines it as -i log((y + ix) / sqrt(x² + y²)).
     return (-1j * np.log((y + 1j * x) / np.sqrt(x * x + y * y))).astype(x.dtype)
 impl_rules[atan2_p] = atan2_impl
+def _atan2_denominator(x, y): return add(mul(x, x), mul(y, y))
 def atan2_vjp(ct, x, y, *, out):
-    denom = add(mul(x, x), mul(y, y))  # d atan2(x, y) = (y dx - x dy) / (x^2 + y^2)
+    denom = _atan2_denominator(x, y)  # d atan2(x, y) = (y dx - x dy) / (x^2 + y^2)
     return [mul(ct, div(y, denom)), neg(mul(ct, div(x, denom)))]
 vjp_rules[atan2_p] = atan2_vjp
-def _atan2_denominator(x, y): return add(mul(x, x), mul(y, y))
 jvp_rules[atan2_p] = defjvp(
     atan2_p, lambda x_dot, x, y, *, out: mul(x_dot, div(y, _atan2_denominator(x, y))),
     lambda y_dot, x, y, *, out: neg(mul(y_dot, div(x, _atan2_denominator(x, y)))))

@@ -342,23 +342,22 @@ def owens_t(h: Any, a: Any) -> Any:
     t from 0 to a."""
     return _bind(owens_t_p, h, a)
 impl_rules[owens_t_p] = _from_scipy("owens_t")
-def _owens_t_slopes(h, a):
-    """dT/dh = -exp(-h^2 / 2) erf(a h / sqrt 2) / (2 sqrt(2 pi)), and dT/da the integrand
-    at a."""
-    one = full_like(h, 1)
-    half_h2 = mul(full_like(h, 0.5), mul(h, h))
-    slope_h = mul(full_like(h, -0.5 / math.sqrt(2 * math.pi)),
-                  mul(exp(neg(half_h2)), erf(mul(full_like(h, 1 / math.sqrt(2)), mul(a, h)))))
-    one_a2 = add(one, mul(a, a))
-    slope_a = div(exp(neg(mul(half_h2, one_a2))), mul(full_like(h, 2 * math.pi), one_a2))
-    return slope_h, slope_a
+def _owens_t_slope_h(h, a):
+    """dT/dh = -exp(-h^2 / 2) erf(a h / sqrt 2) / (2 sqrt(2 pi))."""
+    return mul(full_like(h, -0.5 / math.sqrt(2 * math.pi)),
+               mul(exp(neg(_half_square(h))),
+                   erf(mul(full_like(h, 1 / math.sqrt(2)), mul(a, h)))))
+def _owens_t_slope_a(h, a):
+    """dT/da, the integrand at a: exp(-h^2 (1 + a^2) / 2) / (2 pi (1 + a^2))."""
+    one_a2 = add(full_like(h, 1), mul(a, a))
+    return div(exp(neg(mul(_half_square(h), one_a2))), mul(full_like(h, 2 * math.pi), one_a2))
+def _half_square(h): return mul(full_like(h, 0.5), mul(h, h))
 def owens_t_vjp(ct, h, a, *, out):
-    slope_h, slope_a = _owens_t_slopes(h, a)
-    return [mul(ct, slope_h), mul(ct, slope_a)]
+    return [mul(ct, _owens_t_slope_h(h, a)), mul(ct, _owens_t_slope_a(h, a))]
 vjp_rules[owens_t_p] = owens_t_vjp
 jvp_rules[owens_t_p] = defjvp(
-    owens_t_p, lambda h_dot, h, a, *, out: mul(h_dot, _owens_t_slopes(h, a)[0]),
-    lambda a_dot, h, a, *, out: mul(a_dot, _owens_t_slopes(h, a)[1]))
+    owens_t_p, lambda h_dot, h, a, *, out: mul(h_dot, _owens_t_slope_h(h, a)),
+    lambda a_dot, h, a, *, out: mul(a_dot, _owens_t_slope_a(h, a)))
 
 
 
