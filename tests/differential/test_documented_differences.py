@@ -440,6 +440,10 @@ def test_some_derivatives_are_exact_where_jaxs_lose_digits() -> None:
         (lambda j, v: j.numpy.arccosh(v), 1e30, 1e-30, 0.0),
         (lambda j, v: j.numpy.arccosh(v), -1.0, np.nan, np.inf),
         (lambda j, v: j.scipy.special.digamma(v), np.inf, 0.0, np.nan),
+        (lambda j, v: j.scipy.special.i0(v), 0.0, 0.0,  # I1(0); JAX's: abs's slope, 1, rounded
+         float(np.nextafter(np.float32(1), np.float32(2)))),
+        (lambda j, v: j.scipy.special.i0(v), 1e-30, 5e-31, 0.0),
+        (lambda j, v: j.grad(j.numpy.arctanh)(v), 1.0, np.inf, np.nan),  # 2x / (1 - x^2)^2
     ]
     for f, x, derivative, jaxs in cases:
         ours, theirs = both(f, x)

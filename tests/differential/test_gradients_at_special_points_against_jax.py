@@ -53,6 +53,7 @@ CASES = {
     "log1p": lambda j, x: j.numpy.log1p(x),
     "arccosh": lambda j, x: j.numpy.arccosh(x),
     "arctanh": lambda j, x: j.numpy.arctanh(x),
+    "cbrt": lambda j, x: j.numpy.cbrt(x),
     # sinc's slope at 1e-30 was 0 and its second derivative at 0 was 0 (-pi**2/3): near 0 it
     # is now its Taylor series.
     "sinc": lambda j, x: j.numpy.sinc(x),
@@ -80,6 +81,9 @@ CASES = {
     # logit's slope at 0 and 1 was NaN (inf - inf through the quotient): JAX's 1/(x(1-x)).
     "logit": lambda j, x: _sp(j).logit(x),
     "erf": lambda j, x: _sp(j).erf(x),
+    # i0's slope at 1e30 was NaN (inf - inf through the product exp(|x|) i0e(x)): it is
+    # I1(x) now, which JAX's matches there only by rounding (see WHERE_JAXS_IS_INACCURATE).
+    "i0": lambda j, x: _sp(j).i0(x),
     "digamma": lambda j, x: _sp(j).digamma(x),
     # The eigenvalues of x * I (repeated) had a NaN gradient: the eigenvectors' slope is
     # infinite there, and a zero cotangent times it is NaN. Now no cotangent, no NaN.
@@ -108,6 +112,7 @@ WHERE_JAXS_IS_INACCURATE = {
     "logaddexp_with_itself": {np.inf: 1.0, 1e30: 1.0, -np.inf: 1.0},
     "arccosh": {-1.0: np.nan, -np.inf: np.nan, 1e30: 1e-30},  # JAX: inf, 0 and 0
     "digamma": {np.inf: 0.0, 1e30: 1e-30},  # trigamma; JAX: NaN and 0
+    "i0": {0.0: 0.0, 1e-30: 5e-31},  # I1(x); JAX: 1 at 0 (abs's slope there) and 0
     "logabsdet": {1e-30: 2e30, 1e30: 2e-30},  # 2 / x; JAX: NaN and 0 (inf and 0 forward)
 }
 SIGN_OF_ZERO_ONLY = {"std_of_one_value"}  # a zero slope whose sign comes out otherwise
@@ -182,6 +187,11 @@ def test_forward_mode_at_special_points_is_jaxs(name):
     ("logaddexp_with_0", 0.0, 0.25),  # was 0: the tie's kinks
     ("sinc", 0.0, -math.pi ** 2 / 3),  # was 0: a where chose the constant 1
     ("logit", 0.25, (2 * 0.25 - 1) / (0.25 * 0.75) ** 2),
+    # These three were NaN: a slope that is infinite at the point met a zero factor.
+    ("cbrt", 0.0, -math.inf),  # -2/9 x^(-5/3); the rule was 1 / (3 out^2)
+    ("cbrt", math.inf, 0.0),
+    ("arccosh", 1.0, -math.inf),  # the rule was 1 / (sqrt(x - 1) sqrt(x + 1))
+    ("i0", 0.0, 0.5),  # I1'(0) = 1/2 (JAX: 1.5)
 ])
 def test_second_derivative_at_special_points(name, point, want):
     """``hessian`` (forward over reverse) and ``grad`` of ``grad`` at points where one of

@@ -62,12 +62,17 @@ acos_p, acos = _unary("acos", np.arccos,
 atan_p, atan = _unary("atan", np.arctan, lambda x, out: div(_one(x), add(_one(x), mul(x, x))))
 asinh_p, asinh = _unary("asinh", np.arcsinh,
                         lambda x, out: div(_one(x), sqrt(add(mul(x, x), _one(x)))))
-acosh_p, acosh = _unary("acosh", np.arccosh, lambda x, out: div(
-    _one(x), mul(sqrt(sub(x, _one(x))), sqrt(add(x, _one(x))))))
+# d acosh = 1 / sqrt((x - 1)(x + 1)), as two reciprocals: the product (x - 1)(x + 1)
+# overflows beyond 1.8e19 in float32, and at x = 1 the derivative of sqrt(x - 1) * sqrt(x + 1)
+# multiplies the infinite slope of sqrt(0) by ... 0 (a NaN second derivative).
+acosh_p, acosh = _unary("acosh", np.arccosh, lambda x, out: mul(
+    div(_one(x), sqrt(sub(x, _one(x)))), div(_one(x), sqrt(add(x, _one(x))))))
 atanh_p, atanh = _unary("atanh", np.arctanh,
                         lambda x, out: div(_one(x), sub(_one(x), mul(x, x))))
+# d cbrt = out^-2 / 3: through 1 / (3 out^2), the second derivative at 0 would take the
+# slope of out^2 there, 2 * 0 * inf, a NaN (JAX's rule is out^-2 / 3 too: -inf at 0).
 cbrt_p, cbrt = _unary("cbrt", np.cbrt,
-                      lambda x, out: div(_one(x), mul(full_like(x, 3), integer_pow(out, 2))))
+                      lambda x, out: mul(full_like(x, 1 / 3), integer_pow(out, -2)))
 exp2_p, exp2 = _unary("exp2", np.exp2, lambda x, out: mul(out, full_like(x, math.log(2))))
 
 # This module's primitives, in the order they are made: each takes and gives a float.
