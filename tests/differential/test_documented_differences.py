@@ -444,6 +444,8 @@ def test_some_derivatives_are_exact_where_jaxs_lose_digits() -> None:
          float(np.nextafter(np.float32(1), np.float32(2)))),
         (lambda j, v: j.scipy.special.i0(v), 1e-30, 5e-31, 0.0),
         (lambda j, v: j.grad(j.numpy.arctanh)(v), 1.0, np.inf, np.nan),  # 2x / (1 - x^2)^2
+        (lambda j, v: j.scipy.special.ndtri(v), 0.0, np.inf, 0.0),  # 1 / phi(-inf)
+        (lambda j, v: j.scipy.special.spence(v), 1.0, -1.0, 0.0),  # log(x) / (1 - x)
     ]
     for f, x, derivative, jaxs in cases:
         ours, theirs = both(f, x)

@@ -84,6 +84,12 @@ CASES = {
     # i0's slope at 1e30 was NaN (inf - inf through the product exp(|x|) i0e(x)): it is
     # I1(x) now, which JAX's matches there only by rounding (see WHERE_JAXS_IS_INACCURATE).
     "i0": lambda j, x: _sp(j).i0(x),
+    # ndtri's slope was 0 outside [0, 1] (where ndtri is NaN) and NaN at 1e-30, through its
+    # Newton steps: now the inverse function's rule, 1 / phi(ndtri(p)).
+    "ndtri": lambda j, x: _sp(j).ndtri(x),
+    # rel_entr(x, 1)'s slope at inf was NaN (xlogy(x, x)'s slope in y is inf / inf).
+    "rel_entr": lambda j, x: _sp(j).rel_entr(x, 1.0),
+    "spence": lambda j, x: _sp(j).spence(x),
     "digamma": lambda j, x: _sp(j).digamma(x),
     # The eigenvalues of x * I (repeated) had a NaN gradient: the eigenvectors' slope is
     # infinite there, and a zero cotangent times it is NaN. Now no cotangent, no NaN.
@@ -113,6 +119,11 @@ WHERE_JAXS_IS_INACCURATE = {
     "arccosh": {-1.0: np.nan, -np.inf: np.nan, 1e30: 1e-30},  # JAX: inf, 0 and 0
     "digamma": {np.inf: 0.0, 1e30: 1e-30},  # trigamma; JAX: NaN and 0
     "i0": {0.0: 0.0, 1e-30: 5e-31},  # I1(x); JAX: 1 at 0 (abs's slope there) and 0
+    "ndtri": {0.0: np.inf, 1.0: np.inf},  # JAX: 0 (a select chose the constant -inf)
+    # log(x) / (1 - x), NaN below 0 where spence is; JAX: 0 at 0, 1, -1 and -inf, NaN at 2,
+    # -70.08 at 1e-30 and -0 at 1e30
+    "spence": {0.0: -np.inf, 1.0: -1.0, 2.0: -math.log(2.0), -1.0: np.nan, -np.inf: np.nan,
+               1e-30: math.log(1e-30), 1e30: -math.log(1e30) / 1e30},
     "logabsdet": {1e-30: 2e30, 1e30: 2e-30},  # 2 / x; JAX: NaN and 0 (inf and 0 forward)
 }
 SIGN_OF_ZERO_ONLY = {"std_of_one_value"}  # a zero slope whose sign comes out otherwise
@@ -163,7 +174,8 @@ def _tangents(j, name, points):
 FORWARD_SIGN_OF_ZERO_ONLY = {"prod_with_a_zero", "sinc"}
 # xlogy(x, x)'s slope at 0: JAX's custom rule gives NaN (log 0 * 1 + 0 / 0), ours 0; the
 # course's "Differences from JAX" says why (xlogy has no rule of its own).
-FORWARD_DOCUMENTED = {"xlogy": {0.0: 0.0}}
+# rel_entr(x, 1)'s slope at inf: JAX's jvp gives NaN there, its grad inf (as ours do both).
+FORWARD_DOCUMENTED = {"xlogy": {0.0: 0.0}, "rel_entr": {np.inf: np.inf}}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
