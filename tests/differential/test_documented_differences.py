@@ -1437,6 +1437,12 @@ def test_special_functions_have_fewer_derivatives() -> None:
         jax.grad(getattr(theirs, name), argnums=argnum)(*args)
         raises(ValueError, sj.grad(getattr(special, name), argnums=argnum), *args,
                match="not supported")
+        # forward mode too: it took the parameter's tangent as zero, a silently wrong jvp
+        raises(ValueError, sj.jacfwd(getattr(special, name), argnums=argnum), *args,
+               match="not supported")
+    for f, param in ((lambda a: special.betainc(a, 2.0, 0.5), 2.0),
+                     (lambda n: special.expn(n, 0.5), 2.0)):
+        raises(ValueError, sj.jvp, f, (param,), (1.0,), match="not supported")
     np.testing.assert_allclose(sj.grad(special.zeta, argnums=1)(3.0, 2.0),
                                jax.grad(theirs.zeta, argnums=1)(3.0, 2.0), rtol=1e-6)
     exact = 0.0014073978  # SciPy's hyp1f1(3, 1, -10)

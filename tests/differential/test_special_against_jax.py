@@ -205,6 +205,9 @@ def test_vmap_equals_a_loop():
 
 ERRORS = [
     ("jax.grad(lambda m: lax.polygamma(m, 2.0))(1.0)", ValueError),
+    # forward mode raises too (it took m's tangent as zero: a silent 0)
+    ("jax.jvp(lambda m: lax.polygamma(m, 2.0), (1.0,), (1.0,))", ValueError),
+    ("jax.jacfwd(lambda m: lax.polygamma(m, 2.0))(1.0)", ValueError),
     ("jax.grad(lambda x: lax.nextafter(x, 2.0))(1.0)", NotImplementedError),
     ("lax.clamp(np.zeros(2, np.float32), np.ones(3, np.float32), 1.0)", TypeError),
     ("lax.clamp(np.int32(0), np.ones(3, np.float32), 1.0)", TypeError),
@@ -432,6 +435,8 @@ MORE_ERRORS = [
     ("jax.scipy.special.spence(2)", TypeError),
     ("jax.grad(lambda a: jax.scipy.special.betainc(a, 2.0, 0.5))(1.0)", ValueError),
     ("jax.grad(lambda b: jax.scipy.special.betainc(1.0, b, 0.5))(1.0)", ValueError),
+    ("jax.jvp(lambda a: jax.scipy.special.betainc(a, 2.0, 0.5), (1.0,), (1.0,))", ValueError),
+    ("jax.hessian(lambda b: jax.scipy.special.betainc(1.0, b, 0.5))(1.0)", ValueError),
     ("jax.grad(lambda a: lax.igamma_grad_a(a, 2.0))(1.0)", NotImplementedError),
     ("lax.igamma(np.arange(3), np.ones(3, np.float32))", TypeError),
     ("lax.bessel_i0e(np.arange(3))", TypeError),
@@ -453,3 +458,5 @@ def test_hypergeometric_parameters_have_no_gradient_here():
         ours.grad(lambda a: osp.hyp1f1(a, 2.0, 0.5))(1.0)
     with pytest.raises(ValueError, match="only with respect to x"):
         ours.grad(lambda c: osp.hyp2f1(1.0, 2.0, c, 0.5))(3.0)
+    with pytest.raises(ValueError, match="only with respect to x"):  # in forward mode too
+        ours.jvp(lambda b: osp.hyp1f1(1.0, b, 0.5), (2.0,), (1.0,))

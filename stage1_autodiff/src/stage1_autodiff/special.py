@@ -38,6 +38,7 @@ from .core import (
     get_aval,
     impl_rules,
     jvp_rules,
+    jvp_rules_take_none,
     vjp_rules,
     vjp_rules_take_needs,
 )
@@ -235,22 +236,33 @@ def _polygamma_impl(m, x):
     return np.where(whole, out, np.nan).astype(x.dtype)
 
 
+def _differentiable_in_last(prim: Primitive, slope, message: str) -> None:
+    """The rules of a primitive differentiable in its last operand only (``x``), where
+    ``slope(*operands)`` is its partial derivative. A derivative asked for in another
+    operand raises ``ValueError(message)`` in both modes, as JAX's rules raise: a tangent
+    there taken as zero would make ``jvp``, ``jacfwd`` and ``hessian`` silently wrong."""
+    def vjp(ct, *operands, out, needs):
+        if any(needs[:-1]):
+            raise ValueError(message)
+        return [None] * (len(operands) - 1) + [mul(ct, slope(*operands))]
+
+    def jvp(primals, tangents):  # None for a zero tangent (jvp_rules_take_none)
+        if any(t is not None for t in tangents[:-1]):
+            raise ValueError(message)
+        return prim.bind(*primals), mul(tangents[-1], slope(*primals))
+    vjp_rules[prim], jvp_rules[prim] = vjp, jvp
+    vjp_rules_take_needs.add(prim)
+    jvp_rules_take_none.add(prim)
+
+
 polygamma_p = Primitive("polygamma", kind=ELEMENTWISE)
 def polygamma(m, x):
     """psi^(m)(x), the m-th derivative of digamma; ``m`` a float holding a whole number."""
     _check_float("polygamma", m, x)
     return polygamma_p.bind(m, x)
 impl_rules[polygamma_p] = _polygamma_impl
-def polygamma_vjp(ct, m, x, *, out, needs):
-    if needs[0]:
-        raise ValueError("polygamma gradient with respect to m is not supported")
-    return [None, mul(ct, polygamma(add(m, full_like(m, 1)), x))]
-vjp_rules[polygamma_p] = polygamma_vjp
-vjp_rules_take_needs.add(polygamma_p)
-def polygamma_jvp(primals, tangents):  # NB: m's tangent is taken as zero (JAX raises)
-    (m, x), (_, x_dot) = primals, tangents
-    return polygamma(m, x), mul(x_dot, polygamma(add(m, full_like(m, 1)), x))
-jvp_rules[polygamma_p] = polygamma_jvp
+_differentiable_in_last(polygamma_p, lambda m, x: polygamma(add(m, full_like(m, 1)), x),
+                        "polygamma gradient with respect to m is not supported")
 
 # ------------------------------------------------------------------------------------------
 # clamp and nextafter

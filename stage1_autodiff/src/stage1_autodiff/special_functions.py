@@ -59,7 +59,7 @@ from .primitives import (
     sin,
     sub,
 )
-from .special import _check_float, erf, lgamma
+from .special import _check_float, _differentiable_in_last, erf, lgamma
 
 __all__ = ["SPECIAL_FUNCTIONS", "UNARY_SPECIAL_FUNCTIONS", "bessel_i0e", "bessel_i0e_p",
            "bessel_i1e", "bessel_i1e_p", "betainc", "ci", "ci_p", "dawsn", "dawsn_p", "erfcx",
@@ -182,32 +182,17 @@ def _betainc_slope_x(a, b, x):  # the density of Beta(a, b) at x
     one = full_like(a, 1)
     log_beta = sub(add(lgamma(a), lgamma(b)), lgamma(add(a, b)))
     return exp(sub(add(mul(sub(b, one), log1p(neg(x))), mul(sub(a, one), log(x))), log_beta))
-def betainc_vjp(ct, a, b, x, *, out, needs):
-    if needs[0] or needs[1]:
-        raise ValueError("Betainc gradient with respect to a and b not supported.")
-    return [None, None, mul(ct, _betainc_slope_x(a, b, x))]
-vjp_rules[regularized_incomplete_beta_p] = betainc_vjp
-vjp_rules_take_needs.add(regularized_incomplete_beta_p)
-def betainc_jvp(primals, tangents):  # NB: a's and b's tangents are taken as zero (JAX raises)
-    (a, b, x), x_dot = primals, tangents[2]
-    return betainc(a, b, x), mul(x_dot, _betainc_slope_x(a, b, x))
-jvp_rules[regularized_incomplete_beta_p] = betainc_jvp
+_differentiable_in_last(regularized_incomplete_beta_p, _betainc_slope_x,
+                        "Betainc gradient with respect to a and b not supported.")
 
 zeta_p = _binary_primitive("zeta")
 def zeta(x: Any, q: Any) -> Any:
     """The Hurwitz zeta function zeta(x, q) = sum over k >= 0 of (q + k)^-x."""
     return _bind(zeta_p, x, q)
 impl_rules[zeta_p] = _from_scipy("zeta")
-def zeta_vjp(ct, x, q, *, out, needs):  # d/dq zeta(x, q) = -x zeta(x + 1, q)
-    if needs[0]:
-        raise ValueError("zeta gradient with respect to x is not supported.")
-    return [None, mul(ct, neg(mul(x, zeta(add(x, full_like(x, 1)), q))))]
-vjp_rules[zeta_p] = zeta_vjp
-vjp_rules_take_needs.add(zeta_p)
-def zeta_jvp(primals, tangents):  # NB: x's tangent is taken as zero
-    (x, q), (_, q_dot) = primals, tangents
-    return zeta(x, q), mul(q_dot, neg(mul(x, zeta(add(x, full_like(x, 1)), q))))
-jvp_rules[zeta_p] = zeta_jvp
+_differentiable_in_last(  # d/dq zeta(x, q) = -x zeta(x + 1, q)
+    zeta_p, lambda x, q: neg(mul(x, zeta(add(x, full_like(x, 1)), q))),
+    "zeta gradient with respect to x is not supported.")
 
 # ------------------------------------------------------------------------------------------
 # bessel_i0e and bessel_i1e
@@ -325,16 +310,8 @@ def _expn_slope(n, x):
     lower = neg(expn(select_n(eq(n, full_like(n, 0)), sub(n, one), one), x))
     e0_slope = neg(div(mul(exp(neg(x)), add(x, one)), mul(x, x)))
     return select_n(eq(n, full_like(n, 0)), lower, e0_slope)
-def expn_vjp(ct, n, x, *, out, needs):
-    if needs[0]:
-        raise ValueError("expn gradient with respect to n is not supported.")
-    return [None, mul(ct, _expn_slope(n, x))]
-vjp_rules[expn_p] = expn_vjp
-vjp_rules_take_needs.add(expn_p)
-def expn_jvp(primals, tangents):  # NB: n's tangent is taken as zero (JAX's n is nondiff)
-    (n, x), (_, x_dot) = primals, tangents
-    return expn(n, x), mul(x_dot, _expn_slope(n, x))
-jvp_rules[expn_p] = expn_jvp
+_differentiable_in_last(expn_p, _expn_slope,
+                        "expn gradient with respect to n is not supported.")
 
 owens_t_p = _binary_primitive("owens_t")
 def owens_t(h: Any, a: Any) -> Any:
@@ -375,17 +352,8 @@ def _hypergeometric(name: str, doc: str) -> tuple[Primitive, Any]:
         top = params[0] if len(params) == 2 else mul(params[0], params[1])
         return mul(div(top, params[-1]), prim.bind(*shifted, x))
 
-    def vjp(ct, *operands, out, needs):
-        if any(needs[:-1]):
-            raise ValueError(f"{name} gradient with respect to its parameters is not "
-                             "supported, only with respect to x.")
-        return [None] * (len(operands) - 1) + [mul(ct, slope_x(*operands))]
-    vjp_rules[prim] = vjp
-    vjp_rules_take_needs.add(prim)
-
-    def jvp(primals, tangents):  # NB: the parameters' tangents are taken as zero
-        return prim.bind(*primals), mul(tangents[-1], slope_x(*primals))
-    jvp_rules[prim] = jvp
+    _differentiable_in_last(prim, slope_x, f"{name} gradient with respect to its parameters "
+                                           "is not supported, only with respect to x.")
 
     def apply(*operands: Any) -> Any:
         return _bind(prim, *operands)
