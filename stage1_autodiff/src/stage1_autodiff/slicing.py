@@ -27,6 +27,7 @@ window fits (a gather then clips, a scatter drops, as XLA does on CPU).
 from __future__ import annotations
 
 import enum
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -43,6 +44,7 @@ from .primitives import (
     defjvp,
     div,
     eq,
+    full,
     full_like,
     iota,
     max,
@@ -298,13 +300,25 @@ def scatter(operand, indices, updates, dimension_numbers: ScatterDimensionNumber
     update wins)."""
     return _scatter_bind(scatter_p, operand, indices, updates, dimension_numbers, mode)
 impl_rules[scatter_p] = _scatter_impl(None)
-# NB: with repeated indices one update wins and the others get a zero cotangent in JAX;
-# here every repeat gets the cotangent of the winning position.
 def scatter_vjp(ct, operand, indices, updates, *, out, dimension_numbers, mode):
-    return [scatter_p.bind(ct, indices, zeros_like(updates), dimension_numbers=dimension_numbers,
-                           mode=mode),
-            None, _gather_of(ct, indices, updates, dimension_numbers, mode)]
+    dn = dimension_numbers
+    ct_updates = select_n(_won_its_place(operand, indices, updates, dn, mode),
+                          zeros_like(updates), _gather_of(ct, indices, updates, dn, mode))
+    return [scatter_p.bind(ct, indices, zeros_like(updates), dimension_numbers=dn, mode=mode),
+            None, ct_updates]
 vjp_rules[scatter_p] = scatter_vjp
+
+
+def _won_its_place(operand, indices, updates, dn: ScatterDimensionNumbers, mode):
+    """Which elements of ``updates`` a scatter writes: of several updates to one place only
+    one is written (the last), and only it has a derivative, as in JAX. Each update's own
+    number (from 1) is scattered the same way; an update whose number comes back won."""
+    shape = get_aval(updates).shape
+    numbers = reshape(iota(np.dtype(np.int32), (math.prod(shape),)), shape)
+    numbers = add(numbers, full_like(numbers, 1))  # 0: no update (a dropped one reads 0)
+    placed = scatter_p.bind(full(get_aval(operand).shape, 0, np.dtype(np.int32)), indices,
+                            numbers, dimension_numbers=dn, mode=mode)
+    return eq(_gather_of(placed, indices, updates, dn, mode), numbers)
 def scatter_jvp(primals, tangents, **params):
     (operand, indices, updates), (operand_dot, _, updates_dot) = primals, tangents
     return (scatter_p.bind(operand, indices, updates, **params),
