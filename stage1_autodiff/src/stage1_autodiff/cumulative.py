@@ -331,7 +331,8 @@ def _init_like(init: Any, x: Any) -> Any:
 top_k_p = Primitive("top_k", multiple_results=True)
 def top_k(operand: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
     """``lax.top_k``: the ``k`` largest entries along ``axis`` and their int32 indices, largest
-    first; NaN counts as the largest, and equal values come in the order of their indices.
+    first; NaN counts as the largest, 0.0 as larger than -0.0, and equal values come in the
+    order of their indices.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -348,8 +349,9 @@ def top_k(operand: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
                          f"k={k} with shape={list(shape)} and axis={axis}")
     return top_k_p.bind(operand, k=k, axis=axis)
 def top_k_impl(x, *, k, axis):
-    if x.dtype.kind == "f":  # NaN first, then descending; ties stay in order (stable)
-        order = np.lexsort((-x, ~np.isnan(x)), axis=axis)
+    if x.dtype.kind == "f":  # NaN first, then descending, 0.0 before -0.0 (XLA's total
+        # order, as JAX's); ties stay in order (stable)
+        order = np.lexsort((np.signbit(x), -x, ~np.isnan(x)), axis=axis)
     else:  # ~x reverses the order of integers and booleans without overflow
         order = np.argsort(~x, axis=axis, kind="stable")
     order = np.take(order, np.arange(k), axis=axis)
