@@ -44,6 +44,10 @@ CASES = {
     # d/dy 0**y was 0 at every y: now NaN where 0**y is inf (y < 0) or NaN, as JAX's.
     "power_of_0_to_x": lambda j, x: j.numpy.power(0.0, x),
     "x_cubed": lambda j, x: x ** 3,
+    # forward mode gave NaN at +-inf: sign's zero tangent was an array, and 0 * inf is NaN
+    # (a zero-derivative primitive's tangent is None now, as JAX's is a symbolic zero)
+    "x_times_sign": lambda j, x: x * j.numpy.sign(x),
+    "x_times_floor": lambda j, x: x * j.numpy.floor(x),
     "arctan2": lambda j, x: j.numpy.arctan2(x, 0.0),
     # logaddexp(x, 0) at x = 0 was 0 (the tie's 1/2 from the maximum, minus 1/2 through
     # abs): 1/2 now, as JAX's.

@@ -101,11 +101,12 @@ def _zero_vjp(ct, *primals, out, **params):
 
 
 def _zero_jvp(prim: Primitive):
+    """The JVP rule of a primitive whose derivative is zero (sign, floor, comparisons...): its
+    tangent is None, a symbolic zero, as JAX's is ``Zero``. An array of zeros would meet the
+    partials of the ops after it, and 0 * inf is NaN: ``jvp(lambda x: x * sign(x))`` at inf."""
     def jvp(primals, tangents, **params):
         out = prim.bind(*primals, **params)
-        if prim.multiple_results:
-            return out, [zeros_like(o) for o in out]
-        return out, zeros_like(out)
+        return out, [None] * len(out) if prim.multiple_results else None
     return jvp
 
 
