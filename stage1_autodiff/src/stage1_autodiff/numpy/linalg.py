@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from typing import Any, NamedTuple
@@ -26,6 +27,7 @@ import numpy as np
 from .. import linalg as lax_linalg
 from .. import numpy as jnp
 from ..core import get_aval
+from ..custom_derivatives import custom_jvp
 from .promotion import as_value, promote_inexact
 
 __all__ = ["EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky",
@@ -218,10 +220,30 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     (a,) = _matrices("pinv", a, square=False)
     if rtol is None:
         rtol = 10.0 * max(get_aval(a).shape[-2:]) * float(np.finfo(a.dtype).eps)
+    return _pinv(a, rtol)
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(1,))
+def _pinv(a, rtol):
     u, s, vh = lax_linalg.svd(a, full_matrices=False)
     cutoff = jnp.asarray(rtol, dtype=a.dtype)[..., None] * s[..., :1]
     s = jnp.where(s > cutoff, s, np.inf)
     return _mT(vh) @ (_mT(u) / s[..., :, None])
+
+
+@_pinv.defjvp
+def _pinv_jvp(rtol, primals, tangents):
+    """Golub and Pereyra's derivative of the pseudo-inverse p of a (1973), as JAX's rule:
+    dp = -p da p + p p^T da^T (I - a p) + (I - p a) da^T p^T p. Through the SVD the derivative
+    would be NaN at every matrix with a repeated singular value, the identity included (the
+    singular vectors' slopes are infinite there)."""
+    (a,), (a_dot,) = primals, tangents
+    p = _pinv(a, rtol)
+    m, n = get_aval(a).shape[-2:]
+    a_dot_t, p_t = _mT(a_dot), _mT(p)
+    p_dot = (-(p @ a_dot @ p) + p @ p_t @ a_dot_t @ (jnp.eye(m, dtype=a.dtype) - a @ p)
+             + (jnp.eye(n, dtype=a.dtype) - p @ a) @ a_dot_t @ p_t @ p)
+    return p, p_dot
 
 
 def matrix_power(a, n: int):
