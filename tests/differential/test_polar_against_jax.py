@@ -57,3 +57,17 @@ def test_gradients_numerically():
         a = SQUARE.astype(np.float64) + 3 * np.eye(4)
         check_grads(lambda m: oj.scipy.linalg.polar(m)[0], (a,), order=2)
         check_grads(lambda m: oj.scipy.linalg.polar(m, side="left")[1], (a,), order=2)
+
+
+@pytest.mark.parametrize("a", [np.eye(3), 2 * np.eye(3), np.array([[0.0, -1.0], [1.0, 0.0]]),
+                               np.diag([3.0, 3.0, 1.0]), np.eye(3, 2), np.eye(2, 3)],
+                         ids=["I", "2I", "rotation", "repeated", "tall I", "wide I"])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_gradients_at_repeated_singular_values(a, side):
+    """Through the SVD, the derivative of u was NaN at any repeated singular value (every
+    orthogonal matrix): u has a rule of its own, and p is u.T a (or a u.T). (To first order:
+    the rule is written with the SVD's vectors, so a second derivative there is NaN still.)"""
+    with oj.enable_x64(True):
+        for k in (0, 1):
+            check_grads(lambda m: oj.scipy.linalg.polar(m, side=side)[k], (a,), order=1,
+                        modes=("fwd", "rev"))

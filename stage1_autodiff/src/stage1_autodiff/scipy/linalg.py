@@ -25,6 +25,7 @@ from .. import dtypes
 from .. import linalg as lax_linalg
 from .. import numpy as jnp
 from ..core import get_aval
+from ..custom_derivatives import custom_jvp
 from ..numpy import linalg as jnp_linalg
 from ..numpy.promotion import as_value, promote_inexact
 from .matrix_exponential import expm
@@ -194,9 +195,9 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps: float | None = N
           max_iterations: int | None = None) -> tuple[Any, Any]:
     """``a = u @ p`` (``side="right"``) or ``p @ u`` (``"left"``): ``u`` with orthonormal
     columns (or rows), ``p`` symmetric positive semidefinite. From the SVD ``a = w s vh``
-    whatever ``method`` says: ``u = w vh``, and ``p = vh.T s vh`` or ``w s w.T``. (JAX's
-    default, QDWH, iterates to the same ``u`` without an SVD; ``eps`` and
-    ``max_iterations`` are its settings.)"""
+    whatever ``method`` says: ``u = w vh``, and ``p = u.T a`` or ``a u.T``, symmetrized.
+    (JAX's default, QDWH, iterates to the same ``u`` without an SVD; ``eps`` and
+    ``max_iterations`` are its settings.) ``u`` has a derivative rule of its own."""
     del eps, max_iterations
     if side not in ("right", "left"):
         raise ValueError("The argument `side` must be either 'right' or 'left'.")
@@ -208,10 +209,38 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps: float | None = N
     if not dtypes.is_inexact(get_aval(a).dtype):
         raise ValueError(f"polar: data type {get_aval(a).dtype} is not inexact; convert the "
                          f"matrix to a float dtype first, e.g. a.astype(jnp.float32).")
+    m, n = get_aval(a).shape[-2:]
+    u = _unitary_factor(a) if m >= n else _mT(_unitary_factor(_mT(a)))  # the same u both sides
+    p = _mT(u) @ a if side == "right" else a @ _mT(u)
+    return u, (p + _mT(p)) / 2  # (symmetric to the last bit, as JAX makes it)
+
+
+def _mT(x):  # noqa: N802 -- NumPy's name for the transpose of each matrix
+    return jnp.swapaxes(x, -1, -2)
+
+
+@custom_jvp
+def _unitary_factor(a):
+    """``u = w v.T`` from the SVD ``a = w s v.T`` of a matrix with at least as many rows as
+    columns: the orthonormal factor of both polar decompositions."""
+    w, _, vh = jnp_linalg.svd(a, full_matrices=False)
+    return w @ vh
+
+
+@_unitary_factor.defjvp
+def _unitary_factor_jvp(primals, tangents):
+    """In the SVD's bases u's derivative is antisymmetric: with m = w.T da v, it is
+    du = w x v.T + (I - w w.T) da v s^-1 v.T, where x_ij = (m - m.T)_ij / (s_i + s_j) (the
+    second term: the part of da outside w's columns, for a tall a). Through the SVD instead
+    it would be NaN at every repeated singular value (an orthogonal matrix has only repeated
+    ones), where u is smooth for any matrix of full rank."""
+    (a,), (a_dot,) = primals, tangents
     w, s, vh = jnp_linalg.svd(a, full_matrices=False)
-    if side == "right":
-        return w @ vh, (jnp.swapaxes(vh, -1, -2) * s[..., None, :]) @ vh
-    return w @ vh, (w * s[..., None, :]) @ jnp.swapaxes(w, -1, -2)
+    v = _mT(vh)
+    m = _mT(w) @ a_dot @ v
+    x = (m - _mT(m)) / (s[..., :, None] + s[..., None, :])
+    outside = a_dot - w @ (_mT(w) @ a_dot)
+    return w @ vh, w @ x @ vh + outside @ (v / s[..., None, :]) @ vh
 
 
 def inv(a, overwrite_a: bool = False, check_finite: bool = True):
