@@ -50,6 +50,7 @@ EVERYDAY: dict[str, str] = {
         laplace logistic poisson key PRNGKey split fold_in normal uniform bernoulli
         categorical randint permutation""",
     "scipy.linalg": "cho_factor cho_solve solve_triangular",
+    "ops": "segment_sum segment_max segment_min segment_prod",
     "scipy.special": "logsumexp erf gammaln expit logit",
     "scipy.stats.norm": "logpdf cdf",
 }

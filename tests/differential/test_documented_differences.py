@@ -837,6 +837,11 @@ def test_scatter_mul_is_differentiated_without_unique_indices() -> None:
     g = sj.grad(lambda y: sjnp.sum(sjnp.asarray(x).at[sjnp.array([0, 0, 0])].mul(y)))(y)
     want = jax.grad(lambda y: x[0] * y[0] * y[1] * y[2])(y)
     np.testing.assert_array_equal(np.asarray(g), np.asarray(want))
+    ids = np.array([0, 0, 1])  # jax.ops.segment_prod is the same scatter
+    raises(NotImplementedError, jax.grad(lambda y: jax.ops.segment_prod(y, ids, 2).sum()), y,
+           match="unique_indices")
+    g = sj.grad(lambda y: sj.ops.segment_prod(y, ids, 2).sum())(y)
+    assert np.asarray(g).tolist() == [0.0, 5.0, 1.0]
 
 
 def _custom_sin(lib, np_, rule):

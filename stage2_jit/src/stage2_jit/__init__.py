@@ -43,7 +43,7 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
     vjp,
 )
 
-from . import debug, errors, lax, nn, numpy, random, scipy, tree, tree_util  # noqa: E402
+from . import debug, errors, lax, nn, numpy, ops, random, scipy, tree, tree_util  # noqa: E402
 from .callback import pure_callback  # noqa: E402
 from .devices import default_backend, device_put, devices  # noqa: E402
 from .everyday import (  # noqa: E402

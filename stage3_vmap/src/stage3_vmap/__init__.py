@@ -70,6 +70,7 @@ from . import (  # noqa: F401
     lax,
     nn,
     numpy,
+    ops,
     random,
     scipy,
     tree,

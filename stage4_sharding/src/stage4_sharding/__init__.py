@@ -67,6 +67,7 @@ from . import (  # noqa: F401
     lax,
     nn,
     numpy,
+    ops,
     random,
     scipy,
     sharded_types,  # puts shardings into traced types
