@@ -217,6 +217,17 @@ def test_gamma_gradient_matches_jax():
     np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-4)
 
 
+def test_truncated_normal_gradient_in_its_bounds_matches_jax():
+    """Its samples are clipped inside the bounds by nextafter, which has no derivative, of
+    the bounds under stop_gradient; grad raised NotImplementedError here once, because the
+    tape recorded stop_gradient's result as a value that gradients flow through."""
+    def f(lib):
+        return lambda b: lib.random.truncated_normal(lib.random.key(4), -b, 2.0 * b, (5,)).sum()
+    for b in (0.5, 1.0, 3.0):
+        np.testing.assert_allclose(np.asarray(ours.grad(f(ours))(np.float32(b))),
+                                   np.asarray(jax_.grad(f(jax_))(np.float32(b))), rtol=1e-4)
+
+
 # ------------------------------------------------------------------------------------------
 # triangular, wald, generalized_normal, ball, binomial, multinomial; the modes of bernoulli,
 # gumbel, categorical and choice; categorical without replacement; key_impl, key_dtype, clone

@@ -149,7 +149,9 @@ class TapeTrace(Trace):
         primals_in = [t.primal for t in tracers]
         outs = bind_below(prim, primals_in, params)
         in_nodes = [t.node for t in tracers]
-        if in_nodes.count(None) == len(in_nodes):  # constants only (nodes are ints or None)
+        if in_nodes.count(None) == len(in_nodes) or vjp_rules.get(prim) is lax._zero_vjp:
+            # constants only (nodes are ints or None), or a zero derivative (stop_gradient,
+            # sign, comparisons): the results are constants, no gradient flows back through
             return [TapeTracer(self, out, None) for out in outs]
         tape: Tape = self.main.global_data
         out_nodes = [tape.new_node() for _ in outs]
