@@ -341,9 +341,12 @@ def _leaf_dtype(leaf: Any) -> np.dtype:
 
 
 def _check_input_dtypes(args: tuple[Any, ...], argnums: tuple[int, ...], allow_int: bool,
-                        name: str) -> None:
+                        name: str, holomorphic: bool = False) -> None:
     for argnum in argnums:
         leaves = tree_flatten(args[argnum])[0]
+        if holomorphic:
+            _check_complex([_leaf_dtype(x) for x in leaves], name, "inputs")
+            continue
         if allow_int or all(dtypes.is_inexact(_leaf_dtype(x)) for x in leaves):
             continue
         for path, leaf in tree_flatten_with_path(args[argnum])[0]:
@@ -358,7 +361,15 @@ def _check_input_dtypes(args: tuple[Any, ...], argnums: tuple[int, ...], allow_i
                 f"use allow_int=True (the gradient has dtype float0), or use vjp.")
 
 
-def _check_scalar_output(out: Any, name: str) -> None:
+def _check_complex(dtypes_: list[np.dtype], name: str, what: str) -> None:
+    """With ``holomorphic=True`` the inputs and the outputs are complex, as in JAX."""
+    for dtype in dtypes_:
+        if not dtypes.is_complex(dtype):
+            raise TypeError(f"{name} with holomorphic=True requires {what} with complex dtype, "
+                            f"but got {dtype.name}.")
+
+
+def _check_scalar_output(out: Any, name: str, holomorphic: bool = False) -> None:
     if not isinstance(out, (Array, Tracer)):
         raise TypeError(f"{name} requires a scalar array output, but the function returned a "
                         f"{type(out).__name__}. Return a single scalar array, or use vjp.")
@@ -368,17 +379,22 @@ def _check_scalar_output(out: Any, name: str) -> None:
             f"Gradient only defined for scalar-output functions. Output had shape: "
             f"{aval.shape}. Reduce the output to a scalar (for example with .sum() or "
             f".mean()), or use jacrev/jacfwd (stage 3) or vjp for a vector-valued function.")
-    if not dtypes.is_float(aval.dtype):
-        hint = (" For a complex output take a real part first (jnp.real, jnp.abs), or use "
-                "jax.vjp directly." if dtypes.is_complex(aval.dtype) else "")
+    if holomorphic:
+        _check_complex([aval.dtype], name, "outputs")
+    elif not dtypes.is_float(aval.dtype):
+        hint = (" For holomorphic differentiation, pass holomorphic=True. Otherwise take a real "
+                "part first (jnp.real, jnp.abs), or use jax.vjp directly."
+                if dtypes.is_complex(aval.dtype) else "")
         raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
                         f"of np.floating), but got {aval.dtype.name}.{hint}")
 
 
 # --8<-- [start:value_and_grad]
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-                   allow_int: bool = False) -> Callable:
+                   holomorphic: bool = False, allow_int: bool = False) -> Callable:
     """Returns a function computing ``fun`` and its gradient with respect to ``argnums``.
+    ``holomorphic=True``: complex inputs and a complex output, and the gradient is the
+    complex derivative ``f'(z)`` (the pullback of 1; no conjugation, as in JAX).
 
     Example:
         >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
@@ -391,7 +407,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
     def value_and_grad_f(*args, **kwargs):
         nums = _check_argnums(argnums, len(args), "grad")
-        _check_input_dtypes(args, nums, allow_int, "grad")
+        _check_input_dtypes(args, nums, allow_int, "grad", holomorphic)
 
         def f_of_diff_args(*diff_args):
             full_args = list(args)
@@ -401,7 +417,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
         diff_args = tuple(args[n] for n in nums)
         value, pullback, _, _, aux = _vjp(f_of_diff_args, diff_args, has_aux)
-        _check_scalar_output(value, "grad")
+        _check_scalar_output(value, "grad", holomorphic)
         g = pullback([lax.full_like(value, 1)])
         g = g[0] if is_single_index(argnums) else g
         return ((value, aux), g) if has_aux else (value, g)
@@ -411,7 +427,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-         allow_int: bool = False) -> Callable:
+         holomorphic: bool = False, allow_int: bool = False) -> Callable:
     """Returns a function computing the gradient of scalar-valued ``fun``.
 
     Example:
@@ -419,7 +435,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
         >>> print(jax.grad(jnp.tanh)(1.0))
         0.41997433
     """
-    value_and_grad_f = value_and_grad(fun, argnums, has_aux, allow_int)
+    value_and_grad_f = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
     def grad_f(*args, **kwargs):
         (value, g) = value_and_grad_f(*args, **kwargs)

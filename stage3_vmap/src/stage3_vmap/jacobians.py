@@ -38,8 +38,10 @@ from .batching import vmap
 
 
 # --8<-- [start:jacfwd]
-def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
     """The Jacobian of ``fun`` with respect to the arguments ``argnums``, in forward mode.
+    ``holomorphic=True``: complex inputs and outputs, and the complex Jacobian.
 
     Example:
         >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
@@ -53,11 +55,13 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     def jacobian(*args: Any) -> Any:
         f, dyn = _split_args(fun, args, argnums, "jacfwd")
         in_leaves, in_tree = tree_flatten(dyn)
-        _check_float_inputs(in_leaves, "jacfwd")
+        _check_inputs(in_leaves, "jacfwd", holomorphic)
 
         def pushforward(*tangent_leaves):
             tangents = tree_unflatten(in_tree, tangent_leaves)
             out, out_dot, *aux = jvp(f, (dyn,), (tangents,), has_aux=has_aux)
+            if holomorphic:
+                _check_complex(tree_flatten(out)[0], "jacfwd", "outputs")
             return (out, tree_map(_int_zeros, out_dot, out), *aux)
 
         # The basis index last (out + (n,)); the primal output and aux do not depend on it.
@@ -74,8 +78,10 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 
 # --8<-- [start:jacrev]
-def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
     """The Jacobian of ``fun`` with respect to the arguments ``argnums``, in reverse mode.
+    ``holomorphic=True``: complex inputs and outputs, and the complex Jacobian.
 
     Example:
         >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
@@ -87,18 +93,22 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     def jacobian(*args: Any) -> Any:
         f, dyn = _split_args(fun, args, argnums, "jacrev")
         in_leaves, in_tree = tree_flatten(dyn)
-        _check_float_inputs(in_leaves, "jacrev")
+        _check_inputs(in_leaves, "jacrev", holomorphic, complex_ok=True)
         if has_aux:
             out, pullback, aux = vjp(f, dyn, has_aux=True)
         else:
             out, pullback = vjp(f, dyn)
         out_leaves, out_tree = tree_flatten(out)
-        for leaf in out_leaves:
+        if holomorphic:
+            _check_complex(out_leaves, "jacrev", "outputs")
+        for leaf in [] if holomorphic else out_leaves:
             if not dtypes.is_float(get_aval(leaf).dtype):
+                hint = (" For holomorphic differentiation, pass holomorphic=True."
+                        if dtypes.is_complex(get_aval(leaf).dtype) else "")
                 raise TypeError(f"jacrev requires real-valued outputs (a floating dtype), but "
                                 f"{getattr(fun, '__name__', 'fun')} returned an output of "
-                                f"dtype {get_aval(leaf).dtype.name}. For integer outputs, use "
-                                f"jax.vjp directly, or jacfwd.")
+                                f"dtype {get_aval(leaf).dtype.name}.{hint} For integer or "
+                                f"non-holomorphic complex outputs, use jax.vjp directly.")
         rows = []
         for k, leaf in enumerate(out_leaves):  # one batched pullback per result leaf
             basis = _basis([leaf])[0]
@@ -145,7 +155,7 @@ def jacfwd_chunked(fun: Callable, chunk_size: int,
     def jacobian(*args: Any) -> Any:
         f, dyn = _split_args(fun, args, argnums, "jacfwd_chunked")
         in_leaves, in_tree = tree_flatten(dyn)
-        _check_float_inputs(in_leaves, "jacfwd_chunked")
+        _check_inputs(in_leaves, "jacfwd_chunked")
 
         def pushforward(*tangent_leaves):
             out, out_dot = jvp(f, (dyn,), (tree_unflatten(in_tree, tangent_leaves),))
@@ -167,7 +177,8 @@ def jacfwd_chunked(fun: Callable, chunk_size: int,
 
 
 # --8<-- [start:hessian]
-def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable:
     """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))``.
 
     Example:
@@ -176,7 +187,8 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
         Array([[ 6.,  0.],
                [ 0., 12.]], dtype=float32)
     """
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)
 # --8<-- [end:hessian]
 
 
@@ -205,13 +217,30 @@ def _split_args(fun: Callable, args: tuple, argnums: int | Sequence[int],
     return f, dyn
 
 
-def _check_float_inputs(leaves: list, name: str) -> None:
-    for x in leaves:
+def _check_inputs(leaves: list, name: str, holomorphic: bool = False,
+                  complex_ok: bool = False) -> None:
+    """Real inputs (or complex ones, in reverse mode: ``complex_ok``), or with
+    ``holomorphic=True`` complex ones, as JAX's checks."""
+    if holomorphic:
+        _check_complex(leaves, name, "inputs")
+    for x in [] if holomorphic else leaves:
         dtype = get_aval(x).dtype
-        if not dtypes.is_float(dtype):
-            raise TypeError(f"{name} requires real-valued inputs (input dtype that is a "
-                            f"sub-dtype of np.floating), but got {dtype.name}. If you want to "
-                            f"use integer-valued inputs, use vjp or set allow_int to True.")
+        if not (dtypes.is_inexact(dtype) if complex_ok else dtypes.is_float(dtype)):
+            hint = (" For holomorphic differentiation, pass holomorphic=True."
+                    if dtypes.is_complex(dtype) else "")
+            kinds = ("real- or complex-valued inputs (input dtype that is a sub-dtype of "
+                     "np.inexact)" if complex_ok else
+                     "real-valued inputs (input dtype that is a sub-dtype of np.floating)")
+            raise TypeError(f"{name} requires {kinds}, but got {dtype.name}.{hint} For integer "
+                            f"or non-holomorphic complex inputs, use jax.vjp or jax.jvp "
+                            f"directly.")
+
+
+def _check_complex(leaves: list, name: str, what: str) -> None:
+    for x in leaves:
+        if not dtypes.is_complex(get_aval(x).dtype):
+            raise TypeError(f"{name} with holomorphic=True requires {what} with complex "
+                            f"dtype, but got {get_aval(x).dtype.name}.")
 
 
 # --8<-- [start:basis]
