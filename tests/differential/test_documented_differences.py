@@ -1385,6 +1385,16 @@ def test_the_page_and_these_tests_name_each_other() -> None:
     assert here - named == set(), f"tests the page does not name: {here - named}"
 
 
+def test_jit_accepts_keep_unused_inline_and_compiler_options() -> None:
+    x = np.arange(3.0, dtype=np.float32)
+    for lib in (sj, jax):
+        f = lib.jit(lambda a, unused: a * 2, keep_unused=True, inline=True,
+                    compiler_options={})
+        assert np.asarray(f(x, x)).tolist() == [0.0, 2.0, 4.0]
+    with pytest.raises(NotImplementedError, match="device_put"):
+        sj.jit(lambda a: a, device=sj.devices()[0])
+
+
 def test_with_sharding_constraint_is_a_reshard() -> None:
     x = np.ones((8, 2), np.float32)
     grads = []

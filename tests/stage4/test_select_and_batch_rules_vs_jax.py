@@ -7,24 +7,13 @@ spec and values are JAX's (a scalar case of ``jnp.where`` takes the other operan
 
 import numpy as np
 import pytest
+from eight_jax_devices import jax_with_eight_cpu_devices
 from stage4_sharding.sharding_rules import ShardingTypeError
 
 import stage4_sharding as ours
 from stage4_sharding import numpy as jnp
 
-real = pytest.importorskip("jax")
-
-
-def _eight_cpu_devices() -> bool:
-    try:
-        real.config.update("jax_num_cpu_devices", 8)
-    except RuntimeError:  # another module started JAX first: use the devices it has
-        pass
-    return len(real.devices("cpu")) >= 8
-
-
-if not _eight_cpu_devices():
-    pytest.skip("JAX started with fewer than 8 CPU devices", allow_module_level=True)
+real = jax_with_eight_cpu_devices()
 
 import jax.numpy as real_jnp  # noqa: E402
 from jax.sharding import AxisType  # noqa: E402

@@ -12,6 +12,7 @@ among them; negative padding is not supported here at all (sharded or not), so i
 
 import numpy as np
 import pytest
+from eight_jax_devices import jax_with_eight_cpu_devices
 from stage4_sharding.partitioner import partition
 from stage4_sharding.sharding import NamedSharding, P, set_mesh
 from stage4_sharding.sharding_rules import ShardingTypeError
@@ -19,21 +20,7 @@ from stage4_sharding.sharding_rules import ShardingTypeError
 import stage4_sharding as jax
 from stage4_sharding import lax
 
-real = pytest.importorskip("jax")
-
-
-def _eight_cpu_devices() -> bool:
-    """JAX's CPU backend with 8 devices, chosen before it starts (this module is imported
-    while pytest collects, before any test runs)."""
-    try:
-        real.config.update("jax_num_cpu_devices", 8)
-    except RuntimeError:  # another module started JAX first: use the devices it has
-        pass
-    return len(real.devices("cpu")) >= 8
-
-
-if not _eight_cpu_devices():
-    pytest.skip("JAX started with fewer than 8 CPU devices", allow_module_level=True)
+real = jax_with_eight_cpu_devices()
 
 from jax import lax as real_lax  # noqa: E402  (after JAX's device count is set)
 from jax.sharding import AxisType  # noqa: E402

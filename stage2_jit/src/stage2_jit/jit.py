@@ -441,8 +441,9 @@ _DECORATOR = object()  # jit called without a function: @jit(static_argnums=...)
 def jit(fun: Callable = _DECORATOR, *, static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Sequence[str] | None = None,
         donate_argnums: int | Sequence[int] | None = None,
-        donate_argnames: str | Sequence[str] | None = None,
-        backend: str | None = None) -> Any:
+        donate_argnames: str | Sequence[str] | None = None, keep_unused: bool = False,
+        backend: str | None = None, inline: bool = False,
+        compiler_options: dict[str, Any] | None = None) -> Any:
     """Compiles ``fun``: traced to a jaxpr on first call for each new signature (pytree
     structure, shapes, dtypes, weak types and static arguments), then run from the cache.
 
@@ -453,7 +454,8 @@ def jit(fun: Callable = _DECORATOR, *, static_argnums: int | Sequence[int] | Non
     ``backend`` is ``"cpu"`` (one fused Numba kernel per program, the default) or
     ``"interpreter"`` (the optimized jaxpr run one NumPy call per equation: the reference);
     the default comes from ``config.jax_default_backend`` (environment variable
-    ``JAX_DEFAULT_BACKEND``).
+    ``JAX_DEFAULT_BACKEND``). ``keep_unused``, ``inline`` and ``compiler_options`` are
+    accepted, as JAX's, and change nothing (there is no XLA to tell).
 
     Example:
         >>> import stage2_jit as jax, stage2_jit.numpy as jnp
@@ -463,6 +465,7 @@ def jit(fun: Callable = _DECORATOR, *, static_argnums: int | Sequence[int] | Non
         >>> f(jnp.arange(3.0))
         Array([1., 3., 5.], dtype=float32)
     """
+    del keep_unused, inline, compiler_options
     if fun is _DECORATOR:  # used as @jit(static_argnums=...); jit(None) is an error, as in JAX
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,

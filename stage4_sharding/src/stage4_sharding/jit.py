@@ -18,12 +18,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from stage1_autodiff.core import asarray
-from stage1_autodiff.tree_util import tree_flatten
+from stage1_autodiff.tree_util import tree_flatten, tree_map, tree_structure
 from stage2_jit.jit import Jitted, Lowered, cost_analysis
 
-from .arrays import run_program
+from .arrays import ShardedArray, device_put, run_program
 from .cost_model import CollectiveCost, report, totals
+from .named_sharding import NamedSharding, P, as_sharding
 from .partitioner import Partitioned, is_sharded, partition
+from .reshard import reshard
 from .runtime import static_costs
 from .sharded_types import mesh_of
 
@@ -91,19 +93,101 @@ class ShardedCompiled:
 
 
 _DECORATOR = object()  # jit called without a function: @jit(static_argnums=...)
+_UNSPECIFIED = object()  # in_shardings or out_shardings not given
 
 
-def jit(fun: Callable = _DECORATOR, *, static_argnums: int | Sequence[int] | None = None,
+class ShardingsJitted(ShardedJitted):
+    """A jitted function with ``in_shardings`` (its positional arguments are placed so,
+    before the call) and ``out_shardings`` (its results are resharded so, in the program),
+    as JAX's ``jit`` takes them: each a sharding, or a pytree prefix of the arguments tuple
+    (of the results) with ``None`` where the layout is left as it comes."""
+
+    def __init__(self, fun: Callable, in_shardings: Any, out_shardings: Any,
+                 *args: Any) -> None:
+        if out_shardings is not _UNSPECIFIED:
+            fun = _constrained(fun, out_shardings)
+        super().__init__(fun, *args)
+        self.in_shardings = in_shardings
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return super().__call__(*self._placed(args, kwargs), **kwargs)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        return super().lower(*self._placed(args, kwargs), **kwargs)
+
+    def _placed(self, args: tuple, kwargs: dict) -> tuple:
+        """The positional arguments laid out by ``in_shardings`` (static ones excepted)."""
+        if self.in_shardings is _UNSPECIFIED:
+            return args
+        if kwargs:
+            raise ValueError("jit does not support keyword arguments when in_shardings is "
+                             "specified: pass them by position.")
+        static = {n % len(args) for n in self._static_nums if -len(args) <= n < len(args)}
+        dynamic = tuple(a for i, a in enumerate(args) if i not in static)
+        placed = iter(_laid_out(dynamic, self.in_shardings, "in_shardings",
+                                "positional arguments tuple (static ones excepted)", _place))
+        return tuple(a if i in static else next(placed) for i, a in enumerate(args))
+
+
+def _constrained(fun: Callable, out_shardings: Any) -> Callable:
+    @functools.wraps(fun)
+    def constrained(*args: Any, **kwargs: Any) -> Any:
+        return _laid_out(fun(*args, **kwargs), out_shardings, "out_shardings",
+                         "function's output", reshard)
+    return constrained
+
+
+def _place(x: Any, sharding: Any) -> Any:
+    """An argument placed by its ``in_shardings`` entry. A sharded array laid out otherwise
+    is an error, as in JAX (it would be moved without a word)."""
+    sharding = as_sharding(sharding, "jit")
+    if isinstance(x, ShardedArray) and x.sharding != sharding:
+        raise ValueError(f"Sharding passed to jit does not match the sharding on the respective "
+                         f"arg. Got jit sharding: {sharding},\narg sharding: {x.sharding}. "
+                         f"Move the argument first (jax.device_put(x, sharding)).")
+    return device_put(x, sharding)
+
+
+def _laid_out(tree: Any, prefix: Any, what: str, of: str, place: Callable) -> Any:
+    """Each leaf of ``tree`` placed by its sharding in ``prefix`` (one sharding for all, or a
+    pytree prefix of ``tree``; ``None`` leaves a leaf as it is)."""
+    def is_leaf(x: Any) -> bool:
+        return x is None or isinstance(x, (NamedSharding, P))
+    treedef = tree_structure(prefix, is_leaf=is_leaf)
+    try:
+        subtrees = treedef.flatten_up_to(tree)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"jit {what} specification must be a tree prefix of the {of}: got "
+                         f"{prefix!r} for {tree_structure(tree)}. {err}") from None
+    shardings = tree_flatten(prefix, is_leaf=is_leaf)[0]
+    return treedef.unflatten([sub if s is None else tree_map(lambda x, s=s: place(x, s), sub)
+                              for s, sub in zip(shardings, subtrees)])
+
+
+def jit(fun: Callable = _DECORATOR, *, in_shardings: Any = _UNSPECIFIED,
+        out_shardings: Any = _UNSPECIFIED,
+        static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Sequence[str] | None = None,
         donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Sequence[str] | None = None,
-        backend: str | None = None) -> Any:
+        keep_unused: bool = False, device: Any = None, backend: str | None = None,
+        inline: bool = False, compiler_options: dict[str, Any] | None = None) -> Any:
     """Stage 2's ``jit``; over sharded arrays the program is partitioned and runs on every
-    device of the mesh (see ``partitioner.py`` and ``runtime.py``)."""
+    device of the mesh (see ``partitioner.py`` and ``runtime.py``). ``in_shardings`` places
+    the positional arguments, ``out_shardings`` lays out the results (see
+    :class:`ShardingsJitted`). ``keep_unused``, ``inline`` and ``compiler_options`` are
+    accepted and change nothing here (no XLA to tell)."""
+    del keep_unused, inline, compiler_options
+    if device is not None:
+        raise NotImplementedError("jit(device=...) is deprecated in JAX and not supported "
+                                  "here: place the arguments with jax.device_put instead.")
     if fun is _DECORATOR:  # jit(None) is an error, as in JAX
-        return functools.partial(jit, static_argnums=static_argnums,
+        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums,
                                  donate_argnames=donate_argnames, backend=backend)
-    return ShardedJitted(fun, static_argnums, static_argnames, donate_argnums, backend,
-                         donate_argnames)
+    options = (static_argnums, static_argnames, donate_argnums, backend, donate_argnames)
+    if in_shardings is _UNSPECIFIED and out_shardings is _UNSPECIFIED:
+        return ShardedJitted(fun, *options)
+    return ShardingsJitted(fun, in_shardings, out_shardings, *options)
