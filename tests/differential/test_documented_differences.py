@@ -926,22 +926,6 @@ def test_remat_is_checkpoint_and_policies_by_name_are_missing() -> None:
 # ------------------------------------------------------------------------------------------
 
 
-def test_a_while_loop_from_a_value_without_a_derivative_is_refused_under_grad() -> None:
-    """A while_loop's carry from ``jnp.ceil(x)``: JAX's tangent there is a symbolic zero, so
-    its grad is zeros; ours is on the tape, and reverse mode through a while_loop refuses."""
-    def loss_of(lib, np_):
-        def loss(x):
-            carry = (0, np_.ceil(x - 0.25))
-            return np_.sum(lib.lax.while_loop(lambda c: c[0] < 3,
-                                              lambda c: (c[0] + 1, np_.sin(c[1])), carry)[1])
-        return loss
-    x = np.array([-1.75, 0.75], np.float32)
-    assert np.asarray(jax.grad(loss_of(jax, jnp))(x)).tolist() == [0.0, 0.0]
-    raises(ValueError, sj.grad(loss_of(sj, sjnp)), x)
-    forward = sj.jvp(loss_of(sj, sjnp), (x,), (np.ones(2, np.float32),))[1]  # forward: fine
-    assert float(forward) == 0.0
-
-
 @pytest.mark.parametrize("op", ["stop_gradient", "sign", "floor", "comparison"])
 def test_a_value_without_a_derivative_is_still_traced(op: str) -> None:
     """``float()`` and ``.tolist()`` of ``stop_gradient(x)``, ``sign(x)``, ``floor(x)`` or

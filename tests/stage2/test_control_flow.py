@@ -131,6 +131,19 @@ def test_forward_mode_through_while_loop():
     close(tangent, 4.5 * 2.0 ** 2)
 
 
+def test_a_while_loop_from_a_value_without_a_derivative_has_a_zero_gradient():
+    """A carry from ``jnp.ceil(x)`` has no derivative: the tape records no entry for ceil,
+    so the loop is not differentiated and the gradient is zeros, as JAX's. (It raised the
+    refusal of reverse mode through a while_loop once.)"""
+    def loss(x):
+        carry = (0, jnp.ceil(x - 0.25))
+        return jnp.sum(lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, jnp.sin(c[1])),
+                                      carry)[1])
+    x = np.array([-1.75, 0.75], np.float32)
+    assert np.asarray(jax.grad(loss)(x)).tolist() == [0.0, 0.0]
+    assert float(jax.jvp(loss, (x,), (np.ones(2, np.float32),))[1]) == 0.0
+
+
 def test_fori_loop_is_a_scan_with_static_bounds_and_a_while_without():
     def body(i, v):
         return v * 0.5 + jnp.sin(v) * i
