@@ -44,6 +44,15 @@ CASES = {
     "scatter_sub": lambda j: j.lax.scatter_sub(X[0], np.array([[1], [3], [1]]),
                                                np.float32([2.0, 3.0, 0.5]),
                                                _scatter_numbers(j.lax)),
+    # lax.full without a dtype, and full_like with dtype, shape or keywords: each raised
+    # TypeError here once (a required dtype, unknown keywords)
+    "full_of_a_python_float": lambda j: j.lax.full((2, 3), 1.5),
+    "full_of_a_python_int": lambda j: j.lax.full((2,), 3),
+    "full_of_a_numpy_scalar": lambda j: j.lax.full((2,), np.float32(2)),
+    "full_by_keyword": lambda j: j.lax.full((2,), fill_value=1.5, dtype=np.int32),
+    "full_like_dtype": lambda j: j.lax.full_like(X, 2, dtype=np.int32),
+    "full_like_shape": lambda j: j.lax.full_like(X, 2, shape=(5,)),
+    "full_like_weak": lambda j: j.lax.full_like(1.0, fill_value=3),
     "iota": lambda j: j.lax.iota(np.int32, 5),
     "iota_float": lambda j: j.lax.iota("float32", np.int64(3)),
     "iota_empty": lambda j: j.lax.iota(np.uint8, 0),

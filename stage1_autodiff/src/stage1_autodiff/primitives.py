@@ -31,6 +31,7 @@ from .core import (
     Array,
     Primitive,
     Tracer,
+    asarray,
     get_aval,
     impl_rules,
     jvp_rules,
@@ -48,18 +49,28 @@ def zeros_like(x: Any) -> Any:
     return full_like(x, 0)
 
 
-def full_like(x: Any, value: float | int | bool) -> Any:
-    """An array of ``value`` with the shape, dtype and weak type of ``x`` (and, from stage 4
-    on, its sharding: the zeros of a cotangent are laid out as its primal)."""
+def full_like(x: Any, fill_value: float | int | bool, dtype: Any = None,
+              shape: Shape | None = None, sharding: Any = None) -> Any:
+    """An array of ``fill_value`` with the shape, dtype and weak type of ``x`` (and, from
+    stage 4 on, its sharding: the zeros of a cotangent are laid out as its primal), or the
+    ``dtype`` (strong) and ``shape`` given, as JAX's ``lax.full_like``."""
     aval = get_aval(x)
-    return full(aval.shape, value, aval.dtype, aval.weak_type, aval.sharding)
+    if shape is None or tuple(shape) == aval.shape:
+        shape, sharding = aval.shape, aval.sharding if sharding is None else sharding
+    if dtype is None:
+        return full(shape, fill_value, aval.dtype, aval.weak_type, sharding)
+    return full(shape, fill_value, dtype, False, sharding)
 
 
-def full(shape: Shape, value: float | int | bool, dtype: np.dtype, weak_type: bool = False,
-         sharding: Any = None) -> Any:
-    """A broadcast scalar: in eager mode a view, so no memory is filled."""
+def full(shape: Shape, fill_value: float | int | bool, dtype: Any = None,
+         weak_type: bool = False, sharding: Any = None) -> Any:
+    """A broadcast scalar: in eager mode a view, so no memory is filled. Without ``dtype``,
+    the fill value's (weakly typed for a Python scalar), as JAX's ``lax.full``."""
+    if dtype is None:
+        filled = asarray(fill_value)
+        dtype, weak_type = filled.dtype, weak_type or filled.weak_type
     dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "full")
-    scalar = Array(np.asarray(value, dtype=dtype), weak_type)
+    scalar = Array(np.asarray(fill_value, dtype=dtype), weak_type)
     if shape == ():
         return scalar
     return broadcast_in_dim(scalar, tuple(shape), (), out_sharding=sharding)
