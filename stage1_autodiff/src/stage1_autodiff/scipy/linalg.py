@@ -27,6 +27,7 @@ from .. import numpy as jnp
 from ..core import get_aval
 from ..custom_derivatives import custom_jvp
 from ..numpy import linalg as jnp_linalg
+from ..numpy.linalg import _mT
 from ..numpy.promotion import as_value, promote_inexact
 from .matrix_exponential import expm
 from .special_matrices import (
@@ -213,10 +214,6 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps: float | None = N
     u = _unitary_factor(a) if m >= n else _mT(_unitary_factor(_mT(a)))  # the same u both sides
     p = _mT(u) @ a if side == "right" else a @ _mT(u)
     return u, (p + _mT(p)) / 2  # (symmetric to the last bit, as JAX makes it)
-
-
-def _mT(x):  # noqa: N802 -- NumPy's name for the transpose of each matrix
-    return jnp.swapaxes(x, -1, -2)
 
 
 @custom_jvp
