@@ -47,13 +47,13 @@ from typing import NamedTuple
 import numpy as np
 
 from . import dtypes
+from .contraction import dot_general
 from .core import Primitive, get_aval, impl_rules, jvp_rules, vjp_rules, vjp_rules_take_needs
 from .primitives import (
     Shape,
     concatenate,
     convert_element_type,
     defjvp,
-    dot_general,
     reshape,
     rev,
     transpose,

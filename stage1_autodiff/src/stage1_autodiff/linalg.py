@@ -35,6 +35,7 @@ import numpy as np
 
 from . import autodiff
 from .complex_numbers import conj
+from .contraction import dot_general
 from .core import (
     Primitive,
     ShapedArray,
@@ -51,7 +52,6 @@ from .primitives import (
     concatenate,
     convert_element_type,
     div,
-    dot_general,
     eq,
     full,
     integer_pow,

@@ -349,6 +349,21 @@ abstract_eval_rules[p.argmax_p] = _arg_reduction(p.argmax_p)
 abstract_eval_rules[p.argmin_p] = _arg_reduction(p.argmin_p)
 
 # ------------------------------------------------------------------------------------------
+# The PRNG's hash (two results)
+# ------------------------------------------------------------------------------------------
+
+
+def threefry2x32_abstract_eval(key1: ShapedArray, key2: ShapedArray, x1: ShapedArray,
+                               x2: ShapedArray) -> list[ShapedArray]:
+    args = (key1, key2, x1, x2)
+    if any(a.dtype != _UINT32 or a.shape != x1.shape for a in args):
+        raise TypeError(f"threefry2x32 requires four uint32 arrays of one shape, got "
+                        f"{_types(args)}.")
+    out = ShapedArray(x1.shape, _UINT32, _weak_type(_UINT32, *args))
+    return [out, out]
+abstract_eval_rules[p.threefry2x32_p] = threefry2x32_abstract_eval
+
+# ------------------------------------------------------------------------------------------
 # Contraction
 # ------------------------------------------------------------------------------------------
 
@@ -382,21 +397,6 @@ def dot_general_abstract_eval(x: ShapedArray, y: ShapedArray, *, dimension_numbe
 abstract_eval_rules[p.dot_general_p] = dot_general_abstract_eval
 # --8<-- [end:abstract_eval_dot_general]
 
-
-# ------------------------------------------------------------------------------------------
-# The PRNG's hash (two results)
-# ------------------------------------------------------------------------------------------
-
-
-def threefry2x32_abstract_eval(key1: ShapedArray, key2: ShapedArray, x1: ShapedArray,
-                               x2: ShapedArray) -> list[ShapedArray]:
-    args = (key1, key2, x1, x2)
-    if any(a.dtype != _UINT32 or a.shape != x1.shape for a in args):
-        raise TypeError(f"threefry2x32 requires four uint32 arrays of one shape, got "
-                        f"{_types(args)}.")
-    out = ShapedArray(x1.shape, _UINT32, _weak_type(_UINT32, *args))
-    return [out, out]
-abstract_eval_rules[p.threefry2x32_p] = threefry2x32_abstract_eval
 
 # ------------------------------------------------------------------------------------------
 # Gather and scatter, with XLA's dimension numbers (stage1_autodiff/slicing.py says what they
