@@ -164,12 +164,16 @@ TRANSFORMS = [
     Transform("vmap_of_grad", "jax.vmap(jax.grad(loss_of(program), ARGNUMS), IN_AXES)(*batch)",
               3),
     Transform("jit_of_vmap", "jax.jit(jax.vmap(program, IN_AXES))(*batch)", 3),
+    Transform("grad_of_vmap", "jax.grad(loss_of(jax.vmap(program, IN_AXES)), ARGNUMS)(*batch)",
+              3),
+    Transform("vmap_of_jvp",
+              "jax.vmap(lambda *b: jax.jvp(program, b, tuple(tangents)), IN_AXES)(*batch)", 3),
     Transform("jacfwd", "jax.jacfwd(floats_of(program), ARGNUMS)(*args)", 3),
     Transform("jacrev", "jax.jacrev(floats_of(program), ARGNUMS)(*args)", 3),
 ]
 BY_NAME = {t.name: t for t in TRANSFORMS}
 DIFFERENTIATES = {"grad", "jvp", "vjp", "grad_of_grad", "jit_of_grad", "grad_of_jit",
-                  "vmap_of_grad", "jacfwd", "jacrev"}
+                  "vmap_of_grad", "grad_of_vmap", "vmap_of_jvp", "jacfwd", "jacrev"}
 
 BATCH = 3
 

@@ -517,7 +517,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
 
 
 def _tangent_dtype(t: Any) -> np.dtype:
-    if isinstance(t, np.ndarray) and t.dtype == dtypes.float0:
+    if dtypes.is_float0(t):
         return t.dtype
     return get_aval(_as_value(t)).dtype
 

@@ -41,6 +41,7 @@ _SHORT_DTYPE_NAMES = {
     "int64": "i64", "uint64": "u64", "float64": "f64",
     "int8": "i8", "int16": "i16", "uint8": "u8", "uint16": "u16", "float16": "f16",
     "bfloat16": "bf16", "complex64": "c64", "complex128": "c128",
+    "void": "float0",  # the dtype of gradients of integers, the only void dtype here
 }
 
 

@@ -26,8 +26,6 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from . import dtypes
 from . import prims as lax
 from .autodiff import (
@@ -305,7 +303,7 @@ def _check_rule_outputs(name: str, outs: Any, out_tree_box: list[Any]) -> tuple[
 
 def _checked_tangent(name: str, primal: Any, tangent: Any) -> Any:
     p_aval = get_aval(primal)
-    if isinstance(tangent, np.ndarray) and tangent.dtype == dtypes.float0:
+    if dtypes.is_float0(tangent):
         return tangent
     t_aval = get_aval(_as_value(tangent))
     expected = p_aval.dtype if dtypes.is_float(p_aval.dtype) else dtypes.float0

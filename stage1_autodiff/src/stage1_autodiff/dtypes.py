@@ -39,6 +39,11 @@ complex128 = np.dtype(np.complex128)
 # a dtype with no values, so such a "gradient" cannot be mistaken for a number.
 float0 = np.dtype([("float0", np.void, 0)])
 
+
+def is_float0(x: object) -> bool:
+    """Whether ``x`` is a float0 array: a gradient of integers, zeros with no values."""
+    return isinstance(x, np.ndarray) and x.dtype == float0
+
 _X64_ONLY = {int64, uint64, float64, complex128}
 _SUPPORTED = (bool_, int8, int16, int32, uint8, uint16, uint32, float16, bfloat16, float32,
               complex64, int64, uint64, float64, complex128)

@@ -293,8 +293,14 @@ class Jitted:
         leaves as arrays or tracers: what a trace, and a cache key, are made of."""
         static, dynamic = self._split(args, kwargs)
         leaves, in_tree = tree_flatten(dynamic)
-        leaves = [leaf if isinstance(leaf, (Array, Tracer)) else self._check_leaf(dynamic, i, leaf)
-                  for i, leaf in enumerate(leaves)]
+        leaves = [leaf if isinstance(leaf, (Array, Tracer)) or dtypes.is_float0(leaf)
+                  else self._check_leaf(dynamic, i, leaf) for i, leaf in enumerate(leaves)]
+        # float0 leaves (gradients of integers) carry no values: as with a static argument,
+        # only their shapes enter the trace and the cache key, under the key None.
+        zeros = tuple((i, leaf.shape) for i, leaf in enumerate(leaves) if dtypes.is_float0(leaf))
+        if zeros:
+            static += ((None, zeros),)
+            leaves = [leaf for leaf in leaves if not dtypes.is_float0(leaf)]
         return static, dynamic, in_tree, leaves
     # --8<-- [end:jit_lookup]
 
@@ -335,18 +341,22 @@ class Jitted:
 
         float0_box: list[dict[int, tuple[int, ...]]] = []
 
+        zeros = dict(next((v for k, v in static if k is None), ()))
+
         def flat_fun(*tracers):
-            dyn_args, dyn_kwargs = tree_unflatten(in_tree, tracers)
+            dyn_args, dyn_kwargs = tree_unflatten(in_tree, _with_float0(tracers, zeros))
             args = _merge_static(dyn_args, static)
             kwargs = dict(dyn_kwargs, **{k: v for k, v in static if isinstance(k, str)})
             out_flat, out_tree = tree_flatten(self.fun(*args, **kwargs))
             out_tree_box.append(out_tree)
             # float0 results (gradients of integers) carry no values: they stay out of the
             # program and are put back into the result, as JAX does.
-            float0_box.append({i: np.shape(o) for i, o in enumerate(out_flat) if _is_float0(o)})
+            float0_box.append({i: np.shape(o) for i, o in enumerate(out_flat)
+                               if dtypes.is_float0(o)})
             return [o for i, o in enumerate(out_flat) if i not in float0_box[-1]]
 
-        names = [self._describe(path) for path, _ in tree_flatten_with_path(dynamic)[0]]
+        names = [self._describe(path) for i, (path, _) in
+                 enumerate(tree_flatten_with_path(dynamic)[0]) if i not in zeros]
         jaxpr, consts = trace_to_jaxpr(flat_fun, [leaf.aval for leaf in leaves], names)
         program, consts = closed_with_consts_as_args(jaxpr, consts)
         return _CacheEntry(program, consts, out_tree_box[0], jaxpr, float0_box[0])
@@ -373,8 +383,11 @@ def _cache_key(in_tree: Any, leaves: Sequence[Any], static: tuple) -> tuple:
 # --8<-- [end:cache_key]
 
 
-def _is_float0(x: Any) -> bool:
-    return isinstance(x, np.ndarray) and x.dtype == dtypes.float0
+def _with_float0(leaves: Sequence[Any], zeros: dict[int, tuple[int, ...]]) -> list[Any]:
+    """The leaves with the float0 arguments put back where ``zeros`` says, as zeros."""
+    rest = iter(leaves)
+    return [np.zeros(zeros[i], dtypes.float0) if i in zeros else next(rest)
+            for i in range(len(leaves) + len(zeros))]
 
 
 def _merge_static(dyn_args: tuple, static: tuple) -> list[Any]:

@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
 from stage1_autodiff.api_util import check_callable
 from stage1_autodiff.core import (
     MainTrace,
@@ -45,6 +46,7 @@ from stage2_jit.jit import jit_p
 from stage2_jit.remat import remat_p
 from stage2_jit.tracing import closed_with_consts_as_args, jaxpr_as_fun, trace_to_jaxpr
 
+from stage1_autodiff import dtypes
 from stage1_autodiff import numpy as jnp
 from stage1_autodiff import prims as lax
 
@@ -245,6 +247,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         dims = _flat_in_axes(in_axes, args, kwargs, in_tree, name)
         dims = _canonical_axes(dims, leaves, in_tree, (args, kwargs), name)
         size = _axis_size(leaves, dims, axis_size, (args, kwargs), name)
+        leaves, dims = _float0_unmapped(leaves, dims)
         out_tree_box = []
 
         def flat_fun(*tracers):
@@ -322,7 +325,7 @@ def _canonical_axes(dims: list, leaves: list, in_tree: Any, tree: Any,
     out: list[int | None] = []
     for i, d in enumerate(dims):
         if d is not None:
-            ndim = get_aval(leaves[i]).ndim - keys[i]
+            ndim = _aval(leaves[i]).ndim - keys[i]
             if not -ndim <= d < ndim:
                 _canonical_axis(d, ndim, leaves[i], _paths(tree)[i], name)  # raises
             d %= ndim
@@ -345,25 +348,40 @@ def _canonical_axis(axis: int, ndim: int, leaf: Any, path: str, name: str) -> in
         raise ValueError(
             f"vmap was requested to map its argument along axis {axis}, which implies that "
             f"its rank should be at least {axis + 1 if axis >= 0 else -axis}, but is only "
-            f"{ndim} (its shape is {get_aval(leaf).shape}): argument {path} of vmap of {name}.")
+            f"{ndim} (its shape is {_aval(leaf).shape}): argument {path} of vmap of {name}.")
     return axis % ndim
 
 
 def _axis_size(leaves: list, dims: list, axis_size: int | None, tree: Any, name: str) -> int:
-    sizes = {get_aval(x).shape[d] for x, d in zip(leaves, dims) if d is not None}
+    sizes = {_aval(x).shape[d] for x, d in zip(leaves, dims) if d is not None}
     if not sizes:
         if axis_size is None:
             raise ValueError(f"vmap must have at least one non-None value in in_axes, or be "
                              f"given axis_size (vmap of {name}).")
         return axis_size
     if len(sizes) > 1 or (axis_size is not None and axis_size not in sizes):
-        lines = [f"  {path} of type {get_aval(x).str_short()} is mapped along axis {d}, "
-                 f"of size {get_aval(x).shape[d]}"
+        lines = [f"  {path} of type {_aval(x).str_short()} is mapped along axis {d}, "
+                 f"of size {_aval(x).shape[d]}"
                  for x, d, path in zip(leaves, dims, _paths(tree)) if d is not None]
         given = [] if axis_size is None else [f"  axis_size was given as {axis_size}"]
         raise ValueError(f"vmap got inconsistent sizes for the array axes to be mapped "
                          f"(vmap of {name}):\n" + "\n".join(lines + given))
     return sizes.pop()
+
+
+def _aval(x: Any) -> ShapedArray:
+    """``x``'s type; a float0 array's (a gradient of integers) from its shape alone."""
+    return ShapedArray(x.shape, dtypes.float0) if dtypes.is_float0(x) else get_aval(x)
+
+
+def _float0_unmapped(leaves: list, dims: list) -> tuple[list, list]:
+    """float0 arguments hold no values, so each example's is the same zeros: they enter the
+    function unmapped, one example's shape."""
+    if not any(dtypes.is_float0(x) for x in leaves):
+        return leaves, dims
+    return ([np.zeros(x.shape[:d] + x.shape[d + 1:], dtypes.float0)
+             if dtypes.is_float0(x) and d is not None else x for x, d in zip(leaves, dims)],
+            [not_mapped if dtypes.is_float0(x) else d for x, d in zip(leaves, dims)])
 
 
 def _flat_out_axes(out_axes: Any, out_tree: Any, name: str) -> list[int | None]:
@@ -385,10 +403,14 @@ def _place_output(val: Any, dim: int | None, wanted: int | None, size: int, name
                 f"entry (0, for example), or return a value that does not depend on the "
                 f"mapped arguments.")
         return val
-    ndim = get_aval(val).ndim + (dim is not_mapped)
+    ndim = _aval(val).ndim + (dim is not_mapped)
     if not -ndim <= wanted < ndim:
         raise ValueError(f"vmap out_axes {wanted} is out of range for a result of rank "
                          f"{ndim} (vmap of {name}).")
+    if dtypes.is_float0(val):  # never mapped (float0 arguments enter unmapped): zeros
+        shape = list(val.shape)
+        shape.insert(wanted % ndim, size)
+        return np.zeros(shape, dtypes.float0)
     return bdim_at(val, dim, wanted % ndim, size)
 # --8<-- [end:place_output]
 

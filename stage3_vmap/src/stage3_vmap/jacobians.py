@@ -195,7 +195,7 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
 def _int_zeros(tangent: Any, primal: Any) -> Any:
     """An integer result's tangent (float0: no values) as zeros of its own dtype, as JAX's
     Jacobian of an integer result."""
-    if isinstance(tangent, np.ndarray) and tangent.dtype == dtypes.float0:
+    if dtypes.is_float0(tangent):
         return jnp.zeros(tangent.shape, get_aval(primal).dtype)
     return tangent
 
