@@ -1,7 +1,7 @@
-"""float0 values (the tangents and gradients of integers, zeros with no values) through jit
-and vmap, as JAX 0.10.2 passes them: in and out of a jitted function, mapped and unmapped
-through vmap, and the compositions that make them (vmap of jvp with an integer or boolean
-result, vmap of grad with allow_int)."""
+"""float0 values (the tangents and gradients of integers, zeros with no values) through jit,
+vmap and linearize, as JAX 0.10.2 passes them: in and out of a jitted function, mapped and
+unmapped through vmap, and the compositions that make them (vmap of jvp with an integer or
+boolean result, vmap of grad with allow_int, the linear function of such a result)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ CASES = {
         lambda i, ti: L.jvp(lambda k: k * 2, (i,), (ti,)), in_axes=(1, 1))(N, f0(3, 2)),
     "vmap, a float0 argument passed through": lambda L: L.vmap(
         lambda a, ti: (a, ti))(X[:, 0], f0(3, 4)),
+    "linearize, a boolean result": lambda L: L.linearize(
+        lambda y: (y * 2, y > 0), X[0])[1](T),
     "jit, a float0 argument passed through": lambda L: L.jit(lambda ti: ti)(f0(3)),
     "jit, a float0 argument in a pytree": lambda L: L.jit(
         lambda d: (d["x"] * 2, d["t"]))({"x": X, "t": f0(2)}),

@@ -44,6 +44,20 @@ def is_float0(x: object) -> bool:
     """Whether ``x`` is a float0 array: a gradient of integers, zeros with no values."""
     return isinstance(x, np.ndarray) and x.dtype == float0
 
+
+def split_float0(leaves: list) -> tuple[list, dict[int, tuple[int, ...]]]:
+    """The leaves that are not float0 arrays, and the position and shape of those that are:
+    float0 values carry no numbers, so a traced program leaves them out."""
+    zeros = {i: x.shape for i, x in enumerate(leaves) if is_float0(x)}
+    return [x for i, x in enumerate(leaves) if i not in zeros], zeros
+
+
+def with_float0(leaves: list, zeros: dict[int, tuple[int, ...]]) -> list:
+    """``split_float0`` undone: the float0 leaves put back as zeros where ``zeros`` says."""
+    rest = iter(leaves)
+    return [np.zeros(zeros[i], float0) if i in zeros else next(rest)
+            for i in range(len(leaves) + len(zeros))]
+
 _X64_ONLY = {int64, uint64, float64, complex128}
 _SUPPORTED = (bool_, int8, int16, int32, uint8, uint16, uint32, float16, bfloat16, float32,
               complex64, int64, uint64, float64, complex128)

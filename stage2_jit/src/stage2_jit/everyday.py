@@ -90,12 +90,13 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
                   has_aux=has_aux)
         known, known_tree = tree_flatten((out[0], out[2] if has_aux else None))
         tangents_out, tangent_tree = tree_flatten(out[1])
-        trees[:] = [known_tree, tangent_tree]
+        tangents_out, zeros = dtypes.split_float0(tangents_out)  # (of integer results)
+        trees[:] = [known_tree, tangent_tree, zeros]
         return [*known, *tangents_out]
 
     jaxpr, consts = trace_to_jaxpr(tangent_fun, [get_aval(p) for p, f in
                                                  zip(primals_flat, is_float) if f])
-    (known_tree, tangent_tree), n_known = trees, trees[0].num_leaves
+    (known_tree, tangent_tree, zeros), n_known = trees, trees[0].num_leaves
     values, linear, residuals = partial_eval(jaxpr, consts, n_known)
     if values is None:  # a primal output came out of a call that also computes tangents
         values = tree_flatten(_with_aux(fun(*primals), has_aux))[0]
@@ -107,7 +108,8 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
             raise TypeError(f"linearized function called on tangents of structure {tree}, "
                             f"but the primals have structure {in_tree}.")
         floats = [as_value(t) for t, f in zip(flat, is_float) if f]
-        return tree_unflatten(tangent_tree, eval_jaxpr(linear, residuals, floats))
+        return tree_unflatten(tangent_tree, dtypes.with_float0(
+            eval_jaxpr(linear, residuals, floats), zeros))
 
     return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 

@@ -158,11 +158,7 @@ class _CacheEntry:
         """The pytree of results, with the float0 leaves the program does not compute."""
         if not self.float0_outputs:
             return tree_unflatten(self.out_tree, outs)
-        outs = iter(outs)
-        n = len(self.float0_outputs) + len(self.program.out_avals)
-        leaves = [np.zeros(self.float0_outputs[i], dtypes.float0) if i in self.float0_outputs
-                  else next(outs) for i in range(n)]
-        return tree_unflatten(self.out_tree, leaves)
+        return tree_unflatten(self.out_tree, dtypes.with_float0(outs, self.float0_outputs))
 
 
 class Jitted:
@@ -297,10 +293,9 @@ class Jitted:
                   else self._check_leaf(dynamic, i, leaf) for i, leaf in enumerate(leaves)]
         # float0 leaves (gradients of integers) carry no values: as with a static argument,
         # only their shapes enter the trace and the cache key, under the key None.
-        zeros = tuple((i, leaf.shape) for i, leaf in enumerate(leaves) if dtypes.is_float0(leaf))
+        leaves, zeros = dtypes.split_float0(leaves)
         if zeros:
-            static += ((None, zeros),)
-            leaves = [leaf for leaf in leaves if not dtypes.is_float0(leaf)]
+            static += ((None, tuple(zeros.items())),)
         return static, dynamic, in_tree, leaves
     # --8<-- [end:jit_lookup]
 
@@ -344,16 +339,16 @@ class Jitted:
         zeros = dict(next((v for k, v in static if k is None), ()))
 
         def flat_fun(*tracers):
-            dyn_args, dyn_kwargs = tree_unflatten(in_tree, _with_float0(tracers, zeros))
+            dyn_args, dyn_kwargs = tree_unflatten(in_tree, dtypes.with_float0(tracers, zeros))
             args = _merge_static(dyn_args, static)
             kwargs = dict(dyn_kwargs, **{k: v for k, v in static if isinstance(k, str)})
             out_flat, out_tree = tree_flatten(self.fun(*args, **kwargs))
             out_tree_box.append(out_tree)
             # float0 results (gradients of integers) carry no values: they stay out of the
             # program and are put back into the result, as JAX does.
-            float0_box.append({i: np.shape(o) for i, o in enumerate(out_flat)
-                               if dtypes.is_float0(o)})
-            return [o for i, o in enumerate(out_flat) if i not in float0_box[-1]]
+            out_flat, zeros_out = dtypes.split_float0(out_flat)
+            float0_box.append(zeros_out)
+            return out_flat
 
         names = [self._describe(path) for i, (path, _) in
                  enumerate(tree_flatten_with_path(dynamic)[0]) if i not in zeros]
@@ -381,13 +376,6 @@ def _cache_key(in_tree: Any, leaves: Sequence[Any], static: tuple) -> tuple:
     return in_tree, tuple(leaf.aval for leaf in leaves), static, config.jax_enable_x64
     # --8<-- [end:task2_3]
 # --8<-- [end:cache_key]
-
-
-def _with_float0(leaves: Sequence[Any], zeros: dict[int, tuple[int, ...]]) -> list[Any]:
-    """The leaves with the float0 arguments put back where ``zeros`` says, as zeros."""
-    rest = iter(leaves)
-    return [np.zeros(zeros[i], dtypes.float0) if i in zeros else next(rest)
-            for i in range(len(leaves) + len(zeros))]
 
 
 def _merge_static(dyn_args: tuple, static: tuple) -> list[Any]:
