@@ -160,6 +160,7 @@ TRANSFORMS = [
     Transform("jit", "jax.jit(program)(*args)", 2),
     Transform("jit_of_grad", "jax.jit(jax.grad(loss_of(program), ARGNUMS))(*args)", 2),
     Transform("grad_of_jit", "jax.grad(loss_of(jax.jit(program)), ARGNUMS)(*args)", 2),
+    Transform("linearize", "jax.linearize(program, *args)[1](*tangents)", 2),
     Transform("vmap", "jax.vmap(program, IN_AXES)(*batch)", 3),
     Transform("vmap_of_grad", "jax.vmap(jax.grad(loss_of(program), ARGNUMS), IN_AXES)(*batch)",
               3),
@@ -173,7 +174,8 @@ TRANSFORMS = [
 ]
 BY_NAME = {t.name: t for t in TRANSFORMS}
 DIFFERENTIATES = {"grad", "jvp", "vjp", "grad_of_grad", "jit_of_grad", "grad_of_jit",
-                  "vmap_of_grad", "grad_of_vmap", "vmap_of_jvp", "jacfwd", "jacrev"}
+                  "vmap_of_grad", "grad_of_vmap", "vmap_of_jvp", "linearize", "jacfwd",
+                  "jacrev"}
 
 BATCH = 3
 

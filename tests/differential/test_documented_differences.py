@@ -912,6 +912,26 @@ def test_linearize_returns_a_plain_function() -> None:
     raises(TypeError, sj.jit(apply), ours, x)
 
 
+def test_pmax_and_pmin_are_differentiated() -> None:
+    """JAX has no derivative rule for pmax or pmin; ours sends the cotangent to the device
+    holding the extremum (split evenly among ties), as jnp.max does across an axis."""
+    x = np.array([3.0, -1.0, 2.0, 5.0, 0.0, 4.0, 1.0, 5.0], np.float32)
+    for lib in (jax, sj):
+        mesh = lib.make_mesh((4,), ("i",), axis_types=(lib.sharding.AxisType.Auto,))
+        for name in ("pmax", "pmin"):
+            f = lib.shard_map(lambda b, name=name: getattr(lib.lax, name)(b, "i"), mesh=mesh,
+                              in_specs=lib.sharding.PartitionSpec("i"),
+                              out_specs=lib.sharding.PartitionSpec())
+            loss = lambda x, f=f: (f(x) * np.array([1.0, 2.0], np.float32)).sum()  # noqa: E731
+            if lib is jax:
+                raises(NotImplementedError, lib.grad(loss), x)
+                continue
+            reduce = np.max if name == "pmax" else np.min
+            expected = sj.grad(lambda x, r=getattr(sjnp, reduce.__name__): (
+                r(x.reshape(4, 2), axis=0) * np.array([1.0, 2.0], np.float32)).sum())(x)
+            np.testing.assert_allclose(np.asarray(lib.grad(loss)(x)), np.asarray(expected))
+
+
 def test_remat_is_checkpoint_and_policies_by_name_are_missing() -> None:
     assert jax.remat is not jax.checkpoint and sj.remat is sj.checkpoint
     theirs = {n for n in dir(jax.checkpoint_policies) if not n.startswith("_")}

@@ -41,8 +41,10 @@ def test_make_mesh_and_its_errors():
     assert mesh.shape == {"x": 4, "y": 2} and mesh.size == 8
     assert mesh.axis_types == (AxisType.Explicit, AxisType.Explicit)
     assert mesh.devices[1, 0] == jax.devices()[2]  # row-major over the devices
-    with pytest.raises(ValueError, match="needs 6 devices, but 8 are available"):
-        jax.make_mesh((3, 2), ("x", "y"))
+    first_six = jax.make_mesh((3, 2), ("x", "y"))  # the first devices, as JAX's
+    assert list(first_six.devices.flat) == jax.devices()[:6]
+    with pytest.raises(ValueError, match="needs 16 devices, but 8 are available"):
+        jax.make_mesh((4, 4), ("x", "y"))
     with pytest.raises(ValueError, match="distinct"):
         jax.make_mesh((4, 2), ("x", "x"))
     small = jax.make_mesh((2,), ("d",), devices=jax.devices()[:2])

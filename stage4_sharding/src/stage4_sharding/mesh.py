@@ -167,10 +167,12 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
     """
     shape = tuple(int(s) for s in axis_shapes)
     pool = list(devices) if devices is not None else globals()["devices"]()
-    if math.prod(shape) != len(pool):
+    if math.prod(shape) > len(pool):
         raise ValueError(f"make_mesh: a mesh of shape {shape} needs {math.prod(shape)} devices, "
-                         f"but {len(pool)} are available. Use axis shapes whose product is "
-                         f"{len(pool)}, or pass devices=... (jax.devices()[:n]).")
+                         f"but {len(pool)} are available. Use axis shapes whose product is at "
+                         f"most {len(pool)} (with jax_num_cpu_devices, more devices can be "
+                         f"simulated).")
+    pool = pool[:math.prod(shape)]
     grid = np.empty(len(pool), dtype=object)
     grid[:] = pool
     return Mesh(grid.reshape(shape), axis_names, axis_types)

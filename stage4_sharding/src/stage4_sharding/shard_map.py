@@ -325,7 +325,8 @@ vjp_rules_take_needs.add(shard_map_p)
 # --8<-- [start:shard_map_batching]
 def shard_map_batching_rule(axis_data: AxisData, vals, dims, *, body, mesh, in_specs,
                             out_specs):
-    """vmap of a shard_map: the batch is a new leading dim, not split, of every block."""
+    """vmap of a shard_map: the batch is a new leading dim, not split, of every block that
+    depends on it; a result that does not stays unbatched, as the body's batching says."""
     vals = [v if d is not_mapped else bdim_at(v, d, 0, axis_data.size)
             for v, d in zip(vals, dims)]
     dims = [not_mapped if d is not_mapped else 0 for d in dims]
@@ -333,17 +334,21 @@ def shard_map_batching_rule(axis_data: AxisData, vals, dims, *, body, mesh, in_s
                                                    a.weak_type)
              for a, d in zip(body.in_avals, dims)]
 
+    mapped: list[bool] = []
+
     def batched_body(*blocks):
         outs, out_dims = batch_fun(jaxpr_as_fun(body), AxisData(None, axis_data.size),
                                    list(blocks), list(dims))
-        return [bdim_at(o, d, 0, axis_data.size) for o, d in zip(outs, out_dims)]
+        mapped[:] = [d is not not_mapped for d in out_dims]
+        return [o if d is not_mapped else bdim_at(o, d, 0, axis_data.size)
+                for o, d in zip(outs, out_dims)]
 
     program = trace_local(batched_body, mesh, local)
     outs = shard_map_p.bind(
         *vals, body=program, mesh=mesh,
         in_specs=tuple(s if d is not_mapped else ((),) + s for s, d in zip(in_specs, dims)),
-        out_specs=tuple(((),) + s for s in out_specs))
-    return outs, [0] * len(outs)
+        out_specs=tuple(((),) + s if m else s for s, m in zip(out_specs, mapped)))
+    return outs, [0 if m else not_mapped for m in mapped]
 # --8<-- [end:shard_map_batching]
 
 
