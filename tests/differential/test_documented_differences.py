@@ -811,15 +811,6 @@ def test_gamma_draws_with_a_split_shape_parameter() -> None:
 # ------------------------------------------------------------------------------------------
 
 
-def test_custom_vjp_has_no_nondiff_argnums() -> None:
-    def scale(k, x):
-        return k * x
-
-    jax.custom_vjp(scale, nondiff_argnums=(0,))  # accepted
-    raises(NotImplementedError, sj.custom_vjp, scale, nondiff_argnums=(0,),
-           match="nondiff_argnums")
-
-
 def test_scatter_mul_is_differentiated_without_unique_indices() -> None:
     """JAX refuses to differentiate ``.at[].mul`` unless told the indices are unique; ours
     differentiates it exactly, repeated indices and zeros included."""

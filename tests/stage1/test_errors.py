@@ -555,9 +555,13 @@ def test_custom_vjp_under_jvp_says_to_use_reverse_mode():
         jax.jvp(mul, (1.0, 2.0), (1.0, 0.0))
 
 
-def test_custom_vjp_nondiff_argnums_says_what_to_do():
-    with pytest.raises(NotImplementedError, match=r"nondiff_argnums.*functools.partial"):
-        jax.custom_vjp(lambda n, x: x, nondiff_argnums=(0,))
+def test_a_traced_nondiff_argument_of_custom_vjp_says_what_to_do():
+    scale = jax.custom_vjp(lambda k, x: k * x, nondiff_argnums=(0,))
+    scale.defvjp(lambda k, x: (k * x, None), lambda k, _, ct: (k * ct,))
+    with pytest.raises(jax.errors.UnexpectedTracerError,
+                       match=r"nondiff_argnums marks as not differentiated.*pass an array as "
+                             r"an ordinary argument"):
+        jax.grad(lambda k: scale(k, 2.0))(3.0)
 
 
 # ------------------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ from .core import (
     vjp_rules_take_needs,
     vjp_rules_take_none,
 )
+from .errors import UnexpectedTracerError
 from .extension import run_program
 from .tree_util import (
     keystr,
@@ -631,6 +632,28 @@ def custom_vjp_call_jvp(primals, tangents, **params):
 jvp_rules[custom_vjp_call_p] = custom_vjp_call_jvp
 
 
+def nondiff_positions(fun: Callable, nums: Sequence[int], names: Sequence[str]
+                      ) -> tuple[int, ...]:
+    """The arguments a custom rule does not differentiate, as positions: ``nondiff_argnums``
+    and the positions of ``nondiff_argnames`` in ``fun``'s signature."""
+    params = list(inspect.signature(fun).parameters) if names else []
+    return tuple(sorted({*nums, *(params.index(n) for n in names)}))
+
+
+def split_nondiff(args: Sequence[Any], nums: Sequence[int]) -> tuple[dict[int, Any], tuple]:
+    """The arguments at ``nums`` by position (negative ones count from the end), and the
+    others in order."""
+    static = {n % len(args): args[n] for n in nums}
+    return static, tuple(a for i, a in enumerate(args) if i not in static)
+
+
+def merge_nondiff(static: dict[int, Any], diff_args: Sequence[Any]) -> list[Any]:
+    """``split_nondiff`` undone."""
+    diff = iter(diff_args)
+    return [static[i] if i in static else next(diff)
+            for i in range(len(static) + len(diff_args))]
+
+
 class custom_vjp:  # noqa: N801 -- JAX's name
     """A function with a hand-written reverse-mode rule.
 
@@ -648,19 +671,19 @@ class custom_vjp:  # noqa: N801 -- JAX's name
         1.0
     """
 
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()) -> None:
-        if nondiff_argnums:
-            raise NotImplementedError(
-                "custom_vjp: nondiff_argnums is not supported; close over those values "
-                "instead (for example with functools.partial).")
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
+                 nondiff_argnames: Sequence[str] = ()) -> None:
         self.fun = fun
+        self.nondiff_argnums = nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
         self.__wrapped__ = fun
         self.__name__ = getattr(fun, "__name__", "custom_vjp_fun")
 
     def defvjp(self, fwd: Callable, bwd: Callable) -> None:
-        """``fwd(*args) -> (out, residuals)``; ``bwd(residuals, ct_out) -> ct_args`` (a tuple)."""
+        """``fwd(*args) -> (out, residuals)``; ``bwd(residuals, ct_out) -> ct_args`` (a tuple).
+        With ``nondiff_argnums``, ``bwd`` takes those arguments first and returns cotangents
+        for the others only."""
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -669,32 +692,43 @@ class custom_vjp:  # noqa: N801 -- JAX's name
                                  f"using defvjp.")
         if kwargs:
             args = inspect.signature(self.fun).bind(*args, **kwargs).args
-        args_flat, in_tree = tree_flatten(args)
+        static, diff_args = split_nondiff(args, self.nondiff_argnums)
+        if any(isinstance(leaf, Tracer) for leaf in tree_flatten(list(static.values()))[0]):
+            raise UnexpectedTracerError(
+                f"custom_vjp function {self.__name__} got a traced value in a position that "
+                f"nondiff_argnums marks as not differentiated. Such arguments are for values "
+                f"that are never traced (functions, shapes, flags): pass an array as an "
+                f"ordinary argument, and give it a zero cotangent in bwd if it needs none.")
+        args_flat, in_tree = tree_flatten(diff_args)
         args_flat = [_as_value(x) for x in args_flat]
         out_tree_box: list[Any] = []
         in_avals = [get_aval(x) for x in args_flat]
-        fun_flat, fwd_flat, bwd_flat = self._flat_functions(in_tree, in_avals, out_tree_box)
+        fun_flat, fwd_flat, bwd_flat = self._flat_functions(static, in_tree, in_avals,
+                                                            out_tree_box)
         trace = find_top_trace(args_flat)
         tracers = [full_raise(trace, x) for x in args_flat]
         outs = trace.process_custom_vjp_call(custom_vjp_call_p, fun_flat, fwd_flat, bwd_flat,
                                              tracers, lambda: out_tree_box[0])
         return tree_unflatten(out_tree_box[0], outs)
 
-    def _flat_functions(self, in_tree, in_avals, out_tree_box):
-        """The user's functions on flat lists of leaves, recording the output structure."""
+    def _flat_functions(self, static, in_tree, in_avals, out_tree_box):
+        """The user's functions on flat lists of the differentiated arguments' leaves (the
+        others, ``static``, put back in their places), recording the output structure."""
         def fun_flat(*xs):
-            out_flat, out_tree = tree_flatten(self.fun(*tree_unflatten(in_tree, xs)))
+            args = merge_nondiff(static, tree_unflatten(in_tree, xs))
+            out_flat, out_tree = tree_flatten(self.fun(*args))
             out_tree_box[:] = [out_tree]
             return out_flat
 
         def fwd_flat(*xs):
-            out, residuals = self.fwd(*tree_unflatten(in_tree, xs))
+            out, residuals = self.fwd(*merge_nondiff(static, tree_unflatten(in_tree, xs)))
             out_flat, out_tree = tree_flatten(out)
             out_tree_box[:] = [out_tree]
             return out_flat, residuals
 
         def bwd_flat(residuals, cts_flat):
-            cts_in = self.bwd(residuals, tree_unflatten(out_tree_box[0], cts_flat))
+            cts_in = self.bwd(*[static[i] for i in sorted(static)], residuals,
+                              tree_unflatten(out_tree_box[0], cts_flat))
             if not isinstance(cts_in, tuple):
                 raise TypeError(f"Custom VJP bwd rule of {self.__name__} must return a tuple "
                                 f"with one cotangent per primal argument, got "

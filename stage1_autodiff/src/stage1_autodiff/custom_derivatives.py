@@ -36,6 +36,9 @@ from .autodiff import (
     _as_value,
     _zero_cotangent,
     backward_pass,
+    merge_nondiff,
+    nondiff_positions,
+    split_nondiff,
 )
 from .core import (
     Primitive,
@@ -199,10 +202,7 @@ class custom_jvp:  # noqa: N801 -- JAX's name
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
                  nondiff_argnames: Sequence[str] = ()) -> None:
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
-        if nondiff_argnames:  # JAX turns names into numbers by the signature
-            params = list(inspect.signature(fun).parameters)
-            self.nondiff_argnums += tuple(params.index(n) for n in nondiff_argnames)
+        self.nondiff_argnums = nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.jvp: Callable | None = None
         self.__wrapped__ = fun
         self.__name__ = getattr(fun, "__name__", "custom_jvp_fun")
@@ -240,9 +240,7 @@ class custom_jvp:  # noqa: N801 -- JAX's name
                                  f"using defjvp.")
         if kwargs:
             args = inspect.signature(self.fun).bind(*args, **kwargs).args
-        nums = {n % len(args) for n in self.nondiff_argnums}
-        static = {i: args[i] for i in nums}
-        diff_args = tuple(a for i, a in enumerate(args) if i not in nums)
+        static, diff_args = split_nondiff(args, self.nondiff_argnums)
         args_flat, in_tree = tree_flatten(diff_args)
         args_flat = [_as_value(x) for x in args_flat]
         out_tree_box: list[Any] = []
@@ -256,13 +254,9 @@ class custom_jvp:  # noqa: N801 -- JAX's name
     def _flat_functions(self, static: dict[int, Any], in_tree: Any, out_tree_box: list[Any]):
         """The function and its rule on flat lists of leaves, recording the output structure
         (the rule may run after the function's trace has ended: ``grad(jit(f))``)."""
-        def merged(diff_args: Sequence[Any]) -> list[Any]:
-            diff = iter(diff_args)
-            n = len(static) + len(diff_args)
-            return [static[i] if i in static else next(diff) for i in range(n)]
-
         def fun_flat(*xs):
-            out_flat, out_tree = tree_flatten(self.fun(*merged(tree_unflatten(in_tree, xs))))
+            args = merge_nondiff(static, tree_unflatten(in_tree, xs))
+            out_flat, out_tree = tree_flatten(self.fun(*args))
             out_tree_box[:] = [out_tree]
             return out_flat
 
