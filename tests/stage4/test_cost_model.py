@@ -119,7 +119,8 @@ def test_tensor_parallel_forward_is_one_all_reduce_per_block(mesh, blocks):
     assert [c.kind for c in log] == ["all-reduce"] * blocks
     assert sum(c.bytes_sent for c in log) == examples.tensor_parallel_optimum(mesh, sizes)
     whole = [{k: np.asarray(v) for k, v in block.items()} for block in params]
-    expected = examples.tensor_parallel_forward(whole, np.asarray(x))
+    with jax.set_mesh(mesh):  # out_sharding=P() names the mesh's axes, as in JAX
+        expected = examples.tensor_parallel_forward(whole, np.asarray(x))
     np.testing.assert_allclose(np.asarray(out), np.asarray(expected), rtol=1e-4, atol=1e-5)
 
 
@@ -138,7 +139,8 @@ def test_a_2d_mesh_data_and_tensor_parallel_step(mesh):
     assert {(c.kind, c.axes, c.group_size) for c in log} >= {
         ("all-reduce", ("model",), 2), ("all-reduce", ("data",), 4)}
     whole = [{k: np.asarray(v) for k, v in block.items()} for block in params]
-    expected = jax.grad(loss)(whole, np.asarray(x))
+    with jax.set_mesh(mesh2):
+        expected = jax.grad(loss)(whole, np.asarray(x))
     for got, want in zip(jax.tree_leaves(grads), jax.tree_leaves(expected)):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-6)
 

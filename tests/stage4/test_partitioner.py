@@ -227,7 +227,10 @@ def flat(tree) -> list[np.ndarray]:
 
 
 def assert_sharded_equals_unsharded(fun, inputs, sharded, jit_backend="interpreter"):
-    expected = flat(fun(*[jnp.asarray(x) for x in inputs]))
+    mesh = next(x.sharding.mesh for x in sharded if isinstance(x, jax.Array)
+                and isinstance(getattr(x, "sharding", None), NamedSharding))
+    with jax.set_mesh(mesh):  # where out_sharding=P() names the mesh's axes, as in JAX
+        expected = flat(fun(*[jnp.asarray(x) for x in inputs]))
     for run in (fun, jax.jit(fun, backend=jit_backend)):
         try:
             result = run(*sharded)
@@ -275,7 +278,8 @@ def test_every_case_runs_fully_split_on_the_1d_mesh(case):
 def test_the_cases_bind_every_primitive_with_a_sharding_rule():
     bound = set()
     for fun, inputs in CASES.values():
-        closed = jax.make_jaxpr(fun)(*inputs)
+        with jax.set_mesh(mesh_for("1-D (8)")):
+            closed = jax.make_jaxpr(fun)(*inputs)
         bound |= {eqn.primitive for eqn in closed.jaxpr.eqns}
     # tested in test_shard_map.py etc., pure_callback in test_pure_callback_against_jax.py
     programs = {"debug_print", "reshard", "shard_map", "pure_callback"}

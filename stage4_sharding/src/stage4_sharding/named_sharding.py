@@ -51,6 +51,16 @@ class PartitionSpec(tuple):
             return ()
         return self[dim] if isinstance(self[dim], tuple) else (self[dim],)
 
+    def transposed(self, perm: tuple[int, ...]) -> PartitionSpec:
+        """The spec of ``transpose(x, perm)`` for an ``x`` laid out by this one."""
+        return PartitionSpec(*(self[d] if d < len(self) else None for d in perm))
+
+    def apply_primitive(self, prim: Any, arrays: list[Any], params: dict[str, Any]) -> Any:
+        """An eager ``prim`` asked for a result laid out by this bare spec: on the mesh
+        ``set_mesh`` set (a ValueError without one, as in JAX)."""
+        sharding = as_sharding(self, f"{prim.name}'s out_sharding")
+        return sharding.apply_primitive(prim, arrays, dict(params, out_sharding=sharding))
+
 
 P = PartitionSpec
 

@@ -24,7 +24,7 @@ from stage1_autodiff.core import Primitive, ShapedArray
 from stage2_jit.tracing import TypeExtension, type_extensions
 
 from .mesh import AxisType, Mesh
-from .named_sharding import NamedSharding, P
+from .named_sharding import NamedSharding, P, PartitionSpec, as_sharding
 from .sharding_rules import ShardingTypeError, Spec, describe, sharding_rules, spec_of, unsplit
 
 
@@ -59,6 +59,8 @@ def _mesh_of_equation(prim: Primitive, avals_in: list[ShapedArray],
     constant is sharded when asked, though no operand is (a gradient's zeros)."""
     mesh = mesh_of(avals_in, prim.name)
     asked = params.get("out_sharding")
+    if isinstance(asked, PartitionSpec) and mesh is None:  # a bare spec: set_mesh's mesh
+        asked = as_sharding(asked, f"{prim.name}'s out_sharding")
     if not isinstance(asked, NamedSharding):
         return mesh
     if mesh is not None and asked.mesh != mesh:

@@ -162,7 +162,7 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
 
 # --8<-- [start:einsum]
 def einsum(subscripts: str, *operands: Any, out=None, optimize: Any = "auto", precision=None,
-           preferred_element_type=None):
+           preferred_element_type=None, out_sharding=None):
     """Einstein summation: ``einsum("ij,jk->ik", a, b)`` is ``a @ b``.
 
     Operands are contracted left to right, two at a time, each pair with one ``dot_general``;
@@ -170,6 +170,8 @@ def einsum(subscripts: str, *operands: Any, out=None, optimize: Any = "auto", pr
     repeated within an operand takes its diagonal (``"ii->i"``). ``...`` stands for the
     leading dims, which broadcast. ``optimize`` is accepted and the order stays left to
     right (JAX asks opt_einsum for a cheaper one; the result differs by rounding only).
+    ``out_sharding`` (stage 4) is the result's layout, asked of the last contraction (with
+    one operand there is none, and JAX's is ignored too).
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -193,7 +195,9 @@ def einsum(subscripts: str, *operands: Any, out=None, optimize: Any = "auto", pr
     spec, acc = inputs[0], values[0]
     for i in range(1, len(values)):
         needed = set(output).union(*inputs[i + 1:])
-        spec, acc = _einsum_pair(spec, acc, inputs[i], values[i], needed, precision, preferred)
+        last = out_sharding is not None and i == len(values) - 1
+        spec, acc = _einsum_pair(spec, acc, inputs[i], values[i], needed, precision, preferred,
+                                 (out_sharding, output) if last else None)
     spec, acc = _sum_unused(spec, acc, set(output))
     acc = transpose(acc, [spec.index(c) for c in output])
     return acc if preferred is None else convert(acc, preferred)
@@ -271,7 +275,9 @@ def _sum_unused(spec: str, x: Any, needed: set[str]) -> tuple[str, Any]:
     return "".join(c for c in spec if c in needed), _sum(x, tuple(unused))
 
 
-def _einsum_pair(x_spec, x, y_spec, y, needed, precision, preferred):
+def _einsum_pair(x_spec, x, y_spec, y, needed, precision, preferred, layout=None):
+    """One contraction of einsum. ``layout``: (the result's out_sharding, its labels), for
+    the last one, whose labels are the result's in another order."""
     x_spec, x = _sum_unused(x_spec, x, needed | set(y_spec))
     y_spec, y = _sum_unused(y_spec, y, needed | set(x_spec))
     shared = [c for c in x_spec if c in y_spec]
@@ -281,8 +287,10 @@ def _einsum_pair(x_spec, x, y_spec, y, needed, precision, preferred):
              (tuple(x_spec.index(c) for c in batch), tuple(y_spec.index(c) for c in batch))))
     _check_contracted("einsum", get_aval(x).shape, get_aval(y).shape,
                       dims[0][0] + dims[1][0], dims[0][1] + dims[1][1])
-    out = lax.dot_general(x, y, dims, precision, preferred)
     x_free = [c for c in x_spec if c not in shared]
     y_free = [c for c in y_spec if c not in shared]
-    return "".join(batch + x_free + y_free), out
+    labels = "".join(batch + x_free + y_free)
+    out_sharding = None if layout is None else layout[0].transposed(
+        tuple(layout[1].index(c) for c in labels))
+    return labels, lax.dot_general(x, y, dims, precision, preferred, out_sharding)
 # --8<-- [end:einsum]

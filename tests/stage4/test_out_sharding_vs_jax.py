@@ -1,0 +1,56 @@
+"""``out_sharding=`` given as a bare PartitionSpec, on operands that are not sharded, against
+JAX 0.10.2 on 8 CPU devices: under ``set_mesh`` the spec names the mesh's axes, eagerly and
+under ``jit``; without a mesh it is a ValueError. The spec was once ignored here (the result
+came back unsharded, silently) unless an operand was already sharded, and ``einsum`` did not
+take ``out_sharding`` at all."""
+
+import numpy as np
+import pytest
+from eight_jax_devices import jax_with_eight_cpu_devices
+
+import stage4_sharding as jax
+
+real = jax_with_eight_cpu_devices()
+
+A = np.arange(32.0, dtype=np.float32).reshape(8, 4) / 10
+B = np.arange(24.0, dtype=np.float32).reshape(4, 6) / 10
+C = np.arange(12.0, dtype=np.float32).reshape(6, 2) / 10
+
+CASES = {
+    "matmul": lambda lib, P: lib.numpy.matmul(A, B, out_sharding=P("data", None)),
+    "dot": lambda lib, P: lib.numpy.dot(A, B, out_sharding=P(None, "model")),
+    "dot_general": lambda lib, P: lib.lax.dot_general(
+        A, B, (((1,), (0,)), ((), ())), out_sharding=P("data", "model")),
+    "broadcast_in_dim": lambda lib, P: lib.lax.broadcast_in_dim(
+        A, (2, 8, 4), (1, 2), out_sharding=P(None, "data", "model")),
+    "einsum": lambda lib, P: lib.numpy.einsum("ij,jk->ik", A, B, out_sharding=P("data")),
+    "einsum, the result transposed": lambda lib, P: lib.numpy.einsum(
+        "ij,jk->ki", A, B, out_sharding=P("model", "data")),
+    "einsum of three": lambda lib, P: lib.numpy.einsum(
+        "ij,jk,kl->li", A, B, C, out_sharding=P("model", "data")),
+    "einsum of one": lambda lib, P: lib.numpy.einsum("ij->ji", A, out_sharding=P(None, "data")),
+    "zeros": lambda lib, P: lib.numpy.zeros((8, 4), out_sharding=P("data")),
+}
+
+
+def _laid_out(lib, case: str, jitted: bool):
+    P = lib.sharding.PartitionSpec
+    with lib.set_mesh(lib.make_mesh((4, 2), ("data", "model"))):
+        out = lib.jit(lambda: CASES[case](lib, P))() if jitted else CASES[case](lib, P)
+        return np.asarray(out), str(lib.typeof(out))
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_bare_spec_lays_the_result_out_on_the_mesh_as_in_jax(case: str, jitted: bool):
+    (ours, our_type), (theirs, their_type) = _laid_out(jax, case, jitted), _laid_out(
+        real, case, jitted)
+    assert our_type == their_type
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["matmul", "dot_general", "einsum"])
+def test_a_bare_spec_without_a_mesh_is_a_value_error_as_in_jax(case: str):
+    for lib in (jax, real):
+        with pytest.raises(ValueError, match="PartitionSpec"):
+            CASES[case](lib, lib.sharding.PartitionSpec)
