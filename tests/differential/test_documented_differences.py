@@ -1035,6 +1035,20 @@ def test_there_are_always_8_simulated_devices() -> None:
     assert {d.platform for d in jax.devices()} == {"cpu"}
 
 
+def test_an_array_that_is_not_split_lives_on_device_0() -> None:
+    for lib, np_ in ((jax, jnp), (sj, sjnp)):
+        with lib.set_mesh(lib.make_mesh((8,), ("d",))):
+            x = np_.ones((8, 4))
+        placed = lib.device_put(np_.ones(3), lib.devices()[3])
+        assert str(lib.typeof(x)) == "float32[8,4]"
+        if lib is jax:
+            assert isinstance(x.sharding, jax.sharding.NamedSharding)
+            assert placed.sharding.device_set == {jax.devices()[3]}
+        else:
+            assert x.sharding == sj.sharding.SingleDeviceSharding(sj.devices()[0])
+            assert placed.sharding.device_set == {sj.devices()[0]}
+
+
 def _split(lib, mesh, value, *spec):
     sharding = lib.sharding.NamedSharding(mesh, lib.sharding.PartitionSpec(*spec))
     return lib.device_put(value, sharding)

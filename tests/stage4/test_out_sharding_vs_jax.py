@@ -54,3 +54,21 @@ def test_a_bare_spec_without_a_mesh_is_a_value_error_as_in_jax(case: str):
     for lib in (jax, real):
         with pytest.raises(ValueError, match="PartitionSpec"):
             CASES[case](lib, lib.sharding.PartitionSpec)
+
+
+def _single_device_sharding(lib):
+    x = lib.numpy.ones((3, 4))
+    s = x.sharding
+    moved = lib.device_put(x, s)  # JAX code passes one array's sharding to place another
+    return (repr(s), s.device_set, s.is_fully_replicated, s.is_fully_addressable,
+            s.num_devices, s.shard_shape((3, 4)), s.devices_indices_map((3, 4)), s.memory_kind,
+            s == lib.sharding.SingleDeviceSharding(lib.devices()[0]), moved.sharding == s)
+
+
+def test_an_array_on_one_device_has_a_single_device_sharding_as_in_jax():
+    ours, theirs = _single_device_sharding(jax), _single_device_sharding(real)
+    assert ours[0] == theirs[0]
+    assert [{d.id for d in ours[1]}] == [{d.id for d in theirs[1]}]
+    assert ours[2:5] + ours[7:] == theirs[2:5] + theirs[7:]
+    assert ours[5] == theirs[5]
+    assert [(d.id, i) for d, i in ours[6].items()] == [(d.id, i) for d, i in theirs[6].items()]

@@ -761,6 +761,31 @@ _HOST_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 CPU_DEVICE = Device("cpu")
 
 
+@dataclass(frozen=True)
+class SingleDeviceSharding:
+    """The layout of an array that one device holds whole: every array's until stage 4
+    splits them (``x.sharding``; JAX's ``jax.sharding.SingleDeviceSharding``)."""
+
+    device: Device
+    memory_kind: str = "device"
+
+    def __repr__(self) -> str:
+        return f"SingleDeviceSharding(device={self.device!r}, memory_kind={self.memory_kind})"
+
+    device_set = property(lambda self: {self.device})
+    addressable_devices = device_set
+    num_devices = property(lambda self: 1)
+    is_fully_replicated = is_fully_addressable = property(lambda self: True)
+
+    def shard_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(shape)
+
+    def devices_indices_map(self, shape: tuple[int, ...]) -> dict[Device, tuple]:
+        return {self.device: (slice(None),) * len(shape)}
+
+    addressable_devices_indices_map = devices_indices_map
+
+
 class DeletedBuffer:
     """What a deleted array holds instead of its buffer: its shape and dtype, and an error for
     every use of its values (through NumPy's conversion and dispatch protocols)."""
@@ -828,6 +853,11 @@ class Array(ArrayMethods):
 
     def devices(self) -> set[Device]:
         return {self.device}
+
+    @property
+    def sharding(self) -> SingleDeviceSharding:
+        """The array's layout: all of it on its one device (stage 4's arrays are split)."""
+        return SingleDeviceSharding(self.device)
 
     def _concrete_value(self, context: str,
                         error: type[TypeError] = ConcretizationTypeError) -> np.ndarray:

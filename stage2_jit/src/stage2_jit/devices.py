@@ -17,7 +17,7 @@ import functools
 from typing import Any
 
 from stage1_autodiff.config import config
-from stage1_autodiff.core import CPU_DEVICE, Array, Device, asarray
+from stage1_autodiff.core import CPU_DEVICE, Array, Device, SingleDeviceSharding, asarray
 from stage1_autodiff.extension import set_memory_limit
 from stage1_autodiff.tree_util import tree_map
 
@@ -80,6 +80,8 @@ def device_put(x: Any, device: Device | None = None) -> Any:
     backend's first device). Arrays already there are returned as they are."""
     if device is None:
         device = devices()[0]
+    if isinstance(device, SingleDeviceSharding):  # another array's ``x.sharding``
+        device = device.device
     if not isinstance(device, Device):
         raise TypeError(f"device_put expects a device such as jax.devices('gpu')[0], got "
                         f"{device!r} of type {type(device).__name__}.")

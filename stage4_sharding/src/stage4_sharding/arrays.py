@@ -21,6 +21,7 @@ from stage1_autodiff.core import (
     Device,
     Primitive,
     ShapedArray,
+    SingleDeviceSharding,
     Tracer,
     asarray,
 )
@@ -296,6 +297,8 @@ def device_put(x: Any, device: Any = None) -> Any:
         from .reshard import reshard  # traced values and sharded arrays: a reshard
         return reshard(x, as_sharding(device))
     from stage2_jit.devices import device_put as stage2_device_put
+    if isinstance(device, SingleDeviceSharding):  # another array's ``x.sharding``
+        device = device.device
     if device is not None and isinstance(device, Device) and device.platform == "cpu":
         if device not in devices():
             raise ValueError(f"{device} is not one of this process's devices {devices()}.")
