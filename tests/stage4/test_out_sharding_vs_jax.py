@@ -72,3 +72,27 @@ def test_an_array_on_one_device_has_a_single_device_sharding_as_in_jax():
     assert ours[2:5] + ours[7:] == theirs[2:5] + theirs[7:]
     assert ours[5] == theirs[5]
     assert [(d.id, i) for d, i in ours[6].items()] == [(d.id, i) for d, i in theirs[6].items()]
+
+
+def _both_free_dims_split(lib, out_spec, jitted: bool):
+    """``a @ b.T`` with the rows of both split over one axis: the product's two dims both
+    come from split free dims, so one operand must be gathered (each device's rows times its
+    own rows are only the diagonal blocks). The result's layout is asked for, as it must be."""
+    P = lib.sharding.PartitionSpec
+    with lib.set_mesh(lib.make_mesh((4, 2), ("x", "y"))):
+        a, b = (lib.device_put(v, P("y", None)) for v in (A, A[::-1] * 2))
+        f = lambda a, b: lib.lax.dot_general(  # noqa: E731
+            a, b, (((1,), (1,)), ((), ())), out_sharding=P(*out_spec))
+        out = lib.jit(f)(a, b) if jitted else f(a, b)
+        grad = lib.grad(lambda a: lib.numpy.sum(lib.numpy.sin(lib.numpy.tanh(a @ a))))(
+            lib.device_put(A[:4], P("y", None)))
+        return np.asarray(out), str(lib.typeof(out)), np.asarray(grad), str(lib.typeof(grad))
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("out_spec", [("y", None), (None, "y"), (None, None)])
+def test_a_product_of_two_free_dims_split_alike_equals_jax(out_spec, jitted: bool):
+    ours, theirs = (_both_free_dims_split(lib, out_spec, jitted) for lib in (jax, real))
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-5, atol=1e-5)
+    assert (ours[1], ours[3]) == (theirs[1], theirs[3])

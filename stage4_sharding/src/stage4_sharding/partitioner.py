@@ -621,9 +621,7 @@ def dot_general_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out,
             partial += xs[dx]
         else:
             xs[dx] = ys[dy] = ()
-    for dx, dy in zip(lb, rb):
-        if xs[dx] != ys[dy]:
-            xs[dx] = ys[dy] = xs[dx] or ys[dy]
+    _distinct_axes(xs, ys, lb, rb, rc)
     x, y = ctx.convert(x, specs[0], tuple(xs)), ctx.convert(y, specs[1], tuple(ys))
     out = p.dot_general_p.bind(x, y, dimension_numbers=dimension_numbers, out_sharding=None,
                                preferred_element_type=preferred_element_type)
@@ -650,6 +648,23 @@ def dot_general_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out,
 
 
 partition_rules[p.dot_general_p] = dot_general_partition_rule
+
+
+def _distinct_axes(xs: list, ys: list, lb, rb, rc) -> None:
+    """Batch dims brought to one layout, and no mesh axis splitting two dims of the product:
+    a batch dim whose split the other dims already use is gathered on both sides, and so is
+    a free dim of ``y`` split over an axis that ``x`` uses (``x @ x.T`` with ``x``'s rows
+    split: each device's rows times its own rows would be only the diagonal blocks)."""
+    for dx, dy in zip(lb, rb):
+        if xs[dx] != ys[dy]:
+            both = xs[dx] or ys[dy]
+            others = {a for k, s in enumerate(xs) if k != dx for a in s}
+            others |= {a for k, s in enumerate(ys) if k != dy for a in s}
+            xs[dx] = ys[dy] = () if others & set(both) else both
+    used_by_x = {a for s in xs for a in s}
+    for d in range(len(ys)):
+        if d not in rc and d not in rb and used_by_x & set(ys[d]):
+            ys[d] = ()
 
 
 def _cheaper_to_slice(ctx, split_aval, split_spec, dim, other_spec, out_aval, out_spec) -> bool:
