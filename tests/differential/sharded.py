@@ -34,6 +34,7 @@ MESHES = {"8": ((8,), ("d",)), "4x2": ((4, 2), ("x", "y"))}
 
 SHARDED_JIT = Transform("sharded_jit", "jax.jit(program)(*args)", 4)
 SHARDED_EAGER = Transform("sharded_eager", "program(*args)", 4)
+SHARDED_GRAD = Transform("sharded_grad", "jax.grad(loss_of(program), ARGNUMS)(*args)", 4)
 # Eager on JAX's side too, op by op (slower): where JAX's eager and traced results differ.
 OP_BY_OP = Transform("op_by_op", "program(*args)", 4)
 

@@ -52,6 +52,7 @@ from .primitives import (
     reduce_sum,
     reshape,
     select_n,
+    with_sharding_of,
     zeros_like,
 )
 
@@ -343,7 +344,7 @@ def _product_of_the_others(operand, indices, updates, params):
     dn, mode = params["dimension_numbers"], params["mode"]
     dtype = get_aval(operand).dtype
     zero = eq(updates, zeros_like(updates))
-    nonzero = select_n(zero, updates, full_like(updates, 1))
+    nonzero = _select(zero, updates, full_like(updates, 1))
     nonzero_product = scatter_mul_p.bind(operand, indices, nonzero, **params)
     zeros_there, updates_there = (
         scatter_add_p.bind(zeros_like(operand), indices, convert_element_type(v, dtype),
@@ -351,11 +352,16 @@ def _product_of_the_others(operand, indices, updates, params):
     product, count, landed, own = (_gather_of(v, indices, updates, dn, mode) for v in
                                    (nonzero_product, zeros_there, updates_there, operand))
     # no zero among the others: the product over this one; one zero, this one: the rest
-    alone = select_n(eq(count, zeros_like(count)), zeros_like(count),
-                     div(product, nonzero))
-    others = select_n(zero, alone, select_n(eq(count, full_like(count, 1)), zeros_like(count),
-                                            product))
-    return select_n(eq(landed, full_like(landed, 1)), others, own)
+    alone = _select(eq(count, zeros_like(count)), zeros_like(count), div(product, nonzero))
+    others = _select(zero, alone, _select(eq(count, full_like(count, 1)), zeros_like(count),
+                                          product))
+    return _select(eq(landed, full_like(landed, 1)), others, own)
+
+
+def _select(which, case0, case1):
+    """``select_n`` of values that gathers and scatters may have laid out differently (stage
+    4): the predicate and ``case0`` are laid out as ``case1`` first."""
+    return select_n(with_sharding_of(which, case1), with_sharding_of(case0, case1), case1)
 
 
 def scatter_mul_vjp(ct, operand, indices, updates, *, out, **params):
