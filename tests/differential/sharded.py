@@ -35,6 +35,11 @@ MESHES = {"8": ((8,), ("d",)), "4x2": ((4, 2), ("x", "y"))}
 SHARDED_JIT = Transform("sharded_jit", "jax.jit(program)(*args)", 4)
 SHARDED_EAGER = Transform("sharded_eager", "program(*args)", 4)
 SHARDED_GRAD = Transform("sharded_grad", "jax.grad(loss_of(program), ARGNUMS)(*args)", 4)
+# vmap over a new leading dim (two examples) of the split inputs, and of their gradient
+_STACKED = "*[jnp.stack([a, a * 0.5 + 0.25]) for a in args]"
+SHARDED_VMAP = Transform("sharded_vmap", f"jax.vmap(program)({_STACKED})", 4)
+SHARDED_VMAP_GRAD = Transform(
+    "sharded_vmap_grad", f"jax.vmap(jax.grad(loss_of(program), ARGNUMS))({_STACKED})", 4)
 # Eager on JAX's side too, op by op (slower): where JAX's eager and traced results differ.
 OP_BY_OP = Transform("op_by_op", "program(*args)", 4)
 

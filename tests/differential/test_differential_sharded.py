@@ -1,8 +1,8 @@
 """Stage 4 against JAX on meshes of 8 and 4x2 devices: random programs, and every shape
-primitive, under ``set_mesh`` with their inputs split on each dim in turn, through ``jit`` and
-eagerly (the random programs through ``grad`` too). Values, dtypes, weak types and the output
-shardings (specs) must be JAX's; where JAX refuses a layout (explicit mode's sharding errors)
-ours must refuse it too.
+primitive, under ``set_mesh`` with their inputs split on each dim in turn, through ``jit``
+and eagerly (the random programs through ``grad``, ``vmap`` and ``vmap`` of ``grad`` too).
+Values, dtypes, weak types and the output shardings (specs) must be JAX's; where JAX refuses
+a layout (explicit mode's sharding errors) ours must refuse it too.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from sharded import (  # noqa: E402
     SHARDED_EAGER,
     SHARDED_GRAD,
     SHARDED_JIT,
+    SHARDED_VMAP,
+    SHARDED_VMAP_GRAD,
     Placement,
     check_sharded,
     every_split,
@@ -58,7 +60,8 @@ def report(found: list[tuple[Mismatch, Placement]]) -> None:
 
 @pytest.mark.parametrize("transform, mesh, seed", [
     xfail_if_known((t.name, mesh, seed), t, mesh, seed, id=f"{t.name}-{mesh}-{seed}")
-    for t in (SHARDED_JIT, SHARDED_EAGER, SHARDED_GRAD) for mesh in MESHES for seed in SEEDS])
+    for t in (SHARDED_JIT, SHARDED_EAGER, SHARDED_GRAD, SHARDED_VMAP, SHARDED_VMAP_GRAD)
+    for mesh in MESHES for seed in SEEDS])
 def test_random_program_on_split_inputs_equals_jax(transform, mesh: str, seed: int) -> None:
     program = draw_program(seed + 2000, sides=(2, 4, 8))
     found = []

@@ -85,7 +85,8 @@ class BatchTracer(Tracer):
             return aval
         shape = list(aval.shape)
         del shape[self.batch_dim]
-        return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+        sharding = None if aval.sharding is None else aval.sharding.without_dim(self.batch_dim)
+        return ShapedArray(tuple(shape), aval.dtype, aval.weak_type, sharding)
 
 
 class BatchTrace(Trace):
