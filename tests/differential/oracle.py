@@ -408,6 +408,9 @@ def documented(got: Outcome, want: Outcome) -> str | None:
                       r"type=(\S+)", str(want.error)) if want.error else None
     if found and got.error is None and "@" in found[1] and "@" not in found[2]:
         return "An update split unlike its target is resharded"
+    if (want.error is not None and got.error is None
+            and "could not be resolved unambiguously" in str(want.error)):
+        return "A scatter JAX finds ambiguous takes its operand's layout"
     return None
 
 

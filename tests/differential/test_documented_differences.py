@@ -1035,6 +1035,40 @@ def test_there_are_always_8_simulated_devices() -> None:
     assert {d.platform for d in jax.devices()} == {"cpu"}
 
 
+def test_a_scatter_jax_finds_ambiguous_takes_its_operands_layout() -> None:
+    x = np.arange(16.0, dtype=np.float32).reshape(4, 4) / 8
+
+    def loss(np_, x):
+        rows = np_.stack([x[:, 2], x[:, 2]], axis=0).at[np_.array([-2, 1])].set(0.5)
+        return np_.sum(np_.sin(rows))
+
+    expected = np.asarray(sj.grad(lambda v: loss(sjnp, v))(x))
+    for lib, np_ in ((jax, jnp), (sj, sjnp)):
+        with lib.set_mesh(lib.make_mesh((4, 2), ("x", "y"))):
+            split = lib.device_put(x, lib.sharding.PartitionSpec("x", None))
+            if lib is jax:
+                with pytest.raises(Exception, match="could not be resolved unambiguously"):
+                    lib.grad(lambda v: loss(np_, v))(split)
+            else:
+                g = lib.grad(lambda v: loss(np_, v))(split)
+                assert str(lib.typeof(g)) == "float32[4@x,4]"
+                np.testing.assert_allclose(np.asarray(g), expected)
+
+
+def test_the_jvp_of_prod_over_a_split_array_is_computed() -> None:
+    x = np.random.default_rng(1).standard_normal((8, 8, 8)).astype(np.float32)
+    expected = np.asarray(sj.jvp(lambda a: sjnp.prod(a, axis=1), (x,), (x,))[1])
+    for lib, np_ in ((jax, jnp), (sj, sjnp)):
+        with lib.set_mesh(lib.make_mesh((8,), ("d",))):
+            split = lib.device_put(x, lib.sharding.PartitionSpec("d"))  # a kept dim split
+            run = lambda: lib.jvp(lambda a: np_.prod(a, axis=1), (split,), (split,))[1]  # noqa: E731
+            if lib is jax:
+                with pytest.raises(Exception, match="slicing on sharded dims"):
+                    run()
+            else:
+                np.testing.assert_allclose(np.asarray(run()), expected, rtol=1e-5)
+
+
 def test_an_array_that_is_not_split_lives_on_device_0() -> None:
     for lib, np_ in ((jax, jnp), (sj, sjnp)):
         with lib.set_mesh(lib.make_mesh((8,), ("d",))):
@@ -1105,25 +1139,22 @@ def test_sharding_type_error_is_a_type_error() -> None:
     assert "out_sharding" not in str(ours) and "Reshard the operand first" in str(ours)
 
 
-def test_a_constant_in_a_jitted_concatenate_takes_the_operands_layout() -> None:
-    """Under jit, ``jnp.zeros(16)`` has no sharding in our types, so it is laid out as the
-    split operand it is concatenated with; JAX types it replicated and refuses. Eagerly both
-    refuse (the constant is an array, replicated)."""
+def test_a_constant_takes_the_operands_layout() -> None:
+    """``jnp.zeros(16)`` has no sharding in our types, so it is laid out as the split operand
+    it is concatenated with, eagerly and under jit; JAX types it replicated and refuses."""
     value = np.arange(16.0, dtype=np.float32)
     for lib, np_ in ((jax, jnp), (sj, sjnp)):
         mesh = lib.make_mesh((8,), ("d",))
         with lib.set_mesh(mesh):
             x = _split(lib, mesh, value, "d")
             join = lambda x: np_.concatenate([x, np_.zeros(16)])  # noqa: E731
-            eager = _sharding_error(join, x)
-            assert type(eager).__name__ == "ShardingTypeError"
-            if lib is jax:
-                assert type(_sharding_error(lib.jit(join), x)).__name__ == \
-                    "ShardingTypeError"
-            else:
-                got = lib.jit(join)(x)
-                assert tuple(got.sharding.spec) == ("d",)
-                assert np.asarray(got).tolist() == value.tolist() + [0.0] * 16
+            for run in (join, lib.jit(join)):
+                if lib is jax:
+                    assert type(_sharding_error(run, x)).__name__ == "ShardingTypeError"
+                else:
+                    got = run(x)
+                    assert tuple(got.sharding.spec) == ("d",)
+                    assert np.asarray(got).tolist() == value.tolist() + [0.0] * 16
 
 
 def test_an_update_split_unlike_its_target_is_resharded() -> None:

@@ -532,6 +532,7 @@ def select_n_impl(which, *cases):
     return np.choose(which, cases)
 impl_rules[select_n_p] = select_n_impl
 def select_n_vjp(ct, which, *cases, out):
+    which = with_sharding_of(which, ct)  # (stage 4: the cotangent may be laid out otherwise)
     zeros = zeros_like(ct)
     case_cts = []
     for i in range(len(cases)):

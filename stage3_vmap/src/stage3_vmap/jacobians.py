@@ -33,6 +33,7 @@ from stage1_autodiff.tree_util import tree_flatten, tree_map, tree_structure, tr
 
 from stage1_autodiff import dtypes
 from stage1_autodiff import numpy as jnp
+from stage1_autodiff import prims as lax
 
 from .batching import vmap
 
@@ -255,9 +256,19 @@ def _basis(leaves: list, start: int = 0, stop: int | None = None) -> list:
     dtype = np.result_type(*[a.dtype for a in avals]) if avals else np.float32
     eye = np.eye(stop - start, n, k=start, dtype=dtype)  # rows start..stop of the identity
     parts = np.split(eye, np.cumsum(sizes)[:-1], axis=1)
-    return [jnp.asarray(part.reshape((stop - start,) + a.shape).astype(a.dtype))
+    return [_laid_out_as(jnp.asarray(part.reshape((stop - start,) + a.shape).astype(a.dtype)), a)
             for part, a in zip(parts, avals)]
 # --8<-- [end:basis]
+
+
+def _laid_out_as(part: Any, aval: Any) -> Any:
+    """A part of the basis split as its input is (stage 4; the basis index is not split), so
+    that the Jacobian is laid out as JAX's."""
+    if aval.sharding is None:
+        return part
+    shape = get_aval(part).shape
+    return lax.broadcast_in_dim(part, shape, tuple(range(len(shape))),
+                                aval.sharding.inserted(0))
 
 
 def _typed_as(block: Any, example: Any) -> Any:

@@ -39,7 +39,7 @@ from .mesh import Mesh, devices
 from .named_sharding import NamedSharding, P, PartitionSpec, as_sharding, type_string
 from .partitioner import is_sharded, partition
 from .runtime import spmd_executable
-from .sharded_types import mesh_of
+from .sharded_types import ShardingInTypes, mesh_of
 from .sharding_rules import Spec, spec_of
 
 
@@ -183,7 +183,11 @@ def run_primitive(prim: Primitive, arrays: list[Array], params: dict[str, Any]) 
         def one(*xs):
             outs = prim.bind(*xs, **params)
             return list(outs) if prim.multiple_results else [outs]
-        jaxpr, consts = trace_to_jaxpr(one, avals)
+        ShardingInTypes.eager.active = True
+        try:
+            jaxpr, consts = trace_to_jaxpr(one, avals)
+        finally:
+            ShardingInTypes.eager.active = False
         program = ClosedJaxpr(jaxpr, consts)
         if key is not None:
             _one_equation[key] = program

@@ -18,6 +18,7 @@ runs in ``standard_abstract_eval`` (jax/_src/lax/utils.py).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from stage1_autodiff.core import Primitive, ShapedArray
@@ -73,9 +74,14 @@ def _mesh_of_equation(prim: Primitive, avals_in: list[ShapedArray],
 class ShardingInTypes(TypeExtension):
     """Puts shardings into the avals stage 2's tracer infers."""
 
+    # An eager operation's plain operands stay untyped, as JAX's uncommitted arrays: a
+    # predicate made with NumPy selects among split cases. A jitted function's are placed,
+    # replicated (arrays.py's run_primitive sets this while it traces).
+    eager = threading.local()
+
     def argument_avals(self, avals: list[ShapedArray]) -> list[ShapedArray]:
         mesh = mesh_of(avals, "a jitted function")
-        if mesh is None:
+        if mesh is None or getattr(ShardingInTypes.eager, "active", False):
             return avals
         replicated = NamedSharding(mesh, P())
         return [a if a.sharding is not None else a._replace(sharding=replicated) for a in avals]

@@ -105,15 +105,19 @@ for _prim in primitives_of_kind(PrimitiveKind.ELEMENTWISE):
 
 def select_n_sharding_rule(avals, specs):
     """JAX's rule, stricter than the other elementwise ops': the cases laid out alike, and
-    the predicate a scalar or laid out as they are (no split is inferred from one side)."""
-    which, (which_spec, *case_specs) = avals[0], specs
-    if any(spec != case_specs[0] for spec in case_specs):
+    the predicate a scalar or laid out as they are (no split is inferred from one side).
+    An operand without a layout in its type (a NumPy array, a constant the program makes)
+    takes theirs, as JAX's uncommitted arrays do."""
+    typed = [(a, s) for a, s in zip(avals, specs) if a.sharding is not None]
+    case_specs = [s for a, s in typed if a is not avals[0]] or [s for _, s in typed]
+    out = case_specs[0] if case_specs else specs[1]
+    if any(spec != out for spec in case_specs):
         raise _error(p.select_n_p, avals, specs, "its cases are laid out differently",
                      "Reshard them alike first (jax.sharding.reshard).")
-    if which.ndim and which_spec != case_specs[0]:
+    if avals[0].ndim and avals[0].sharding is not None and specs[0] != out:
         raise _error(p.select_n_p, avals, specs, "its predicate is laid out differently "
                      "from its cases", "Reshard it as they are, or use a scalar predicate.")
-    return [case_specs[0]]
+    return [out]
 sharding_rules[p.select_n_p] = select_n_sharding_rule
 
 
