@@ -111,9 +111,7 @@ class NamedSharding:
 
     def transposed(self, perm: tuple[int, ...]) -> NamedSharding:
         """The sharding of ``transpose(x, perm)`` for an ``x`` laid out by this one."""
-        ndim = max(len(perm), len(self.spec))
-        return NamedSharding(self.mesh, PartitionSpec(*(
-            self.spec[d] if d < len(self.spec) else None for d in perm[:ndim])))
+        return NamedSharding(self.mesh, self.spec.transposed(perm))
 
     def without_dim(self, dim: int) -> NamedSharding:
         """The sharding of one slice along ``dim`` (a scan's step), which must not be split."""
