@@ -64,3 +64,28 @@ def test_the_jvp_of_prod_over_a_split_array_is_the_unsplit_ones(dim: int):
         got = jax.jvp(prod, (split,), (split,))[1]
     np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5)
     assert str(jax.typeof(got)) == ("float32[8@d,8]" if dim == 0 else "float32[8,8]")
+
+
+def _second_derivative_of_a_multiplying_update(lib):
+    np_, P = lib.numpy, lib.sharding.PartitionSpec
+
+    def loss(x):
+        rows = np_.take(x, np.array([-2, -1, 0]), axis=0)
+        return np_.sum(np_.sin(rows.at[-2].mul(np_.sum(rows))))
+
+    def grad_norm(x):
+        return np_.sum(lib.grad(loss)(x) ** 2)
+
+    with lib.set_mesh(lib.make_mesh((8,), ("d",))):
+        x = lib.device_put(RNG_INPUTS[(8, 8)] / 4, P(None, "d"))
+        out = lib.grad(grad_norm)(x)
+        return np.asarray(out), str(lib.typeof(out))
+
+
+def test_the_second_derivative_of_a_multiplying_update_equals_jax():
+    """select_n's VJP lays its predicate out as the cotangent: the rule of .at[].mul selects
+    with masks made from gathers, and differentiating it again met them laid out otherwise."""
+    (ours, our_type), (theirs, their_type) = (_second_derivative_of_a_multiplying_update(lib)
+                                              for lib in (jax, real))
+    assert our_type == their_type
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
