@@ -1083,6 +1083,31 @@ def test_an_array_that_is_not_split_lives_on_device_0() -> None:
             assert placed.sharding.device_set == {sj.devices()[0]}
 
 
+def test_device_put_copies_numpy_data() -> None:
+    buffer = np.zeros(4096 + 16, np.float32)
+    start = (-buffer.ctypes.data // 4) % 16  # 64-byte aligned, as JAX's CPU client keeps
+    for lib in (jax, sj):
+        a = buffer[start:start + 4096]
+        a[:] = 1.0
+        placed = lib.device_put(a)
+        a[0] = 5.0
+        assert float(np.asarray(placed)[0]) == (5.0 if lib is jax else 1.0)
+
+
+def test_device_splits_what_array_asarray_and_linspace_make() -> None:
+    makers = {"array": lambda np_, s: np_.array(np.arange(8.0), device=s),
+              "asarray": lambda np_, s: np_.asarray(np.arange(8.0), device=s),
+              "linspace": lambda np_, s: np_.linspace(0.0, 1.0, 8, device=s)}
+    for name, make in makers.items():
+        for lib, np_ in ((jax, jnp), (sj, sjnp)):
+            split = lib.sharding.NamedSharding(lib.make_mesh((4,), ("x",)),
+                                               lib.sharding.PartitionSpec("x"))
+            if lib is jax:
+                raises(ValueError, make, np_, split, match="Auto axes")
+            else:
+                assert str(lib.typeof(make(np_, split))) == "float32[8@x]", name
+
+
 def _split(lib, mesh, value, *spec):
     sharding = lib.sharding.NamedSharding(mesh, lib.sharding.PartitionSpec(*spec))
     return lib.device_put(value, sharding)

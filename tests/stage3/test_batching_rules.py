@@ -194,6 +194,7 @@ def bitcast_convert_type_case(draw):
 
 CASES[p.bitcast_convert_type_p] = bitcast_convert_type_case
 CASES[p.stop_gradient_p] = unary(p.stop_gradient_p, (f32, i32))
+CASES[p.copy_p] = unary(p.copy_p, (f32, i32))
 
 # --- shapes
 

@@ -649,7 +649,15 @@ class ArrayMethods:
     # Conversions to Python values need concrete numbers.
     def __array__(self, dtype=None, copy=None):
         value = self._concrete_value("np.asarray(x)")
-        return value if dtype is None else value.astype(dtype)
+        if dtype is not None and value.dtype != dtype:
+            return value.astype(dtype)  # a new array
+        if copy:
+            return value.copy()
+        # The array is immutable, as JAX's: NumPy sees its buffer read-only (a write through
+        # ``np.asarray(x)`` would change ``x``, and every array computed from it later).
+        view = value.view()
+        view.flags.writeable = False
+        return view
 
     def __bool__(self) -> bool:
         _check_bool_conversion(self.shape)  # known from the type: no need to concretize
@@ -882,7 +890,8 @@ def asarray(x: Any, dtype: Any = None) -> Array:
     """Converts Python scalars, NumPy arrays and lists into an :class:`Array`.
 
     Python scalars become weakly typed, as in JAX. 64-bit NumPy data is canonicalized to
-    32 bits unless ``jax_enable_x64`` is on.
+    32 bits unless ``jax_enable_x64`` is on. NumPy data is copied, as JAX's transfer to a
+    device copies it: the Array does not change when the NumPy array does.
     """
     if isinstance(x, Array) and dtype is None:
         return x
@@ -903,6 +912,10 @@ def asarray(x: Any, dtype: Any = None) -> Array:
             _check_python_ints_fit(value, target)
         if value.dtype != target:
             value = value.astype(target)
+        elif not isinstance(x, Array) and (value is x or value.base is not None):
+            # The caller's buffer, which the caller may still write to: an Array owns its
+            # own, as JAX's transfer to a device makes one.
+            value = value.copy()
     return Array(value, weak)
 
 
@@ -931,6 +944,8 @@ def get_aval(x: Any) -> ShapedArray:
     """The abstract value of an array, tracer or Python scalar."""
     if isinstance(x, (Array, Tracer)):
         return x.aval
+    if isinstance(x, np.ndarray) and x.dtype != object:  # its type, without copying it
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), False)
     return asarray(x).aval
 
 

@@ -20,6 +20,9 @@ them; they reach in only through the seams listed here, each a name a reader can
    counts what it lends and keeps, stage 4's arrays the blocks they own on each device, and
    ``Device.memory_stats`` reports the counts.
 5. **Options**: ``config.define`` declares a stage's own option beside the code reading it.
+6. **Where a new array is placed** (``set_placement``): the ``device=`` and ``out_sharding=``
+   of ``jnp.zeros``, ``jnp.asarray`` and the other functions that make arrays. Stage 1 knows
+   one device, the host; stage 2 adds the GPU, stage 4 shardings.
 
 Primitives, their rules (``impl_rules``, ``jvp_rules``, ``vjp_rules`` and the later stages'
 tables) and their kinds are the other way in: a table per transformation, keyed by primitive.
@@ -107,3 +110,26 @@ def set_memory_limit(device: Any, nbytes: int) -> None:
 def device_memory(device: Any) -> dict[str, int]:
     """The counters of ``device``: JAX's ``memory_stats`` keys that apply here."""
     return dict(_counters(device))
+
+
+_placement: list[Callable[[Any, Any, Any], Any]] = []
+
+
+def set_placement(place: Callable[[Any, Any, Any], Any]) -> None:
+    """Registers how an array is put on a device or laid out: ``place(x, device,
+    out_sharding)``, one of the two given (a later stage's replaces an earlier one's)."""
+    _placement[:] = [place]
+
+
+def place(x: Any, device: Any, out_sharding: Any) -> Any:
+    """``x`` on ``device`` or laid out as ``out_sharding``, by the registered rule. Without
+    one (stage 1 alone) the host is the only device, and there is no mesh."""
+    if _placement:
+        return _placement[0](x, device, out_sharding)
+    from .core import CPU_DEVICE, SingleDeviceSharding
+    if out_sharding is None and device in (CPU_DEVICE, SingleDeviceSharding(CPU_DEVICE)):
+        return x
+    what = (f"out_sharding={out_sharding!r} lays an array out over a mesh of devices"
+            if out_sharding is not None else f"device={device!r} is not a device of stage 1")
+    raise ValueError(f"{what}: stage 1 has one device, the host CPU "
+                     f"(stage 2 adds the GPU, stage 4 meshes and shardings).")

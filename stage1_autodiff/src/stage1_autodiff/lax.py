@@ -134,7 +134,8 @@ from .prims import (
 from .prims import (
     abs_p, acos_p, acosh_p, add_p, and_p, argmax_p, argmin_p, asin_p, asinh_p, atan2_p, atan_p,
     atanh_p, bitcast_convert_type_p, broadcast_in_dim_p, cbrt_p, ceil_p, clamp_p, complex_p,
-    concatenate_p, conj_p, conv_general_dilated_p, convert_element_type_p, cos_p, cosh_p,
+    concatenate_p, conj_p, conv_general_dilated_p, convert_element_type_p, copy_p, cos_p,
+    cosh_p,
     cummax_p, cummin_p, cumprod_p, cumsum_p, digamma_p, div_p, dot_general_p, dynamic_slice_p,
     dynamic_update_slice_p, eq_p, erf_inv_p, erf_p, erfc_p, exp2_p, exp_p, expm1_p, fft_p,
     floor_p, gather_p, ge_p, gt_p, imag_p, integer_pow_p, iota_p, le_p, lgamma_p, log1p_p,
@@ -220,7 +221,7 @@ __all__ += ["abs_p", "acos_p", "acosh_p", "add_p", "and_p", "argmax_p", "argmin_
             "asin_p", "asinh_p", "atan2_p", "atan_p", "atanh_p",
             "bitcast_convert_type_p", "broadcast_in_dim_p", "cbrt_p", "ceil_p",
             "clamp_p", "complex_p", "concatenate_p", "conj_p", "conv_general_dilated_p",
-            "convert_element_type_p", "cos_p", "cosh_p", "cummax_p", "cummin_p",
+            "convert_element_type_p", "copy_p", "cos_p", "cosh_p", "cummax_p", "cummin_p",
             "cumprod_p", "cumsum_p", "digamma_p", "div_p", "dot_general_p",
             "dynamic_slice_p", "dynamic_update_slice_p", "eq_p", "erf_inv_p", "erf_p",
             "erfc_p", "exp2_p", "exp_p", "expm1_p", "fft_p", "floor_p", "gather_p",

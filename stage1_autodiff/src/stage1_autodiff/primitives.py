@@ -587,6 +587,15 @@ impl_rules[stop_gradient_p] = lambda x: x
 vjp_rules[stop_gradient_p] = _zero_vjp
 jvp_rules[stop_gradient_p] = _zero_jvp(stop_gradient_p)
 
+# A new array with the values of x (``jnp.array(x)``, ``jnp.copy``): donating or deleting the
+# copy leaves x alone. Arrays are immutable, so the copy shares x's buffer until one of them
+# is donated (the buffer pool reuses only a buffer no other array holds).
+copy_p = Primitive("copy", kind=ELEMENTWISE)
+def copy(x): return copy_p.bind(x)
+impl_rules[copy_p] = lambda x: x
+vjp_rules[copy_p] = lambda ct, x, *, out: [copy(ct)]
+jvp_rules[copy_p] = _unary_elementwise_jvp(copy_p)
+
 # ------------------------------------------------------------------------------------------
 # Shapes
 # ------------------------------------------------------------------------------------------

@@ -17,8 +17,15 @@ import functools
 from typing import Any
 
 from stage1_autodiff.config import config
-from stage1_autodiff.core import CPU_DEVICE, Array, Device, SingleDeviceSharding, asarray
-from stage1_autodiff.extension import set_memory_limit
+from stage1_autodiff.core import (
+    CPU_DEVICE,
+    Array,
+    Device,
+    SingleDeviceSharding,
+    Tracer,
+    asarray,
+)
+from stage1_autodiff.extension import set_memory_limit, set_placement
 from stage1_autodiff.tree_util import tree_map
 
 from .arrays import GpuArray
@@ -78,14 +85,34 @@ def default_backend() -> str:
 def device_put(x: Any, device: Device | None = None) -> Any:
     """Every leaf of the pytree ``x`` as an Array on ``device`` (by default the default
     backend's first device). Arrays already there are returned as they are."""
+    device = _as_device(device, "device_put")
+    return tree_map(lambda leaf: _put(leaf, device), x)
+
+
+def _as_device(device: Any, fun_name: str) -> Device:
+    """The device ``device`` names: a device, or another array's ``x.sharding``."""
     if device is None:
-        device = devices()[0]
-    if isinstance(device, SingleDeviceSharding):  # another array's ``x.sharding``
+        return devices()[0]
+    if isinstance(device, SingleDeviceSharding):
         device = device.device
     if not isinstance(device, Device):
-        raise TypeError(f"device_put expects a device such as jax.devices('gpu')[0], got "
+        raise TypeError(f"{fun_name} expects a device such as jax.devices('gpu')[0], got "
                         f"{device!r} of type {type(device).__name__}.")
-    return tree_map(lambda leaf: _put(leaf, device), x)
+    return device
+
+
+def place(x: Any, device: Any, out_sharding: Any) -> Any:
+    """The ``device=`` of ``jnp.zeros`` and the other functions that make arrays (stage 1's
+    ``extension.place``). There is no mesh before stage 4, so no ``out_sharding``. Under
+    ``jit`` the device is checked, and the backend the program runs on holds every array."""
+    if out_sharding is not None:
+        raise ValueError(f"out_sharding={out_sharding!r} lays an array out over a mesh of "
+                         f"devices, which stage 4 adds (import stage4_sharding).")
+    device = _as_device(device, "device=")
+    return x if isinstance(x, Tracer) else device_put(x, device)
+
+
+set_placement(place)
 
 
 def _put(leaf: Any, device: Device) -> Array:

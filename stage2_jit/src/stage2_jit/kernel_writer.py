@@ -189,6 +189,7 @@ def common_rules(select: Spelling, extremum: Spelling) -> dict[Primitive, Rule]:
         p.select_n_p: _select_n(select),
         p.convert_element_type_p: lambda args, eqn: cast(args[0], eqn.params["new_dtype"]),
         p.stop_gradient_p: lambda args, eqn: args[0],
+        p.copy_p: lambda args, eqn: args[0],
     }
 # --8<-- [end:common_rules]
 
@@ -415,7 +416,7 @@ class KernelWriter:
         if atom in self.names and (atom in self.materialized or atom in self.jaxpr.invars):
             return self._read(atom, index)
         eqn = self.producer[atom]
-        if not is_elementwise(eqn.primitive) or eqn.primitive is p.stop_gradient_p:
+        if not is_elementwise(eqn.primitive) or eqn.primitive in (p.stop_gradient_p, p.copy_p):
             return self._fused(eqn, index, body, memo)  # a read elsewhere: no temporary
         key = (atom, index)
         if key not in memo:

@@ -25,7 +25,7 @@ from stage1_autodiff.core import (
     Tracer,
     asarray,
 )
-from stage1_autodiff.extension import track_device_memory
+from stage1_autodiff.extension import set_placement, track_device_memory
 from stage1_autodiff.tree_util import tree_map
 from stage2_jit.arrays import PlacedArray
 from stage2_jit.buffers import lent
@@ -308,6 +308,27 @@ def device_put(x: Any, device: Any = None) -> Any:
             raise ValueError(f"{device} is not one of this process's devices {devices()}.")
         return tree_map(lambda leaf: Array(asarray(leaf)._value, asarray(leaf).weak_type), x)
     return stage2_device_put(x, device)
+
+
+def place(x: Any, device: Any, out_sharding: Any) -> Any:
+    """The ``device=`` and ``out_sharding=`` of ``jnp.zeros`` and the other functions that
+    make arrays (stage 1's ``extension.place``): a sharding lays ``x`` out as
+    ``device_put`` does; under ``jit`` a device is checked, and the program's devices hold
+    every array."""
+    shardings = (NamedSharding, PartitionSpec)
+    if out_sharding is not None and not isinstance(out_sharding, shardings):
+        raise TypeError(f"out_sharding= takes a NamedSharding or a PartitionSpec, got "
+                        f"{out_sharding!r}. For a device, pass device= instead.")
+    target = device if out_sharding is None else out_sharding
+    if not isinstance(target, (*shardings, Device, SingleDeviceSharding)):
+        raise TypeError(f"device= takes a device (jax.devices()[0]) or a sharding, got "
+                        f"{target!r} of type {type(target).__name__}.")
+    if isinstance(x, Tracer) and not isinstance(target, shardings):
+        return x
+    return device_put(x, target)
+
+
+set_placement(place)
 
 
 class TypeOf:

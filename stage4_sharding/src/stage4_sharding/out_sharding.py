@@ -1,5 +1,6 @@
-"""``out_sharding=`` for the functions that make arrays from nothing: creation
-(``jnp.zeros``, ``jnp.arange``, ...) and random sampling (``jax.random.normal``, ...).
+"""``out_sharding=`` for random sampling (``jax.random.normal``, ...) and the initializers
+of ``jax.nn.initializers``. (The creation functions, ``jnp.zeros``, ``jnp.arange``, ..., take
+it from stage 1, through ``arrays.place``.)
 
 Their results are replicated unless asked otherwise, as in JAX's explicit mode. Given
 ``out_sharding``, the value is made and then resharded: each device keeps its block, which

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, extension
 from .. import prims as lax
 from ..core import Array, Tracer, get_aval
 from ..core import asarray as _core_asarray
@@ -38,13 +38,15 @@ def _dtype(dtype: Any, default: np.dtype, fun_name: str) -> np.dtype:
     return dtypes.check_and_canonicalize_user_dtype(dtype, fun_name)
 
 
-def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,  # noqa: A002
-          ndmin: int = 0) -> Any:
+def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = "K",  # noqa: A002
+          ndmin: int = 0, *, device: Any = None, out_sharding: Any = None) -> Any:
     """An array from data: nested lists, NumPy arrays, scalars or arrays, with at least
-    ``ndmin`` dims (leading ones added).
+    ``ndmin`` dims (leading ones added). NumPy data is always copied; an array is copied
+    (a new array: donating it leaves ``object`` alone) unless ``copy=False``.
 
     Python scalars stay weakly typed, as in JAX; float64 data becomes float32 unless
-    ``jax_enable_x64`` is on.
+    ``jax_enable_x64`` is on. ``device``/``out_sharding``: where the result lives (see
+    :func:`zeros`).
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -52,25 +54,48 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None, 
         Array([[1, 2],
                [3, 4]], dtype=int32)
     """
-    del copy, order  # arrays are immutable, so neither a copy nor a layout is observable
-    out = _array(object, dtype, "array")
+    out = _array(object, dtype, "array", order, copy)
     missing = ndmin - get_aval(out).ndim
-    return out if missing <= 0 else lax.reshape(out, (1,) * missing + get_aval(out).shape)
+    if missing > 0:
+        out = lax.reshape(out, (1,) * missing + get_aval(out).shape)
+    return placed(out, device, out_sharding)
 
 
-def asarray(a: Any, dtype: Any = None) -> Any:
-    """Like :func:`array`."""
-    return _array(a, dtype, "asarray")
+def asarray(a: Any, dtype: Any = None, order: Any = None, *, copy: bool | None = None,
+            device: Any = None, out_sharding: Any = None) -> Any:
+    """Like :func:`array`, but an array is returned as it is unless ``copy=True``."""
+    return placed(_array(a, dtype, "asarray", order, copy), device, out_sharding)
 
 
-def _array(object: Any, dtype: Any, fun_name: str) -> Any:  # noqa: A002
+def _array(object: Any, dtype: Any, fun_name: str, order: Any = None,  # noqa: A002
+           copy: bool | None = None) -> Any:
+    if order not in (None, "K"):
+        raise NotImplementedError(
+            f"{fun_name}: only order='K' is implemented, as in JAX (got order={order!r}): "
+            f"an array's memory layout is not the user's to choose.")
     if dtype is None:
-        return as_value(object)
-    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, fun_name)
-    return convert(as_value(object, dtype), dtype)
+        out = as_value(object)
+    else:
+        dtype = dtypes.check_and_canonicalize_user_dtype(dtype, fun_name)
+        out = convert(as_value(object, dtype), dtype)
+    # An array (or tracer) passed through unchanged is copied when asked: JAX's ``copy``.
+    return lax.copy(out) if copy and out is object else out
 
 
-def full(shape: Shape, fill_value: Any, dtype: Any = None) -> Any:
+def placed(x: Any, device: Any, out_sharding: Any) -> Any:
+    """``x`` on ``device`` (a device or a sharding) or laid out as ``out_sharding``: the
+    keywords of the functions that make arrays. Stage 1 has one device, the host; later
+    stages place arrays on a GPU or over a mesh (``extension.place``)."""
+    if device is None and out_sharding is None:
+        return x
+    if device is not None and out_sharding is not None:
+        raise ValueError(f"Only one of device= and out_sharding= can be given: got "
+                         f"device={device!r} and out_sharding={out_sharding!r}.")
+    return extension.place(x, device, out_sharding)
+
+
+def full(shape: Shape, fill_value: Any, dtype: Any = None, *, device: Any = None,
+         out_sharding: Any = None) -> Any:
     """An array of ``shape`` filled with ``fill_value`` (which may be an array).
 
     Example:
@@ -78,7 +103,8 @@ def full(shape: Shape, fill_value: Any, dtype: Any = None) -> Any:
         >>> jnp.full((2,), 7)
         Array([7, 7], dtype=int32, weak_type=True)
     """
-    return _full(shape, fill_value, dtype, "full")
+    weak_type = False if device is not None else None  # JAX's: a placed fill is strong
+    return placed(_full(shape, fill_value, dtype, "full", weak_type), device, out_sharding)
 
 
 def _full(shape: Shape, fill_value: Any, dtype: Any, fun_name: str,
@@ -99,14 +125,19 @@ def _full(shape: Shape, fill_value: Any, dtype: Any, fun_name: str,
     return broadcast_to_shape(value, shape) if aval.shape != shape else value
 
 
-def zeros(shape: Shape, dtype: Any = None) -> Any:
-    """An array of zeros (float32 by default)."""
-    return lax.full(_shape(shape), 0, _dtype(dtype, dtypes.default_float_dtype(), "zeros"))
+def zeros(shape: Shape, dtype: Any = None, *, device: Any = None,
+          out_sharding: Any = None) -> Any:
+    """An array of zeros (float32 by default). ``device``: a device or a sharding to put
+    it on; ``out_sharding``: its layout over a mesh (stage 4). At most one of them."""
+    out = lax.full(_shape(shape), 0, _dtype(dtype, dtypes.default_float_dtype(), "zeros"))
+    return placed(out, device, out_sharding)
 
 
-def ones(shape: Shape, dtype: Any = None) -> Any:
-    """An array of ones (float32 by default)."""
-    return lax.full(_shape(shape), 1, _dtype(dtype, dtypes.default_float_dtype(), "ones"))
+def ones(shape: Shape, dtype: Any = None, *, device: Any = None,
+         out_sharding: Any = None) -> Any:
+    """An array of ones (float32 by default); ``device``, ``out_sharding`` as for zeros."""
+    out = lax.full(_shape(shape), 1, _dtype(dtype, dtypes.default_float_dtype(), "ones"))
+    return placed(out, device, out_sharding)
 
 
 class _Like(NamedTuple):
@@ -118,11 +149,11 @@ class _Like(NamedTuple):
     sharding: Any
 
 
-def _like(a: Any, dtype: Any, shape: Shape | None, fun_name: str) -> _Like:
-    """As JAX's ``lax.full_like``: the result is weak when ``a`` is and no dtype is asked, and
-    keeps ``a``'s sharding (stage 4) when no shape is asked."""
+def _like(a: Any, dtype: Any, shape: Shape | None, fun_name: str, device: Any) -> _Like:
+    """As JAX's ``lax.full_like``: the result is weak when ``a`` is and no dtype (nor, as in
+    JAX, a ``device``) is asked, and keeps ``a``'s sharding (stage 4) when no shape is."""
     aval = get_aval(as_value(a))
-    weak_type = aval.weak_type and dtype is None
+    weak_type = aval.weak_type and dtype is None and device is None
     # JAX's choice: a traced ``a`` gives its sharding without ``shape``; a concrete one,
     # when the shape is its own and the result is not weakly typed.
     if isinstance(a, Tracer):
@@ -134,7 +165,8 @@ def _like(a: Any, dtype: Any, shape: Shape | None, fun_name: str) -> _Like:
                  aval.sharding if keep else None)
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
+def zeros_like(a: Any, dtype: Any = None, shape: Shape | None = None, *, device: Any = None,
+               out_sharding: Any = None) -> Any:
     """Zeros with the shape, dtype and weak type of ``a``.
 
     Example:
@@ -142,26 +174,33 @@ def zeros_like(a: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
         >>> jnp.zeros_like(1.5)
         Array(0., dtype=float32, weak_type=True)
     """
-    like = _like(a, dtype, shape, "zeros_like")
-    return lax.full(like.shape, 0, like.dtype, like.weak_type, like.sharding)
+    like = _like(a, dtype, shape, "zeros_like", device)
+    out = lax.full(like.shape, 0, like.dtype, like.weak_type, like.sharding)
+    return placed(out, device, out_sharding)
 
 
-def ones_like(a: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
+def ones_like(a: Any, dtype: Any = None, shape: Shape | None = None, *, device: Any = None,
+              out_sharding: Any = None) -> Any:
     """Ones with the shape, dtype and weak type of ``a``."""
-    like = _like(a, dtype, shape, "ones_like")
-    return lax.full(like.shape, 1, like.dtype, like.weak_type, like.sharding)
+    like = _like(a, dtype, shape, "ones_like", device)
+    out = lax.full(like.shape, 1, like.dtype, like.weak_type, like.sharding)
+    return placed(out, device, out_sharding)
 
 
-def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Shape | None = None, *,
+              device: Any = None, out_sharding: Any = None) -> Any:
     """``fill_value`` with the shape, dtype and weak type of ``a``."""
-    like = _like(a, dtype, shape, "full_like")
+    like = _like(a, dtype, shape, "full_like", device)
     if np.ndim(fill_value) != 0:  # NB: JAX broadcasts an array fill value as jnp.full does
-        return _full(like.shape, fill_value, like.dtype, "full_like", weak_type=False)
-    out = _full(like.shape, fill_value, like.dtype, "full_like", like.weak_type)
-    return out if like.sharding is None else lax.with_sharding_of(out, a)
+        out = _full(like.shape, fill_value, like.dtype, "full_like", weak_type=False)
+    else:
+        out = _full(like.shape, fill_value, like.dtype, "full_like", like.weak_type)
+        out = out if like.sharding is None else lax.with_sharding_of(out, a)
+    return placed(out, device, out_sharding)
 
 
-def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
+           device: Any = None, out_sharding: Any = None) -> Any:
     """Evenly spaced values in [start, stop), as NumPy's ``arange``.
 
     Example:
@@ -175,14 +214,17 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
                 "arange requires concrete bounds: its length would depend on a traced value. "
                 "Use a static argument or a fixed size.")
     if stop is None and step is None and dtype is None and isinstance(start, (int, np.integer)):
-        return lax.iota(dtypes.default_int_dtype(), (max(int(start), 0),))
-    values = np.arange(start, stop, step)
-    default = dtypes.canonicalize_dtype(values.dtype)
-    return _core_asarray(values, _dtype(dtype, default, "arange"))
+        out = lax.iota(dtypes.default_int_dtype(), (max(int(start), 0),))
+    else:
+        values = np.arange(start, stop, step)
+        default = dtypes.canonicalize_dtype(values.dtype)
+        out = _core_asarray(values, _dtype(dtype, default, "arange"))
+    return placed(out, device, out_sharding)
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
-             retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
+             retstep: bool = False, dtype: Any = None, axis: int = 0, *, device: Any = None,
+             out_sharding: Any = None) -> Any:
     """``num`` evenly spaced values from ``start`` to ``stop`` (arrays: along a new ``axis``),
     as ``start * (1 - t) + stop * t``, which lands on both ends; with ``retstep``, also the
     step. The type is ``start``'s and ``stop``'s made inexact (complex stays complex);
@@ -219,7 +261,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
         out = lax.full((*shape[:axis], 0, *shape[axis:]), 0, work)
     if not dtypes.is_inexact(dtype):
         out = floor(out)
-    out = convert(out, dtype, False)
+    out = placed(convert(out, dtype, False), device, out_sharding)
     return (out, delta) if retstep else out
 
 
@@ -245,7 +287,8 @@ def _count(num: Any, fun_name: str) -> int:
     return num
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *,
+        device: Any = None, out_sharding: Any = None) -> Any:
     """A 2-d array with ones on the ``k``-th diagonal.
 
     Example:
@@ -259,8 +302,9 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
     rows = lax.iota(np.int32, shape, 0)
     cols = lax.iota(np.int32, shape, 1)
     on_diagonal = lax.eq(lax.add(rows, lax.full(shape, k, np.dtype(np.int32))), cols)
-    return lax.convert_element_type(on_diagonal,
-                                    _dtype(dtype, dtypes.default_float_dtype(), "eye"))
+    out = lax.convert_element_type(on_diagonal,
+                                   _dtype(dtype, dtypes.default_float_dtype(), "eye"))
+    return placed(out, device, out_sharding)
 
 
 def identity(n: int, dtype: Any = None) -> Any:
@@ -269,20 +313,21 @@ def identity(n: int, dtype: Any = None) -> Any:
 
 
 
-def empty(shape: Shape, dtype: Any = None) -> Any:
+def empty(shape: Shape, dtype: Any = None, *, device: Any = None,
+          out_sharding: Any = None) -> Any:
     """An array of ``shape``: zeros, as JAX's arrays are never uninitialised."""
-    return zeros(shape, dtype)
+    return zeros(shape, dtype, device=device, out_sharding=out_sharding)
 
 
-def empty_like(prototype: Any, dtype: Any = None, shape: Shape | None = None) -> Any:
+def empty_like(prototype: Any, dtype: Any = None, shape: Shape | None = None, *,
+               device: Any = None, out_sharding: Any = None) -> Any:
     """An array like ``prototype``: zeros, as in JAX."""
-    return zeros_like(prototype, dtype, shape)
+    return zeros_like(prototype, dtype, shape, device=device, out_sharding=out_sharding)
 
 
 def copy(a: Any, order: Any = None) -> Any:
-    """A copy of ``a`` (arrays are immutable, so it shares nothing that can change)."""
-    del order
-    return array(a, copy=True)
+    """A copy of ``a``: a new array, which can be donated or deleted without ``a``."""
+    return array(a, copy=True, order=order)
 
 
 def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0,
