@@ -204,3 +204,41 @@ def test_a_traced_population_size_is_a_concretization_error() -> None:
         with pytest.raises(lib.errors.ConcretizationTypeError):
             lib.jit(lambda n, lib=lib: lib.random.choice(lib.random.key(0), n))(np.int32(3))
 
+
+
+def _jacobians_of_integer_inputs(lib):
+    jnp = lib.numpy
+    f = lambda x, n: x * n  # noqa: E731
+    both = lib.jacrev(f, argnums=(0, 1), allow_int=True)(jnp.ones(3), jnp.arange(3))
+    tree = lib.jacobian(lambda d: d["a"] * d["n"], allow_int=True)(
+        {"a": jnp.ones(2), "n": jnp.arange(2)})
+    jitted = lib.jit(lib.jacrev(f, argnums=1, allow_int=True))(jnp.ones(2), jnp.arange(2))
+    leaves = [*both, tree["a"], tree["n"], jitted]
+    return [(np.asarray(a).tolist(), a.dtype, a.shape) for a in leaves]
+
+
+def test_jacrev_with_allow_int_gives_zeros_of_the_inputs_dtype_as_jax() -> None:
+    assert _jacobians_of_integer_inputs(sj) == _jacobians_of_integer_inputs(jax)
+    for lib in (sj, jax):
+        with pytest.raises(TypeError, match="allow_int|integer"):
+            lib.jacrev(lambda x, n: x * n, argnums=1)(lib.numpy.ones(3), lib.numpy.arange(3))
+
+
+def _returned_shapes(lib):
+    jnp = lib.numpy
+    jaxpr, shapes = lib.make_jaxpr(lambda x: {"a": x * 2, "b": (x > 0, 1.0)},
+                                   return_shape=True)(jnp.ones(3))
+    return str(jaxpr), repr(shapes)
+
+
+def test_make_jaxpr_returns_the_result_shapes_as_jax() -> None:
+    assert _returned_shapes(sj) == _returned_shapes(jax)
+
+
+@pytest.mark.parametrize("name", ["normal", "uniform", "bits", "randint", "categorical"])
+def test_random_sampling_names_out_sharding_in_its_signature_as_jax(name: str) -> None:
+    import inspect
+    ours = inspect.signature(getattr(sj.random, name)).parameters
+    theirs = inspect.signature(getattr(jax.random, name)).parameters
+    assert ours["out_sharding"].kind is theirs["out_sharding"].kind
+    assert ours["out_sharding"].default is None

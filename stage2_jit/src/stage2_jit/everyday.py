@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 from stage1_autodiff.autodiff import jvp
-from stage1_autodiff.core import ShapedArray, Tracer, get_aval, trace_state
+from stage1_autodiff.core import Tracer, get_aval, trace_state
 from stage1_autodiff.numpy.promotion import as_value
 from stage1_autodiff.tree_util import tree_flatten, tree_unflatten
 
@@ -25,7 +25,7 @@ from stage1_autodiff import dtypes
 
 from .jaxpr import Jaxpr, Literal, Var
 from .passes import dce
-from .shape_dtype_struct import ShapeDtypeStruct
+from .shape_dtype_struct import ShapeDtypeStruct, struct_of
 from .tracing import _dynamic, eval_jaxpr, trace_to_jaxpr
 
 
@@ -51,14 +51,7 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
         return outs
 
     jaxpr, _ = trace_to_jaxpr(flat_fun, avals)
-    structs = [ShapeDtypeStruct(v.aval.shape, v.aval.dtype, weak_type=v.aval.weak_type,
-                                sharding=_sharding_of(v.aval)) for v in jaxpr.outvars]
-    return tree_unflatten(out_tree_box[0], structs)
-
-
-def _sharding_of(aval: ShapedArray) -> Any:
-    """The sharding of a traced type: stage 4 puts its NamedSharding there (else None)."""
-    return aval.sharding
+    return tree_unflatten(out_tree_box[0], [struct_of(v.aval) for v in jaxpr.outvars])
 # --8<-- [end:eval_shape]
 
 

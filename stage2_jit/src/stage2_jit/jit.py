@@ -62,7 +62,7 @@ from .runtime import (
     compile_jaxpr,
     values_for,
 )
-from .shape_dtype_struct import stand_ins
+from .shape_dtype_struct import stand_ins, struct_of
 from .tiers import Tiered
 from .tracing import closed_with_consts_as_args, trace_to_jaxpr
 
@@ -585,8 +585,10 @@ def _held_cost(eqn: JaxprEqn) -> dict[str, float] | None:
 # --8<-- [end:cost_analysis]
 
 
-def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
-    """Returns a function that traces ``fun`` on its arguments and returns the jaxpr.
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
+               return_shape: bool = False) -> Callable:
+    """Returns a function that traces ``fun`` on its arguments and returns the jaxpr (and,
+    with ``return_shape``, the pytree of its results' ShapeDtypeStructs).
 
     Example:
         >>> import stage2_jit as jax, stage2_jit.numpy as jnp
@@ -600,7 +602,10 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Calla
         # A new Jitted per call, so no cache to look in: trace directly.
         jitted = Jitted(fun, static_nums, (), (), None)
         entry = jitted._trace(*jitted._flatten_args(args, kwargs))
-        return ClosedJaxpr(entry.jaxpr, entry.consts)
+        closed = ClosedJaxpr(entry.jaxpr, entry.consts)
+        if not return_shape:
+            return closed
+        return closed, entry.results([struct_of(v.aval) for v in entry.jaxpr.outvars])
 
     return make_jaxpr_f
 

@@ -62,6 +62,12 @@ class ShapeDtypeStruct:
 # --8<-- [end:shape_dtype_struct]
 
 
+def struct_of(aval: ShapedArray) -> ShapeDtypeStruct:
+    """The ShapeDtypeStruct of a traced type (its sharding is stage 4's, else None)."""
+    return ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type,
+                            sharding=aval.sharding)
+
+
 def stand_ins(tree: Any) -> Any:
     """``tree`` with each ShapeDtypeStruct replaced by an array of its type."""
     return tree_map(lambda x: x.stand_in() if isinstance(x, ShapeDtypeStruct) else x, tree)

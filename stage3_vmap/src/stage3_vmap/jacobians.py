@@ -80,9 +80,11 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 # --8<-- [start:jacrev]
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-           holomorphic: bool = False) -> Callable:
+           holomorphic: bool = False, allow_int: bool = False) -> Callable:
     """The Jacobian of ``fun`` with respect to the arguments ``argnums``, in reverse mode.
     ``holomorphic=True``: complex inputs and outputs, and the complex Jacobian.
+    ``allow_int=True``: integer and boolean inputs too, whose Jacobians are zeros of their
+    own dtype (as JAX's).
 
     Example:
         >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
@@ -94,7 +96,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     def jacobian(*args: Any) -> Any:
         f, dyn = _split_args(fun, args, argnums, "jacrev")
         in_leaves, in_tree = tree_flatten(dyn)
-        _check_inputs(in_leaves, "jacrev", holomorphic, complex_ok=True)
+        _check_inputs([x for x in in_leaves if not allow_int or _is_inexact(x)], "jacrev",
+                      holomorphic, complex_ok=True)
         if has_aux:
             out, pullback, aux = vjp(f, dyn, has_aux=True)
         else:
@@ -123,7 +126,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             cts_in = vmap(pull)(basis)  # leading: this result's elements
             shape = get_aval(leaf).shape
             rows.append(tree_unflatten(in_tree, [
-                _typed_as(jnp.reshape(c, shape + get_aval(x).shape), x)
+                _typed_as(jnp.reshape(c, shape + get_aval(x).shape), x) if _is_inexact(x)
+                else jnp.zeros(shape + get_aval(x).shape, get_aval(x).dtype)
                 for c, x in zip(tree_flatten(cts_in)[0], in_leaves)]))
         result = tree_unflatten(out_tree, rows)
         return (result, aux) if has_aux else result
@@ -235,6 +239,10 @@ def _check_inputs(leaves: list, name: str, holomorphic: bool = False,
             raise TypeError(f"{name} requires {kinds}, but got {dtype.name}.{hint} For integer "
                             f"or non-holomorphic complex inputs, use jax.vjp or jax.jvp "
                             f"directly.")
+
+
+def _is_inexact(x: Any) -> bool:
+    return dtypes.is_inexact(get_aval(x).dtype)
 
 
 def _check_complex(leaves: list, name: str, what: str) -> None:

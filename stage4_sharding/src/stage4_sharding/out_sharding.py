@@ -13,6 +13,7 @@ the random bits), so each device computes only its block.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -29,4 +30,13 @@ def with_out_sharding(fun: Callable) -> Callable:
     wrapped.__doc__ = (fun.__doc__ or "") + (
         "\n\n    Stage 4: ``out_sharding`` lays the result out over the mesh (replicated "
         "when not given).")
+    signature = inspect.signature(fun)  # what help() and inspect show: the new keyword too
+    params = list(signature.parameters.values())
+    if "out_sharding" in signature.parameters:
+        return wrapped
+    out_sharding = inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY,
+                                     default=None)
+    at = len(params) - (params and params[-1].kind is inspect.Parameter.VAR_KEYWORD)
+    wrapped.__signature__ = signature.replace(parameters=[*params[:at], out_sharding,
+                                                          *params[at:]])
     return wrapped
