@@ -886,12 +886,14 @@ class Array(ArrayMethods):
 # --8<-- [end:array]
 
 
-def asarray(x: Any, dtype: Any = None) -> Array:
+def asarray(x: Any, dtype: Any = None, copy: bool = True) -> Array:
     """Converts Python scalars, NumPy arrays and lists into an :class:`Array`.
 
     Python scalars become weakly typed, as in JAX. 64-bit NumPy data is canonicalized to
     32 bits unless ``jax_enable_x64`` is on. NumPy data is copied, as JAX's transfer to a
-    device copies it: the Array does not change when the NumPy array does.
+    device copies it: the Array does not change when the NumPy array does. (``copy=False``
+    lends it instead, for a caller that only reads it and lets go of it before returning:
+    ``jit``'s arguments.)
     """
     if isinstance(x, Array) and dtype is None:
         return x
@@ -912,7 +914,7 @@ def asarray(x: Any, dtype: Any = None) -> Array:
             _check_python_ints_fit(value, target)
         if value.dtype != target:
             value = value.astype(target)
-        elif not isinstance(x, Array) and (value is x or value.base is not None):
+        elif copy and not isinstance(x, Array) and (value is x or value.base is not None):
             # The caller's buffer, which the caller may still write to: an Array owns its
             # own, as JAX's transfer to a device makes one.
             value = value.copy()

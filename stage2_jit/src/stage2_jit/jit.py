@@ -161,6 +161,18 @@ class _CacheEntry:
         return tree_unflatten(self.out_tree, dtypes.with_float0(outs, self.float0_outputs))
 
 
+def _not_lent(outs: list[Any], args: Any) -> list[Any]:
+    """The results, none sharing memory with a NumPy argument. A call reads NumPy arguments
+    in place, without a copy (JAX's CPU client does too); a result that is such an argument,
+    or a view of one (the interpreter's reshape), is copied, so that it stays as computed
+    when the caller writes into its array."""
+    lent = [leaf for leaf in tree_leaves(args) if isinstance(leaf, np.ndarray)]
+    if not lent:
+        return outs
+    return [Array(out._value.copy(), out.weak_type) if type(out) is Array and any(
+        np.may_share_memory(out._value, a) for a in lent) else out for out in outs]
+
+
 class Jitted:
     """A function compiled on first use for each new signature of its arguments."""
 
@@ -225,7 +237,7 @@ class Jitted:
         backend = backend_for(self.backend, leaves)
         outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.program, name=self._name,
                           backend=backend)
-        return entry.results(outs)
+        return entry.results(_not_lent(outs, (args, kwargs)))
     # --8<-- [end:jit_call]
 
     def _donating_call(self, args, kwargs) -> Any:
@@ -238,8 +250,8 @@ class Jitted:
         ids = {id(leaf) for leaf in tree_leaves(donated) if type(leaf) is Array}
         positions = [len(entry.consts) + k for k, leaf in enumerate(leaves) if id(leaf) in ids]
         backend = backend_for(self.backend, leaves)
-        return entry.results(call_donating(entry.program, backend, [*entry.consts, *leaves],
-                                           positions))
+        outs = call_donating(entry.program, backend, [*entry.consts, *leaves], positions)
+        return entry.results(_not_lent(outs, (args, kwargs)))
 
     # --8<-- [start:fast_call]
     def _fast_call(self, args, kwargs) -> tuple[Any] | None:
@@ -311,7 +323,7 @@ class Jitted:
 
     def _check_leaf(self, dynamic, i: int, leaf) -> Any:
         if isinstance(leaf, (bool, int, float, np.ndarray, np.generic)):
-            return asarray(leaf)
+            return asarray(leaf, copy=False)  # only read by the call (see _not_lent)
         name = self._describe(tree_flatten_with_path(dynamic)[0][i][0])
         raise TypeError(
             f"Error interpreting argument to {self.__name__} as an abstract array. The "
