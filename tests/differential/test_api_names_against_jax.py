@@ -242,3 +242,57 @@ def test_random_sampling_names_out_sharding_in_its_signature_as_jax(name: str) -
     theirs = inspect.signature(getattr(jax.random, name)).parameters
     assert ours["out_sharding"].kind is theirs["out_sharding"].kind
     assert ours["out_sharding"].default is None
+
+
+def _keywords_of_everyday_calls(lib):
+    jnp = lib.numpy
+    x = jnp.arange(6.0).reshape(2, 3)
+    found = {
+        "ravel F": jnp.ravel(x, order="F"), "x.ravel F": x.ravel("F"),
+        "x.flatten F": x.flatten("F"), "reshape copy": jnp.reshape(x, (2, 3), copy=True),
+        "astype copy": jnp.astype(x, jnp.float32, copy=True),
+        "astype device": jnp.astype(x, jnp.int32, device=lib.devices()[0]),
+        "x.astype copy": x.astype(jnp.int32, copy=False),
+        "key impl": lib.random.key_data(lib.random.key(3, impl="threefry2x32")),
+        "PRNGKey impl": lib.random.PRNGKey(3, impl="threefry2x32"),
+    }
+    found = {k: (np.asarray(v).tolist(), str(v.dtype), v.shape) for k, v in found.items()}
+    found["counts"] = (lib.device_count("cpu"), lib.process_count("cpu"),
+                       lib.process_index("cpu"))
+    found["reshape copy is new"] = jnp.reshape(x, (2, 3), copy=True) is not x
+    found["astype copy is new"] = jnp.astype(x, jnp.float32, copy=True) is not x
+    return found
+
+
+def test_everyday_keyword_arguments_work_as_in_jax() -> None:
+    assert _keywords_of_everyday_calls(sj) == _keywords_of_everyday_calls(jax)
+    for lib in (sj, jax):
+        with pytest.raises(NotImplementedError):
+            lib.numpy.ravel(lib.numpy.ones((2, 2)), order="A")
+
+
+def test_a_prng_implementation_other_than_threefry_is_a_clear_error() -> None:
+    with pytest.raises(NotImplementedError, match="threefry2x32"):
+        sj.random.key(0, impl="rbg")
+
+
+class _Point:
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+
+def _registered_with_keys(lib):
+    tu = lib.tree_util
+    tu.register_pytree_node(
+        _Point, lambda p: ((p.x, p.y), None), lambda _, c: _Point(*c),
+        flatten_with_keys_func=lambda p: (((tu.GetAttrKey("x"), p.x),
+                                           (tu.GetAttrKey("y"), p.y)), None))
+    pairs, _ = tu.tree_flatten_with_path([_Point(1, 2)])
+    leaves = tu.tree_leaves(tu.tree_map(lambda v: v * 10, _Point(3, 4)))
+    return [tu.keystr(path) for path, _ in pairs], [leaf for _, leaf in pairs], leaves
+
+
+def test_register_pytree_node_takes_key_paths_as_jax() -> None:
+    ours = _registered_with_keys(sj)
+    theirs = _registered_with_keys(jax)
+    assert ours == theirs == (["[0].x", "[0].y"], [1, 2], [30, 40])

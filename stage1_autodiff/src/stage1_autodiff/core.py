@@ -628,9 +628,10 @@ class ArrayMethods:
     @property
     def nbytes(self) -> int: return self.size * self.dtype.itemsize
 
-    def astype(self, dtype): return jnp.astype(self, dtype)
-    def ravel(self): return jnp.ravel(self)
-    def flatten(self): return jnp.ravel(self)
+    def astype(self, dtype, copy=False, device=None):
+        return jnp.astype(self, dtype, copy=copy, device=device)
+    def ravel(self, order="C"): return jnp.ravel(self, order)
+    def flatten(self, order="C"): return jnp.ravel(self, order)
     def squeeze(self, axis=None): return jnp.squeeze(self, axis)
     def swapaxes(self, axis1, axis2): return jnp.swapaxes(self, axis1, axis2)
     def clip(self, min=None, max=None): return jnp.clip(self, min, max)

@@ -151,27 +151,36 @@ def _seed_words(seed: Any) -> tuple[Any, Any]:
     return high, low
 
 
-def PRNGKey(seed: Any) -> Any:  # noqa: N802 -- JAX's name
-    """A raw key: a uint32 array of shape (2,) made from an integer seed.
+def PRNGKey(seed: Any, *, impl: Any = None) -> Any:  # noqa: N802 -- JAX's name
+    """A raw key: a uint32 array of shape (2,) made from an integer seed. ``impl``: the
+    generator, which can only be JAX's default, threefry (``"threefry2x32"``).
 
     Example:
         >>> import stage1_autodiff as jax
         >>> jax.random.PRNGKey(42)
         Array([ 0, 42], dtype=uint32)
     """
+    _check_impl(impl)
     high, low = _seed_words(seed)
     return jnp.stack([high, low])
 
 
-def key(seed: Any) -> PRNGKeyArray:
-    """A typed key (shape ()) from an integer seed.
+def _check_impl(impl: Any) -> None:
+    if impl not in (None, "threefry2x32", "threefry"):
+        raise NotImplementedError(
+            f"The PRNG implementation {impl!r} is not available: this library implements "
+            f"threefry2x32, JAX's default (impl=None or 'threefry2x32').")
+
+
+def key(seed: Any, *, impl: Any = None) -> PRNGKeyArray:
+    """A typed key (shape ()) from an integer seed; ``impl`` as for :func:`PRNGKey`.
 
     Example:
         >>> import stage1_autodiff as jax
         >>> jax.random.key_data(jax.random.key(42))
         Array([ 0, 42], dtype=uint32)
     """
-    return PRNGKeyArray(PRNGKey(seed))
+    return PRNGKeyArray(PRNGKey(seed, impl=impl))
 
 
 def key_data(keys: Any) -> Any:

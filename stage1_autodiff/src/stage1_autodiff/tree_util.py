@@ -122,6 +122,8 @@ def register_pytree_node(
     nodetype: type,
     flatten_func: Callable[[Any], tuple[Iterable[Any], Hashable]],
     unflatten_func: Callable[[Hashable, Iterable[Any]], Any],
+    flatten_with_keys_func: Callable[[Any], tuple[Iterable[tuple[Any, Any]], Hashable]]
+    | None = None,
 ) -> None:
     """Makes instances of ``nodetype`` pytree nodes instead of leaves.
 
@@ -130,6 +132,9 @@ def register_pytree_node(
         flatten_func: Maps an instance to ``(children, aux_data)``. ``aux_data`` must be
             hashable and comparable, because it becomes part of the treedef.
         unflatten_func: Maps ``(aux_data, children)`` back to an instance.
+        flatten_with_keys_func: Optional: as ``flatten_func``, with each child paired with
+            its key (``((key, child), ...), aux_data``); by default the keys are the
+            children's positions (``FlattenedIndexKey``).
 
     Example:
         >>> class Pair:
@@ -145,7 +150,8 @@ def register_pytree_node(
         keyed = [(FlattenedIndexKey(i), child) for i, child in enumerate(children)]
         return keyed, aux_data
 
-    register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func)
+    register_pytree_with_keys(nodetype, flatten_with_keys_func or flatten_with_keys,
+                              unflatten_func, flatten_func)
 
 
 # --8<-- [end:register_pytree_node]

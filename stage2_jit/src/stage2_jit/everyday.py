@@ -179,13 +179,15 @@ def clear_caches() -> None:
             obj._cache.clear()
 
 
-def process_index() -> int:
-    """This process's index: 0, as there is one process."""
+def process_index(backend: str | None = None) -> int:
+    """This process's index: 0, as there is one process (for every backend)."""
+    del backend
     return 0
 
 
-def process_count() -> int:
-    """How many processes run the program: 1."""
+def process_count(backend: str | None = None) -> int:
+    """How many processes run the program: 1 (for every backend)."""
+    del backend
     return 1
 
 

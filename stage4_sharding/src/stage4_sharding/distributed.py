@@ -136,13 +136,15 @@ def is_initialized() -> bool:
     return STATE.comm is not None
 
 
-def process_index() -> int:
-    """This process's index in the job: 0 to ``process_count() - 1``."""
+def process_index(backend: str | None = None) -> int:
+    """This process's index in the job: 0 to ``process_count() - 1`` (for every backend)."""
+    del backend
     return STATE.index
 
 
-def process_count() -> int:
-    """How many processes run the program."""
+def process_count(backend: str | None = None) -> int:
+    """How many processes run the program (for every backend)."""
+    del backend
     return STATE.count
 
 

@@ -67,8 +67,8 @@ def devices_started() -> bool:
     return bool(_started)
 
 
-def device_count() -> int:
-    return len(devices())
+def device_count(backend: str | None = None) -> int:
+    return len(devices(backend))
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None,

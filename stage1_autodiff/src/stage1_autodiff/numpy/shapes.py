@@ -38,8 +38,10 @@ def _resolve_shape(size: int, shape: Sequence[int]) -> tuple[int, ...]:
     return shape
 
 
-def reshape(a, shape, order: str = "C"):
-    """``a`` with a new shape and the same elements (one dim may be -1).
+def reshape(a, shape, order: str = "C", *, copy: bool | None = None):
+    """``a`` with a new shape and the same elements (one dim may be -1); in column-major
+    order with ``order="F"``. ``copy`` changes nothing, as in JAX: ``a`` itself when the
+    shape is its own.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -57,13 +59,17 @@ def reshape(a, shape, order: str = "C"):
         return lax.transpose(out, tuple(reversed(range(len(shape)))))
     if order != "C":
         raise ValueError(f"reshape: order must be 'C' or 'F', got {order!r}.")
+    del copy
     return a if shape == aval.shape else lax.reshape(a, shape)
 
 
-def ravel(a):
-    """``a`` as a 1-d array, in row-major order."""
+def ravel(a, order: str = "C"):
+    """``a`` as a 1-d array, in row-major order (column-major with ``order="F"``)."""
+    if order not in ("C", "F"):
+        raise NotImplementedError(f"ravel: order={order!r} is not implemented, as in JAX: "
+                                  f"use 'C' (row-major) or 'F' (column-major).")
     a = as_value(a)
-    return reshape(a, (get_aval(a).size,))
+    return reshape(a, (get_aval(a).size,), order)
 
 
 def transpose(a, axes: Sequence[int] | None = None):

@@ -17,6 +17,7 @@ import numpy as np
 from .. import dtypes
 from .. import prims as lax
 from ..core import get_aval
+from .creation import placed
 from .promotion import (
     as_value,
     broadcast_shapes,
@@ -479,12 +480,16 @@ def isnan(x):
     return lax.ne(x, x)
 
 
-def astype(x, dtype):
-    """``x`` converted to ``dtype`` (canonicalized: float64 needs jax_enable_x64).
+def astype(x, dtype, /, *, copy: bool = False, device=None):
+    """``x`` converted to ``dtype`` (canonicalized: float64 needs jax_enable_x64); a new
+    array with ``copy=True`` even when the dtype is ``x``'s; on ``device`` when given.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
         >>> jnp.astype(jnp.array([1.7, -1.7]), jnp.int32)
         Array([ 1, -1], dtype=int32)
     """
-    return convert(as_value(x), dtypes.check_and_canonicalize_user_dtype(dtype, "astype"), False)
+    x = as_value(x)
+    out = convert(x, dtypes.check_and_canonicalize_user_dtype(dtype, "astype"), False)
+    out = lax.copy(out) if copy and out is x else out
+    return out if device is None else placed(out, device, None)
