@@ -8,6 +8,7 @@ silently: ``jnp.asarray`` kept the caller's NumPy buffer, ``np.asarray(x)`` coul
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -76,6 +77,9 @@ COPIES = {
     "jnp.copy": lambda L, x: L.numpy.copy(x),
     "x.copy()": lambda L, x: x.copy(),
     "jnp.array, another dtype": lambda L, x: L.numpy.array(x, dtype=L.numpy.int32),
+    "copy.copy": lambda L, x: copy.copy(x),
+    "copy.deepcopy": lambda L, x: copy.deepcopy(x),
+    "copy.deepcopy of a tree": lambda L, x: copy.deepcopy({"w": [x]})["w"][0],
 }
 
 

@@ -602,8 +602,9 @@ class ArrayMethods:
     def conj(self): return jnp.conj(self)
     def conjugate(self): return jnp.conjugate(self)
     def copy(self): return jnp.copy(self)
-    def __copy__(self): return self  # immutable: a copy is never observable
-    def __deepcopy__(self, memo): return self
+    # A new array, as JAX's: donating the copy (of a parameter tree, say) leaves the original.
+    def __copy__(self): return jnp.copy(self)
+    def __deepcopy__(self, memo): return jnp.copy(self)
     def __complex__(self) -> complex: return complex(self._concrete_value("complex(x)"))
 
     def __contains__(self, value) -> bool:  # ``value in x``: of a vector, for a scalar
