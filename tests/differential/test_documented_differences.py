@@ -213,6 +213,23 @@ def test_roll_needs_a_concrete_shift() -> None:
     assert np.asarray(ours).tolist() == np.asarray(theirs).tolist()
 
 
+def test_python_lists_are_accepted_as_operands() -> None:
+    calls = [lambda np_: np_.add(np_.ones(3), [1, 2, 3]), lambda np_: np_.sum([1, 2, 3]),
+             lambda np_: np_.ones(3) == [0, 1, 2], lambda np_: np_.sin([1.0])]
+    for call in calls:
+        raises(TypeError, call, jnp, match="requires ndarray or scalar arguments|operand")
+        assert np.asarray(call(sjnp)).shape in ((3,), (), (1,))
+    assert np.asarray(sjnp.add(sjnp.ones(3), [1, 2, 3])).tolist() == [2.0, 3.0, 4.0]
+
+
+def test_round_with_decimals_divides_as_numpy() -> None:
+    x = np.float32(2.567)
+    assert float(jnp.round(x, 1)) == float(np.nextafter(np.float32(2.6), np.float32(3)))
+    assert float(sjnp.round(x, 1)) == float(np.round(x, 1)) == float(np.float32(2.6))
+    v = np.random.default_rng(0).standard_normal(1000).astype(np.float32) * 100
+    np.testing.assert_array_equal(np.asarray(sjnp.round(v, 2)), np.round(v, 2))
+
+
 def test_einsum_contracts_left_to_right() -> None:
     x, y, z = (np.ones(shape, np.float32) for shape in [(2, 30), (30, 40), (40, 1)])
     ours = sj.make_jaxpr(lambda *a: sjnp.einsum("ij,jk,kl", *a))(x, y, z).jaxpr.eqns

@@ -40,6 +40,10 @@ class PlacedArray(Array):
     def _fetch(self) -> np.ndarray:
         raise NotImplementedError
 
+    def __reduce__(self) -> tuple:
+        """Pickled as its value: unpickled, it is a host array (as JAX's, on one device)."""
+        return Array, (self._concrete_value("pickle"), self.weak_type)
+
     @property
     def shape(self) -> tuple[int, ...]: return self._aval.shape
 
