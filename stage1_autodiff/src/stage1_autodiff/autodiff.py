@@ -346,7 +346,7 @@ def _check_input_dtypes(args: tuple[Any, ...], argnums: tuple[int, ...], allow_i
     for argnum in argnums:
         leaves = tree_flatten(args[argnum])[0]
         if holomorphic:
-            _check_complex([_leaf_dtype(x) for x in leaves], name, "inputs")
+            check_complex([_leaf_dtype(x) for x in leaves], name, "inputs")
             continue
         if allow_int or all(dtypes.is_inexact(_leaf_dtype(x)) for x in leaves):
             continue
@@ -362,7 +362,7 @@ def _check_input_dtypes(args: tuple[Any, ...], argnums: tuple[int, ...], allow_i
                 f"use allow_int=True (the gradient has dtype float0), or use vjp.")
 
 
-def _check_complex(dtypes_: list[np.dtype], name: str, what: str) -> None:
+def check_complex(dtypes_: list[np.dtype], name: str, what: str) -> None:
     """With ``holomorphic=True`` the inputs and the outputs are complex, as in JAX."""
     for dtype in dtypes_:
         if not dtypes.is_complex(dtype):
@@ -381,7 +381,7 @@ def _check_scalar_output(out: Any, name: str, holomorphic: bool = False) -> None
             f"{aval.shape}. Reduce the output to a scalar (for example with .sum() or "
             f".mean()), or use jacrev/jacfwd (stage 3) or vjp for a vector-valued function.")
     if holomorphic:
-        _check_complex([aval.dtype], name, "outputs")
+        check_complex([aval.dtype], name, "outputs")
     elif not dtypes.is_float(aval.dtype):
         hint = (" For holomorphic differentiation, pass holomorphic=True. Otherwise take a real "
                 "part first (jnp.real, jnp.abs), or use jax.vjp directly."

@@ -26,7 +26,7 @@ from stage1_autodiff.api_util import (
     is_single_index,
     normalize_argnums,
 )
-from stage1_autodiff.autodiff import jvp, vjp
+from stage1_autodiff.autodiff import check_complex, jvp, vjp
 from stage1_autodiff.core import get_aval
 from stage1_autodiff.numpy.promotion import convert
 from stage1_autodiff.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
@@ -246,10 +246,7 @@ def _is_inexact(x: Any) -> bool:
 
 
 def _check_complex(leaves: list, name: str, what: str) -> None:
-    for x in leaves:
-        if not dtypes.is_complex(get_aval(x).dtype):
-            raise TypeError(f"{name} with holomorphic=True requires {what} with complex "
-                            f"dtype, but got {get_aval(x).dtype.name}.")
+    check_complex([get_aval(x).dtype for x in leaves], name, what)  # stage 1's, on values
 
 
 # --8<-- [start:basis]
