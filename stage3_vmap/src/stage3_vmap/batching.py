@@ -212,14 +212,16 @@ def batch_fun(fun: Callable[..., Sequence[Any]], axis_data: AxisData, vals: Sequ
 
 # --8<-- [start:vmap]
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
-         axis_size: int | None = None) -> Callable:
+         axis_size: int | None = None, spmd_axis_name: Any = None) -> Callable:
     """Vectorizes ``fun`` over an axis of its arguments: ``vmap(f)(xs)`` equals stacking
     ``f(x)`` for each ``x`` in ``xs``, computed in one batched call.
 
     ``in_axes`` and ``out_axes`` are pytree prefixes of the arguments and results: an int
     (negative counts from the end) or None (not mapped) per subtree. Keyword arguments are
     mapped over axis 0. ``axis_name`` names the axis for collectives (``psum``...);
-    ``axis_size`` is needed when nothing is mapped.
+    ``axis_size`` is needed when nothing is mapped. ``spmd_axis_name`` (stage 4): the mesh
+    axis the mapped dim is split over; as in JAX's explicit sharding mode, it is checked
+    against the arguments' layouts and changes nothing else.
 
     Example:
         >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
@@ -249,6 +251,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         dims = _canonical_axes(dims, leaves, in_tree, (args, kwargs), name)
         size = _axis_size(leaves, dims, axis_size, (args, kwargs), name)
         leaves, dims = _float0_unmapped(leaves, dims)
+        _check_spmd_axis_name(spmd_axis_name, leaves, dims)
         out_tree_box = []
 
         def flat_fun(*tracers):
@@ -267,6 +270,24 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
     batched.__wrapped__ = fun
     return batched
 # --8<-- [end:vmap]
+
+
+def _check_spmd_axis_name(spmd_axis_name: Any, leaves: list, dims: list) -> None:
+    """JAX's check: a mapped dim split over a mesh axis (stage 4's types say so) is split
+    over the ``spmd_axis_name`` given, if one is."""
+    if spmd_axis_name is None:
+        return
+    wanted = (spmd_axis_name,) if isinstance(spmd_axis_name, str) else tuple(spmd_axis_name)
+    for leaf, d in zip(leaves, dims):
+        spec = getattr(get_aval(leaf).sharding, "spec", None)
+        entry = None if d is None or spec is None or d >= len(spec) else spec[d]
+        split = (entry,) if isinstance(entry, str) else tuple(entry or ())
+        if split and split != wanted:
+            raise ValueError(
+                f"Only one of spmd_axis_name or arrays sharded on `Explicit` mesh axis type "
+                f"is allowed. Got spmd_axis_name={wanted} and arrays sharded on "
+                f"explicit_mesh_axis={split}: vmap over the axis the arguments are split "
+                f"over, or reshard them first.")
 
 
 def _check_axes_spec(axes: Any, what: str) -> None:

@@ -137,6 +137,13 @@ batching_rules[lax.select_n_p] = select_n_batching_rule
 # ------------------------------------------------------------------------------------------
 
 
+def batch_layout(x: Any, bdim: int) -> Any:
+    """How ``x``'s batch dim is split (stage 4's spec entry; None when it is not): a result
+    asked for with ``out_sharding`` keeps it, as in JAX."""
+    spec = getattr(get_aval(x).sharding, "spec", ())
+    return spec[bdim] if bdim < len(spec) else None
+
+
 # --8<-- [start:broadcast_in_dim_batching_rule]
 def broadcast_in_dim_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
                                    shape: tuple[int, ...],
@@ -149,8 +156,8 @@ def broadcast_in_dim_batching_rule(axis_data: AxisData, vals_in: list, dims_in: 
     dims = [d + (d >= out_bdim) for d in broadcast_dimensions]
     dims.insert(x_bdim, out_bdim)
     shape = shape[:out_bdim] + (axis_data.size,) + shape[out_bdim:]
-    if out_sharding is not None:  # stage 4: the batch dim is not split
-        out_sharding = out_sharding.inserted(out_bdim)
+    if out_sharding is not None:  # stage 4: the batch dim keeps its layout
+        out_sharding = out_sharding.inserted(out_bdim, batch_layout(x, x_bdim))
     return [lax.broadcast_in_dim(x, shape, dims, out_sharding)], [out_bdim]
 batching_rules[lax.broadcast_in_dim_p] = broadcast_in_dim_batching_rule
 # --8<-- [end:broadcast_in_dim_batching_rule]
@@ -308,8 +315,9 @@ def dot_general_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims,
     else:
         out_bdim = len(x_batch) + len(x_free) + y_free.index(y_bdim)
     dims = ((x_contract, y_contract), (x_batch, y_batch))
-    if out_sharding is not None:  # stage 4: the batch dim is not split
-        out_sharding = out_sharding.inserted(out_bdim)
+    if out_sharding is not None:  # stage 4: the batch dim keeps its layout
+        out_sharding = out_sharding.inserted(out_bdim, batch_layout(x, x_bdim) if x_bdim
+                                             is not not_mapped else batch_layout(y, y_bdim))
     return [lax.dot_general(x, y, dims, None, preferred_element_type, out_sharding)], [out_bdim]
     # --8<-- [end:task3_1]
 batching_rules[lax.dot_general_p] = dot_general_batching_rule

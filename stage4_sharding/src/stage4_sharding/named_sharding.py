@@ -55,6 +55,13 @@ class PartitionSpec(tuple):
         """The spec of ``transpose(x, perm)`` for an ``x`` laid out by this one."""
         return PartitionSpec(*(self[d] if d < len(self) else None for d in perm))
 
+    def inserted(self, dim: int, entry: Any = None) -> PartitionSpec:
+        """The spec with a new dim at ``dim`` (a batch dim ``vmap`` adds), split as ``entry``
+        says (by default not split)."""
+        entries = list(self) + [None] * max(0, dim - len(self))
+        entries.insert(dim, entry)
+        return PartitionSpec(*entries)
+
     def apply_primitive(self, prim: Any, arrays: list[Any], params: dict[str, Any]) -> Any:
         """An eager ``prim`` asked for a result laid out by this bare spec: on the mesh
         ``set_mesh`` set (a ValueError without one, as in JAX)."""
@@ -118,11 +125,10 @@ class NamedSharding:
         entries = list(self.spec)
         return NamedSharding(self.mesh, PartitionSpec(*(entries[:dim] + entries[dim + 1:])))
 
-    def inserted(self, dim: int) -> NamedSharding:
-        """The sharding with a new, unsplit dim at ``dim`` (a batch dim ``vmap`` adds)."""
-        entries = list(self.spec) + [None] * max(0, dim - len(self.spec))
-        entries.insert(dim, None)
-        return NamedSharding(self.mesh, PartitionSpec(*entries))
+    def inserted(self, dim: int, entry: Any = None) -> NamedSharding:
+        """The sharding with a new dim at ``dim`` (a batch dim ``vmap`` adds), split as
+        ``entry`` says (by default not split)."""
+        return NamedSharding(self.mesh, self.spec.inserted(dim, entry))
 
     def with_spec(self, spec: Any) -> NamedSharding:
         """The same mesh, another spec."""
