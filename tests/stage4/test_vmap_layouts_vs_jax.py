@@ -67,3 +67,14 @@ def _batched_layouts(lib, case: str, jitted: bool):
 def test_a_split_batch_dim_keeps_its_layout_under_out_sharding_as_in_jax(case, jitted):
     """The batch dim was made unsplit here (and a bare spec raised an AttributeError)."""
     assert _batched_layouts(jax, case, jitted) == _batched_layouts(real, case, jitted)
+
+
+@pytest.mark.parametrize("lib", [jax, real], ids=["ours", "jax"])
+@pytest.mark.parametrize("specs", [("x", None), ("x", "y")], ids=["split, unsplit", "x, y"])
+def test_mapped_dims_split_unlike_each_other_are_a_value_error_as_in_jax(lib, specs):
+    P = lib.sharding.PartitionSpec
+    with lib.set_mesh(lib.make_mesh((4, 2), ("x", "y"))):
+        a, b = (lib.device_put(X, P(s)) for s in specs)
+        with pytest.raises(ValueError, match="should be sharded the same"):
+            lib.vmap(lambda r, s: r * s)(a, b)
+        lib.vmap(lambda r, s: r * s, in_axes=(0, None))(a, b)  # an unmapped one may differ

@@ -251,7 +251,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         dims = _canonical_axes(dims, leaves, in_tree, (args, kwargs), name)
         size = _axis_size(leaves, dims, axis_size, (args, kwargs), name)
         leaves, dims = _float0_unmapped(leaves, dims)
-        _check_spmd_axis_name(spmd_axis_name, leaves, dims)
+        _check_batch_layouts(spmd_axis_name, leaves, dims)
         out_tree_box = []
 
         def flat_fun(*tracers):
@@ -272,17 +272,25 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
 # --8<-- [end:vmap]
 
 
-def _check_spmd_axis_name(spmd_axis_name: Any, leaves: list, dims: list) -> None:
-    """JAX's check: a mapped dim split over a mesh axis (stage 4's types say so) is split
-    over the ``spmd_axis_name`` given, if one is."""
-    if spmd_axis_name is None:
-        return
-    wanted = (spmd_axis_name,) if isinstance(spmd_axis_name, str) else tuple(spmd_axis_name)
+def _check_batch_layouts(spmd_axis_name: Any, leaves: list, dims: list) -> None:
+    """JAX's checks of the mapped dims' layouts (stage 4's types say how they are split): all
+    split alike, and over the ``spmd_axis_name`` given, if one is."""
+    splits = set()
     for leaf, d in zip(leaves, dims):
+        if d is None:
+            continue
         spec = getattr(get_aval(leaf).sharding, "spec", None)
-        entry = None if d is None or spec is None or d >= len(spec) else spec[d]
-        split = (entry,) if isinstance(entry, str) else tuple(entry or ())
-        if split and split != wanted:
+        entry = None if spec is None or d >= len(spec) else spec[d]
+        splits.add((entry,) if isinstance(entry, str) else tuple(entry or ()))
+    if len(splits) > 1:
+        shown = " vs ".join(",".join(s) or "None" for s in sorted(splits))
+        raise ValueError(f"Mapped away dimension of inputs passed to vmap should be sharded "
+                         f"the same. Got inconsistent axis specs: {shown}. Reshard the "
+                         f"arguments so that the mapped dims are split alike.")
+    wanted = (spmd_axis_name,) if isinstance(spmd_axis_name, str) else tuple(
+        spmd_axis_name or ())
+    for split in splits:
+        if wanted and split and split != wanted:
             raise ValueError(
                 f"Only one of spmd_axis_name or arrays sharded on `Explicit` mesh axis type "
                 f"is allowed. Got spmd_axis_name={wanted} and arrays sharded on "
