@@ -162,6 +162,13 @@ class BatchTrace(Trace):
 # ------------------------------------------------------------------------------------------
 
 
+def batch_layout(x: Any, bdim: int) -> Any:
+    """How ``x``'s batch dim is split (stage 4's spec entry; None when it is not): a result
+    asked for with ``out_sharding`` keeps it, as in JAX."""
+    spec = getattr(get_aval(x).sharding, "spec", ())
+    return spec[bdim] if bdim < len(spec) else None
+
+
 def moveaxis(x: Any, src: int, dst: int) -> Any:
     """``x`` with axis ``src`` moved to ``dst`` (a transpose; nothing when they are equal)."""
     ndim = get_aval(x).ndim
@@ -275,13 +282,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
 def _check_batch_layouts(spmd_axis_name: Any, leaves: list, dims: list) -> None:
     """JAX's checks of the mapped dims' layouts (stage 4's types say how they are split): all
     split alike, and over the ``spmd_axis_name`` given, if one is."""
-    splits = set()
-    for leaf, d in zip(leaves, dims):
-        if d is None:
-            continue
-        spec = getattr(get_aval(leaf).sharding, "spec", None)
-        entry = None if spec is None or d >= len(spec) else spec[d]
-        splits.add((entry,) if isinstance(entry, str) else tuple(entry or ()))
+    layouts = {batch_layout(leaf, d) for leaf, d in zip(leaves, dims) if d is not None}
+    splits = {(entry,) if isinstance(entry, str) else tuple(entry or ()) for entry in layouts}
     if len(splits) > 1:
         shown = " vs ".join(",".join(s) or "None" for s in sorted(splits))
         raise ValueError(f"Mapped away dimension of inputs passed to vmap should be sharded "

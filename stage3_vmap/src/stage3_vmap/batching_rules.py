@@ -37,7 +37,15 @@ from stage2_jit.debug import debug_print_p
 from stage1_autodiff import linalg, random_distributions
 from stage1_autodiff import prims as lax
 
-from .batching import AxisData, BatchingRule, batching_rules, bdim_at, moveaxis, not_mapped
+from .batching import (
+    AxisData,
+    BatchingRule,
+    batch_layout,
+    batching_rules,
+    bdim_at,
+    moveaxis,
+    not_mapped,
+)
 
 Dims = list[int | None]
 
@@ -135,13 +143,6 @@ batching_rules[lax.select_n_p] = select_n_batching_rule
 # ------------------------------------------------------------------------------------------
 # Shapes
 # ------------------------------------------------------------------------------------------
-
-
-def batch_layout(x: Any, bdim: int) -> Any:
-    """How ``x``'s batch dim is split (stage 4's spec entry; None when it is not): a result
-    asked for with ``out_sharding`` keeps it, as in JAX."""
-    spec = getattr(get_aval(x).sharding, "spec", ())
-    return spec[bdim] if bdim < len(spec) else None
 
 
 # --8<-- [start:broadcast_in_dim_batching_rule]

@@ -25,8 +25,7 @@ from stage1_autodiff.core import (
 )
 from stage1_autodiff.tree_util import tree_map
 from stage2_jit.abstract_eval import abstract_eval_rules
-from stage3_vmap.batching import batching_rules, not_mapped
-from stage3_vmap.batching_rules import batch_layout
+from stage3_vmap.batching import batch_layout, batching_rules, not_mapped
 
 from .arrays import shard
 from .mesh import AxisType

@@ -492,4 +492,4 @@ def astype(x, dtype, /, *, copy: bool = False, device=None):
     x = as_value(x)
     out = convert(x, dtypes.check_and_canonicalize_user_dtype(dtype, "astype"), False)
     out = lax.copy(out) if copy and out is x else out
-    return out if device is None else placed(out, device, None)
+    return placed(out, device, None)
