@@ -1091,13 +1091,14 @@ def test_an_array_that_is_not_split_lives_on_device_0() -> None:
         with lib.set_mesh(lib.make_mesh((8,), ("d",))):
             x = np_.ones((8, 4))
         placed = lib.device_put(np_.ones(3), lib.devices()[3])
+        made = np_.zeros(3, device=lib.devices()[3])
         assert str(lib.typeof(x)) == "float32[8,4]"
         if lib is jax:
             assert isinstance(x.sharding, jax.sharding.NamedSharding)
-            assert placed.sharding.device_set == {jax.devices()[3]}
+            assert placed.sharding.device_set == made.sharding.device_set == {jax.devices()[3]}
         else:
             assert x.sharding == sj.sharding.SingleDeviceSharding(sj.devices()[0])
-            assert placed.sharding.device_set == {sj.devices()[0]}
+            assert placed.sharding.device_set == made.sharding.device_set == {sj.devices()[0]}
 
 
 def test_device_put_copies_numpy_data() -> None:
