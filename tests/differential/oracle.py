@@ -115,6 +115,19 @@ def cotangent(out):
     shape = np.shape(out)
     return np.cos(np.arange(np.prod(shape)) * 0.7 + 0.3).reshape(shape).astype(np.float32)
 '''),
+    "split_batch": ((), '''
+def split_batch(args, mesh_axes):
+    """The arguments stacked into a batch of 8 examples, its dim split over the first of
+    ``mesh_axes`` that no argument's own split uses, as a data-parallel batch is."""
+    arrays = [jnp.asarray(a) for a in args]
+    specs = [tuple(getattr(jax.typeof(a).sharding, "spec", ())) for a in arrays]
+    used = {name for spec in specs for entry in spec
+            for name in (entry if isinstance(entry, tuple) else (entry,))}
+    free = next((name for name in mesh_axes if name not in used), None)
+    return [jax.sharding.reshard(jnp.stack([a, a * 0.5 + 0.25] * 4),
+                                 jax.sharding.PartitionSpec(free, *spec))
+            for a, spec in zip(arrays, specs)]
+'''),
     "pulled_back": (("floats_of", "cotangent"), '''
 def pulled_back(f, *xs):
     out, pullback = jax.vjp(floats_of(f), *xs)

@@ -40,6 +40,15 @@ _STACKED = "*[jnp.stack([a, a * 0.5 + 0.25]) for a in args]"
 SHARDED_VMAP = Transform("sharded_vmap", f"jax.vmap(program)({_STACKED})", 4)
 SHARDED_VMAP_GRAD = Transform(
     "sharded_vmap_grad", f"jax.vmap(jax.grad(loss_of(program), ARGNUMS))({_STACKED})", 4)
+# vmap over a batch dim split over a mesh axis the inputs leave free: whatever does not depend
+# on the batch is broadcast to it split alike (jit inside vmap, grad inside and outside too)
+_SPLIT_BATCH = {"vmap": "jax.vmap(program)(*BATCH)",
+                "vmap_jit": "jax.vmap(jax.jit(program))(*BATCH)",
+                "vmap_grad": "jax.vmap(jax.grad(loss_of(program), ARGNUMS))(*BATCH)",
+                "grad_vmap": "jax.grad(loss_of(jax.vmap(program)), ARGNUMS)(*BATCH)"}
+SPLIT_BATCH = {(name, mesh): Transform(f"split_batch_{name}", code.replace(
+    "BATCH", f"split_batch(args, {axes!r})"), 4)
+    for name, code in _SPLIT_BATCH.items() for mesh, (_, axes) in MESHES.items()}
 # Eager on JAX's side too, op by op (slower): where JAX's eager and traced results differ.
 OP_BY_OP = Transform("op_by_op", "program(*args)", 4)
 

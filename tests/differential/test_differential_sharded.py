@@ -22,6 +22,7 @@ from sharded import (  # noqa: E402
     SHARDED_JIT,
     SHARDED_VMAP,
     SHARDED_VMAP_GRAD,
+    SPLIT_BATCH,
     Placement,
     check_sharded,
     every_split,
@@ -67,6 +68,21 @@ def test_random_program_on_split_inputs_equals_jax(transform, mesh: str, seed: i
     found = []
     for placement in placements(program, mesh):
         mismatch = check_sharded(program, placement, transform)
+        if mismatch is not None:
+            found.append((mismatch, placement))
+    report(found)
+
+
+@pytest.mark.parametrize("name, mesh, seed", [
+    xfail_if_known((name, mesh, seed), name, mesh, seed, id=f"{name}-{mesh}-{seed}")
+    for name, mesh in SPLIT_BATCH for seed in SEEDS])
+def test_random_program_over_a_split_batch_equals_jax(name: str, mesh: str, seed: int) -> None:
+    """Each broadcast to the batch of a value that does not depend on it is split as the
+    batch is (it raised, or gave an unsplit batch dim, before ``AxisData.split``)."""
+    program = draw_program(seed + 3000, sides=(2, 4, 8))
+    found = []
+    for placement in placements(program, mesh):
+        mismatch = check_sharded(program, placement, SPLIT_BATCH[name, mesh])
         if mismatch is not None:
             found.append((mismatch, placement))
     report(found)

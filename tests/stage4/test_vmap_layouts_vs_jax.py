@@ -78,3 +78,88 @@ def test_mapped_dims_split_unlike_each_other_are_a_value_error_as_in_jax(lib, sp
         with pytest.raises(ValueError, match="should be sharded the same"):
             lib.vmap(lambda r, s: r * s)(a, b)
         lib.vmap(lambda r, s: r * s, in_axes=(0, None))(a, b)  # an unmapped one may differ
+
+
+# A value that does not depend on the batch meets batched ones split over a mesh axis: it is
+# broadcast to the batch split the same way (JAX's AxisData.explicit_mesh_axis). Each case
+# raised a ShardingTypeError here, gave an unsplit batch dim, or (vmap of jit) failed an
+# internal assertion, where JAX computes.
+C = np.linspace(-1, 1, 64, dtype=np.float32).reshape(4, 2, 8)
+D = np.linspace(0, 2, 4, dtype=np.float32)
+
+BROADCAST = {
+    # select_n of constants broadcast under a predicate split on 'y'
+    "where of constants": lambda L, a, b: L.vmap(
+        lambda r: L.numpy.where(r * r > 0.25, 1.0, -1.0))(a),
+    # the zero cotangent of an unused input is a constant the batch is broadcast to
+    "grad of an unused input": lambda L, a, b: L.vmap(
+        L.grad(lambda r, s: L.numpy.sum(L.numpy.sin(r)), (0, 1)))(a, b),
+    # an unbatched scatter update meets a cotangent split on 'y' in scatter's VJP
+    "grad through a scatter": lambda L, a, b: L.vmap(
+        L.grad(lambda r: L.numpy.sum(L.numpy.sin(r.at[-1].set(0.5)))))(a),
+    # the batched program of a jitted function keeps its operands' layouts
+    "jit inside": lambda L, a, b: L.vmap(L.jit(lambda r, s: L.numpy.sin(r) * s))(a, b),
+    "jit of grad inside": lambda L, a, b: L.vmap(
+        L.jit(L.grad(lambda r, s: L.numpy.sum(L.numpy.cos(r) * s), (0, 1))))(a, b),
+    # grad of vmap of tile: a reshape that adds a dim of size 1 and splits another
+    "grad of tile": lambda L, a, b: L.grad(lambda r: L.numpy.sum(L.numpy.sin(
+        L.vmap(lambda t: L.numpy.tile(t, (2,))[L.numpy.array([0, -3])])(r))))(a[:, 0, :2]),
+}
+
+
+def _broadcast_case(lib, case: str, a_spec: tuple, jitted: bool):
+    P = lib.sharding.PartitionSpec
+    with lib.set_mesh(lib.make_mesh((4, 2), ("x", "y"))):
+        a = lib.device_put(C, P("x", *a_spec))
+        b = lib.device_put(D, P("x"))
+        f = (lambda a, b: BROADCAST[case](lib, a, b))
+        try:
+            out = (lib.jit(f) if jitted else f)(a, b)
+        except Exception as e:  # noqa: BLE001 -- both must refuse alike (a split row indexed)
+            return type(e).__name__
+        leaves = lib.tree_util.tree_leaves(out)
+        return [str(lib.typeof(o)) for o in leaves], [np.asarray(o) for o in leaves]
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("a_spec", [(), ("y",), (None, "y")],
+                         ids=["batch split", "and rows", "and columns"])
+@pytest.mark.parametrize("case", list(BROADCAST))
+def test_values_broadcast_to_a_split_batch_are_split_alike_as_in_jax(case, a_spec, jitted):
+    ours, theirs = (_broadcast_case(lib, case, a_spec, jitted) for lib in (jax, real))
+    if isinstance(theirs, str):  # JAX refuses (an indexed dim is split): so must we
+        assert ours == theirs
+        return
+    assert ours[0] == theirs[0]  # the types, shardings included
+    for mine, jax_value in zip(ours[1], theirs[1]):
+        np.testing.assert_allclose(mine, jax_value, rtol=2e-6, atol=1e-6)
+
+
+def _type_fields(lib, spec, jitted: bool):
+    """What JAX code reads off ``typeof``: the sharding (its spec, and whether its mesh is
+    empty, as for an array put on no mesh), the rank and the size; eagerly and traced."""
+    P = lib.sharding.PartitionSpec
+    seen = []
+
+    def read(x):
+        t = lib.typeof(x)
+        seen.append((tuple(t.sharding.spec), t.sharding.mesh.empty, t.ndim, t.size, t.shape))
+        return x * 2
+
+    with lib.set_mesh(lib.make_mesh((4, 2), ("x", "y"))):
+        x = lib.numpy.asarray(X) if spec is None else lib.device_put(X, P(*spec))
+        (lib.jit(read) if jitted else read)(x)
+    return seen
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("spec", [None, ("x",), ("x", "y"), (None, "y")])
+def test_typeof_has_the_sharding_rank_and_size_as_in_jax(spec, jitted: bool):
+    """``jax.typeof(x).sharding`` raised AttributeError here: our type had only a spec."""
+    assert _type_fields(jax, spec, jitted) == _type_fields(real, spec, jitted)
+
+
+def test_typeof_an_array_on_no_mesh_has_an_empty_one_as_in_jax():
+    for lib in (jax, real):
+        t = lib.typeof(lib.numpy.ones((3, 2)))
+        assert (tuple(t.sharding.spec), t.sharding.mesh.empty, t.ndim) == ((None, None), True, 2)

@@ -504,18 +504,29 @@ def tile(x, reps: Shape):
                          f"operand's {get_aval(x).ndim} dims")
     return tile_p.bind(x, reps=reps)
 impl_rules[tile_p] = lambda x, *, reps: np.tile(x, reps)
-def _interleaved(reps, shape) -> Shape:
-    return tuple(k for pair in zip(reps, shape) for k in pair)  # (r0, n0, r1, n1, ...)
+def _with_copies(reps, shape) -> tuple[Shape, Shape, Shape]:
+    """The shape (r0, n0, r1, n1, ...), less each repetition count of 1 (a dim kept whole
+    keeps its split in stage 4), with where the operand's dims and the counts' dims are."""
+    full: list[int] = []
+    operand_dims, copy_dims = [], []
+    for r, n in zip(reps, shape):
+        if r != 1:
+            copy_dims.append(len(full))
+            full.append(r)
+        operand_dims.append(len(full))
+        full.append(n)
+    return tuple(full), tuple(operand_dims), tuple(copy_dims)
 def tile_by_copies(x, *, reps):
     """Tile from other primitives, for a backend with no rule of its own: ``x`` broadcast to
     (r0, n0, r1, n1, ...), a copy per repetition, then each pair of dims merged."""
     shape = get_aval(x).shape
-    copies = broadcast_in_dim(x, _interleaved(reps, shape), tuple(range(1, 2 * len(shape), 2)))
-    return reshape(copies, tuple(r * n for r, n in zip(reps, shape)))
+    full, operand_dims, _ = _with_copies(reps, shape)
+    return reshape(broadcast_in_dim(x, full, operand_dims),
+                   tuple(r * n for r, n in zip(reps, shape)))
 def tile_vjp(ct, x, *, out, reps):
     # An element's copies all add to its cotangent: the sum over the repetitions' dims.
-    shape = get_aval(x).shape
-    return [reduce_sum(reshape(ct, _interleaved(reps, shape)), tuple(range(0, 2 * len(shape), 2)))]
+    full, _, copy_dims = _with_copies(reps, get_aval(x).shape)
+    return [reduce_sum(reshape(ct, full), copy_dims)]
 vjp_rules[tile_p] = tile_vjp
 jvp_rules[tile_p] = _linear_jvp(tile_p)
 # --8<-- [end:tile]

@@ -54,9 +54,14 @@ not_mapped = None  # the batch dim of a value that is the same for every example
 
 
 class AxisData(NamedTuple):
-    """What a batching rule knows of the axis it maps over: its name (or None) and size."""
+    """What a batching rule knows of the axis it maps over: its name (or None), its size,
+    and (stage 4) how the mapped dims are split over the mesh: the sharding of the batch dim
+    alone (rank 1), or None. A value broadcast to the batch is split the same way, so that
+    it meets the batched ones laid out alike. NB: JAX's AxisData keeps the mesh axis of the
+    split as ``explicit_mesh_axis``."""
     name: Any
     size: int
+    split: Any = None
 
 
 # rule(axis_data, vals_in, dims_in, **params) -> (vals_out, dims_out), both lists.
@@ -180,17 +185,30 @@ def moveaxis(x: Any, src: int, dst: int) -> Any:
     return lax.transpose(x, tuple(perm))
 
 
-def bdim_at(x: Any, bdim: int | None, dst: int, size: int) -> Any:
+def bdim_at(x: Any, bdim: int | None, dst: int, axis: AxisData,
+            lay_out_constant: bool = False) -> Any:
     """``x`` with its batch axis at ``dst``: moved there, or, for an unbatched value,
-    broadcast to ``size`` examples there."""
+    broadcast to the ``axis.size`` examples there, split as the batched values are. A
+    constant without a layout in its type stays without (it takes the layout of the values
+    it meets), unless ``lay_out_constant``."""
     if bdim is not_mapped:
         aval = get_aval(x)
         shape = list(aval.shape)
         dst = dst % (aval.ndim + 1)
-        shape.insert(dst, size)
+        shape.insert(dst, axis.size)
         dims = tuple(d for d in range(aval.ndim + 1) if d != dst)
-        return lax.broadcast_in_dim(x, tuple(shape), dims)
+        layout = _broadcast_layout(aval, dst, axis.split, lay_out_constant)
+        return lax.broadcast_in_dim(x, tuple(shape), dims, out_sharding=layout)
     return moveaxis(x, bdim, dst)
+
+
+def _broadcast_layout(aval: ShapedArray, dst: int, split: Any, lay_out_constant: bool) -> Any:
+    """The sharding of ``aval`` broadcast to a batch at ``dst`` that is split as ``split``
+    says (None: the default layout). A laid-out constant is split nowhere else."""
+    if split is None or aval.sharding is None and not lay_out_constant:
+        return None
+    own = aval.sharding or split.with_spec(type(split.spec)(*[None] * aval.ndim))
+    return own.inserted(dst, split.spec[0])
 
 
 # ------------------------------------------------------------------------------------------
@@ -258,7 +276,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         dims = _canonical_axes(dims, leaves, in_tree, (args, kwargs), name)
         size = _axis_size(leaves, dims, axis_size, (args, kwargs), name)
         leaves, dims = _float0_unmapped(leaves, dims)
-        _check_batch_layouts(spmd_axis_name, leaves, dims)
+        split = _batch_split(spmd_axis_name, leaves, dims)
         out_tree_box = []
 
         def flat_fun(*tracers):
@@ -267,10 +285,11 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
             out_tree_box.append(out_tree)
             return out_flat
 
-        vals_out, dims_out = batch_fun(flat_fun, AxisData(axis_name, size), leaves, dims)
+        axis = AxisData(axis_name, size, split)
+        vals_out, dims_out = batch_fun(flat_fun, axis, leaves, dims)
         out_tree = out_tree_box[0]
         wanted = _flat_out_axes(out_axes, out_tree, name)
-        outs = [_place_output(v, d, w, size, name) for v, d, w in zip(vals_out, dims_out, wanted)]
+        outs = [_place_output(v, d, w, axis, name) for v, d, w in zip(vals_out, dims_out, wanted)]
         return tree_unflatten(out_tree, outs)
 
     batched.__name__ = f"vmap({name})"
@@ -279,9 +298,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
 # --8<-- [end:vmap]
 
 
-def _check_batch_layouts(spmd_axis_name: Any, leaves: list, dims: list) -> None:
-    """JAX's checks of the mapped dims' layouts (stage 4's types say how they are split): all
-    split alike, and over the ``spmd_axis_name`` given, if one is."""
+def _batch_split(spmd_axis_name: Any, leaves: list, dims: list) -> Any:
+    """How the mapped dims are split (stage 4's types say; see ``AxisData.split``), after
+    JAX's checks: all split alike, and over the ``spmd_axis_name`` given, if one is."""
     layouts = {batch_layout(leaf, d) for leaf, d in zip(leaves, dims) if d is not None}
     splits = {(entry,) if isinstance(entry, str) else tuple(entry or ()) for entry in layouts}
     if len(splits) > 1:
@@ -298,6 +317,12 @@ def _check_batch_layouts(spmd_axis_name: Any, leaves: list, dims: list) -> None:
                 f"is allowed. Got spmd_axis_name={wanted} and arrays sharded on "
                 f"explicit_mesh_axis={split}: vmap over the axis the arguments are split "
                 f"over, or reshard them first.")
+    split = next(((leaf, d) for leaf, d in zip(leaves, dims)
+                  if d is not None and batch_layout(leaf, d)), None)
+    if split is None:
+        return None
+    sharding = get_aval(split[0]).sharding
+    return sharding.with_spec(type(sharding.spec)(batch_layout(*split)))
 
 
 def _check_axes_spec(axes: Any, what: str) -> None:
@@ -424,7 +449,8 @@ def _flat_out_axes(out_axes: Any, out_tree: Any, name: str) -> list[int | None]:
 
 
 # --8<-- [start:place_output]
-def _place_output(val: Any, dim: int | None, wanted: int | None, size: int, name: str) -> Any:
+def _place_output(val: Any, dim: int | None, wanted: int | None, axis: AxisData,
+                  name: str) -> Any:
     """A result with its batch axis where ``out_axes`` asks: moved, or broadcast for a result
     that does not depend on the batch; ``out_axes=None`` only for such results."""
     if wanted is None:
@@ -441,9 +467,9 @@ def _place_output(val: Any, dim: int | None, wanted: int | None, size: int, name
                          f"{ndim} (vmap of {name}).")
     if dtypes.is_float0(val):  # never mapped (float0 arguments enter unmapped): zeros
         shape = list(val.shape)
-        shape.insert(wanted % ndim, size)
+        shape.insert(wanted % ndim, axis.size)
         return np.zeros(shape, dtypes.float0)
-    return bdim_at(val, dim, wanted % ndim, size)
+    return bdim_at(val, dim, wanted % ndim, axis, lay_out_constant=True)  # (as JAX's)
 # --8<-- [end:place_output]
 
 
@@ -490,15 +516,17 @@ _batched_programs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 # --8<-- [start:batch_jaxpr]
-def batch_jaxpr(closed: ClosedJaxpr, axis_data: AxisData,
+def batch_jaxpr(closed: ClosedJaxpr, axis_data: AxisData, vals: Sequence[Any],
                 dims: tuple[int | None, ...]) -> tuple[ClosedJaxpr, list[Any], list]:
-    """The program that computes ``closed`` for a whole batch (operands batched at ``dims``),
-    its constants, and its results' batch dims: traced once per (axis, dims) and kept."""
+    """The program that computes ``closed`` for a whole batch (operands ``vals``, batched at
+    ``dims`` and typed as they are), its constants, and its results' batch dims: traced once
+    per (axis, dims, types) and kept."""
     per_program = _batched_programs.setdefault(closed, {})
-    key = (axis_data, dims)
+    avals = tuple(aval if d is not_mapped else _laid_out_as(
+        _with_batch(aval, d, axis_data.size), get_aval(v)) for aval, v, d in
+        zip(closed.in_avals, vals, dims))
+    key = (axis_data, dims, avals)
     if key not in per_program:
-        avals = [aval if d is not_mapped else _with_batch(aval, d, axis_data.size)
-                 for aval, d in zip(closed.in_avals, dims)]
         dims_box: list = []
 
         def batched(*args):
@@ -513,7 +541,7 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_data: AxisData,
 
 
 def jit_batching_rule(axis_data: AxisData, vals, dims, *, jaxpr, name, backend):
-    program, consts, out_dims = batch_jaxpr(jaxpr, axis_data, tuple(dims))
+    program, consts, out_dims = batch_jaxpr(jaxpr, axis_data, vals, tuple(dims))
     outs = jit_p.bind(*consts, *vals, jaxpr=program, name=name, backend=backend)
     return outs, out_dims
 batching_rules[jit_p] = jit_batching_rule
@@ -521,7 +549,7 @@ batching_rules[jit_p] = jit_batching_rule
 
 def remat_batching_rule(axis_data: AxisData, vals, dims, *, jaxpr, **params):
     """``remat2`` of the batched program (stage 2's remat.py), its policy kept."""
-    program, consts, out_dims = batch_jaxpr(jaxpr, axis_data, tuple(dims))
+    program, consts, out_dims = batch_jaxpr(jaxpr, axis_data, vals, tuple(dims))
     return remat_p.bind(*consts, *vals, jaxpr=program, **params), out_dims
 batching_rules[remat_p] = remat_batching_rule
 # --8<-- [end:batch_jaxpr]
@@ -531,3 +559,12 @@ def _with_batch(aval: ShapedArray, dim: int, size: int) -> ShapedArray:
     shape = list(aval.shape)
     shape.insert(dim, size)
     return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+
+
+def _laid_out_as(aval: Any, operand: Any) -> Any:
+    """``aval`` with the sharding of ``operand`` (a type) when their shapes agree: a batched
+    program then sees its operands laid out as they are (a batched carry split over a mesh
+    stays split). NB: JAX's batched types keep the batch dim's sharding the same way."""
+    if operand is None or operand.sharding is None or operand.shape != aval.shape:
+        return aval
+    return aval._replace(sharding=operand.sharding)

@@ -61,7 +61,7 @@ def _aligned(axis_data: AxisData, vals: Sequence[Any], dims: Dims) -> tuple[list
     broadcast there, since the primitive needs every operand to have the batch."""
     batched = {d for d in dims if d is not not_mapped}
     bdim = batched.pop() if len(batched) == 1 else 0
-    return [bdim_at(x, d, bdim, axis_data.size) for x, d in zip(vals, dims)], bdim
+    return [bdim_at(x, d, bdim, axis_data) for x, d in zip(vals, dims)], bdim
 
 
 # ------------------------------------------------------------------------------------------
@@ -112,7 +112,7 @@ def _aligned_with_scalars(axis_data: AxisData, vals: Sequence[Any],
         elif rank == 0:
             out.append(lax.broadcast_in_dim(x, tuple(shape), (bdim,)))
         else:
-            out.append(bdim_at(x, d, bdim, axis_data.size))
+            out.append(bdim_at(x, d, bdim, axis_data))
     return out, bdim
 
 
@@ -210,7 +210,7 @@ def pad_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
     longer a scalar: pad with zeros, then select each example's value where padding went."""
     (x, padding_value), (x_bdim, value_bdim) = vals_in, dims_in
     bdim = 0 if x_bdim is not_mapped else x_bdim
-    x = bdim_at(x, x_bdim, bdim, axis_data.size)
+    x = bdim_at(x, x_bdim, bdim, axis_data)
     config = list(padding_config)
     config.insert(bdim, (0, 0, 0))
     if value_bdim is not_mapped:
@@ -388,8 +388,8 @@ def _scatter(prim: Primitive) -> BatchingRule:
     get the batch at axis 0 (broadcast where unbatched), and the operand's and the indices'
     batch axes become a pair of batching dims (the updates' is their first batch dim)."""
     def rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *, dimension_numbers, mode):
-        size, dn = axis_data.size, dimension_numbers
-        operand, indices, updates = (bdim_at(x, d, 0, size) for x, d in zip(vals_in, dims_in))
+        dn = dimension_numbers
+        operand, indices, updates = (bdim_at(x, d, 0, axis_data) for x, d in zip(vals_in, dims_in))
         dn = ScatterDimensionNumbers(
             _shift(dn.update_window_dims), _shift(dn.inserted_window_dims),
             _shift(dn.scatter_dims_to_operand_dims), (0, *_shift(dn.operand_batching_dims)),
@@ -445,7 +445,7 @@ for _prim in (*lax.CUMULATIVE, lax.top_k_p):
 def _batched_index_vectors(axis_data: AxisData, starts: list, dims: Dims) -> Any:
     """One index vector of starts per example, (size, n): unbatched starts repeated."""
     size = axis_data.size
-    return lax.concatenate([lax.broadcast_in_dim(bdim_at(s, d, 0, size), (size, 1), (0,))
+    return lax.concatenate([lax.broadcast_in_dim(bdim_at(s, d, 0, axis_data), (size, 1), (0,))
                             for s, d in zip(starts, dims)], 1)
 
 
@@ -473,11 +473,10 @@ def dynamic_update_slice_batching_rule(axis_data: AxisData, vals_in: list, dims_
     """Starts the same for every example: operand and update batched at axis 0, written
     from start 0 there. Batched starts: a scatter of one clipped window per example."""
     (operand, update, *starts), (operand_bdim, update_bdim, *start_bdims) = vals_in, dims_in
-    size = axis_data.size
     if all(d is not_mapped for d in start_bdims):
         zero = lax.zeros_like(starts[0]) if starts else lax.full((), 0, np.dtype(np.int32))
-        out = lax.dynamic_update_slice_p.bind(bdim_at(operand, operand_bdim, 0, size),
-                                              bdim_at(update, update_bdim, 0, size),
+        out = lax.dynamic_update_slice_p.bind(bdim_at(operand, operand_bdim, 0, axis_data),
+                                              bdim_at(update, update_bdim, 0, axis_data),
                                               zero, *starts)
         return [out], [0]
     dims = tuple(range(len(starts)))
@@ -499,7 +498,7 @@ def _linalg(prim: Primitive) -> BatchingRule:
 
     NB: JAX's linalg primitives do the same (``batching.expand_dims_batcher``)."""
     def rule(axis_data: AxisData, vals_in: list, dims_in: Dims, **params: Any):
-        vals = [bdim_at(x, d, 0, axis_data.size) for x, d in zip(vals_in, dims_in)]
+        vals = [bdim_at(x, d, 0, axis_data) for x, d in zip(vals_in, dims_in)]
         outs = prim.bind(*vals, **params)
         outs = outs if prim.multiple_results else [outs]
         return outs, [0] * len(outs)
@@ -555,8 +554,9 @@ def pure_callback_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dim
     if vmap_method in ("sequential", "sequential_unrolled"):
         outs = _callback_loop(vals, dims_in, result_avals, params)
     elif vmap_method in ("expand_dims", "broadcast_all", "legacy_vectorized"):
-        size = {"expand_dims": 1, "broadcast_all": axis_data.size}.get(vmap_method)
-        vals = [x if d is not not_mapped or size is None else bdim_at(x, d, 0, size)
+        axis = {"expand_dims": AxisData(axis_data.name, 1),  # a dim of 1, not split
+                "broadcast_all": axis_data}.get(vmap_method)
+        vals = [x if d is not not_mapped or axis is None else bdim_at(x, d, 0, axis)
                 for x, d in zip(vals, dims_in)]
         batched = tuple(a._replace(shape=(axis_data.size, *a.shape)) for a in result_avals)
         outs = pure_callback_p.bind(*vals, result_avals=batched, **params)
@@ -595,7 +595,7 @@ batching_rules[pure_callback_p] = pure_callback_batching_rule
 def random_poisson_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *, dtype):
     """The batch axis goes in front of both the keys and the rates: one more leading key
     dim, whose keys each run their own loops (JAX's batched while_loop does the same)."""
-    key_data, lam = [bdim_at(x, d, 0, axis_data.size) for x, d in zip(vals_in, dims_in)]
+    key_data, lam = [bdim_at(x, d, 0, axis_data) for x, d in zip(vals_in, dims_in)]
     return [random_distributions.random_poisson_p.bind(key_data, lam, dtype=dtype)], [0]
 batching_rules[random_distributions.random_poisson_p] = random_poisson_batching_rule
 
@@ -611,7 +611,7 @@ def fft_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *, fft_
     moved to the front, is one more leading dim. NB: as JAX's ``_fft_batching_rule`` in
     jax/_src/lax/fft.py."""
     (x,), (bdim,) = vals_in, dims_in
-    x = bdim_at(x, bdim, 0, axis_data.size)
+    x = bdim_at(x, bdim, 0, axis_data)
     return [fft_p.bind(x, fft_type=fft_type, fft_lengths=fft_lengths)], [0]
 batching_rules[fft_p] = fft_batching_rule
 

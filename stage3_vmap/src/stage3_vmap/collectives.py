@@ -231,9 +231,9 @@ def all_gather_batching_rule(axis_data: AxisData, vals, dims, *, axis_name, axis
     if axis_name != axis_data.name:
         if bdim is not_mapped:
             return [all_gather_p.bind(x, **params)], [not_mapped]
-        x = bdim_at(x, bdim, 0, axis_data.size)  # the gathered axis counts without it
+        x = bdim_at(x, bdim, 0, axis_data)  # the gathered axis counts without it
         return [all_gather_p.bind(x, **dict(params, axis=axis + 1))], [0]
-    stacked = bdim_at(x, bdim, axis, axis_data.size)  # the examples along ``axis``
+    stacked = bdim_at(x, bdim, axis, axis_data)  # the examples along ``axis``
     if tiled:  # merge the examples' axis into the next one
         shape = list(get_aval(stacked).shape)
         merged = shape[:axis] + [shape[axis] * shape[axis + 1]] + shape[axis + 2:]
@@ -286,11 +286,6 @@ def _size(axis_name: Any) -> int:
 
 def _without_dim(aval: ShapedArray, dim: int) -> ShapedArray:
     return ShapedArray(aval.shape[:dim] + aval.shape[dim + 1:], aval.dtype, aval.weak_type)
-
-
-def _examples_first(x: Any, bdim: Any, size: int) -> Any:
-    """The examples along dim 0 (broadcast there when ``x`` is the same for all of them)."""
-    return bdim_at(x, bdim, 0, size)
 
 
 # --8<-- [start:psum_scatter]
@@ -347,7 +342,7 @@ def psum_scatter_batching_rule(axis_data: AxisData, vals, dims, *, axis_name,
         if bdim is not_mapped:
             return [psum_scatter_p.bind(x, axis_name=axis_name, tiled=tiled,
                                         scatter_dimension=scatter_dimension)], [not_mapped]
-        x = bdim_at(x, bdim, 0, axis_data.size)
+        x = bdim_at(x, bdim, 0, axis_data)
         return [psum_scatter_p.bind(x, axis_name=axis_name, tiled=tiled,
                                     scatter_dimension=scatter_dimension + 1)], [0]
     example = get_aval(x) if bdim is not_mapped else _without_dim(get_aval(x), bdim)
@@ -415,7 +410,7 @@ def ppermute_batching_rule(axis_data: AxisData, vals, dims, *, axis_name, perm):
     if any(not 0 <= i < size for pair in perm for i in pair):
         raise ValueError(f"ppermute: perm {list(perm)} names a position outside axis "
                          f"{axis_name!r} of size {size}.")
-    stacked = _examples_first(x, bdim, size)
+    stacked = bdim_at(x, bdim, 0, axis_data)  # the examples along dim 0
     source = dict((dst, src) for src, dst in perm)
     picked = jnp.take(stacked, np.array([source.get(i, 0) for i in range(size)]), axis=0)
     received = np.array([i in source for i in range(size)])
@@ -481,14 +476,14 @@ def all_to_all_batching_rule(axis_data: AxisData, vals, dims, *, axis_name, spli
     if axis_name != axis_data.name:
         if bdim is not_mapped:
             return [all_to_all_p.bind(x, **params)], [not_mapped]
-        x = bdim_at(x, bdim, 0, size)
+        x = bdim_at(x, bdim, 0, axis_data)
         return [all_to_all_p.bind(x, **dict(params, split_axis=split_axis + 1,
                                              concat_axis=concat_axis + 1))], [0]
     example = get_aval(x) if bdim is not_mapped else _without_dim(get_aval(x), bdim)
     all_to_all_abstract_eval(example, **params)  # checks the sizes
     # Dims of ``stacked``: the sender j, then the example's dims, where ``split_axis`` holds
     # (receiver i[, piece]).
-    stacked = _examples_first(x, bdim, size)
+    stacked = bdim_at(x, bdim, 0, axis_data)  # the examples along dim 0
     shape = list(get_aval(stacked).shape)
     if tiled:
         shape[split_axis + 1:split_axis + 2] = [size, shape[split_axis + 1] // size]

@@ -30,7 +30,15 @@ from stage2_jit.tracing import jaxpr_as_fun
 
 from stage1_autodiff import prims as lax
 
-from .batching import AxisData, _with_batch, batch_fun, batching_rules, bdim_at, not_mapped
+from .batching import (
+    AxisData,
+    _laid_out_as,
+    _with_batch,
+    batch_fun,
+    batching_rules,
+    bdim_at,
+    not_mapped,
+)
 
 
 def batch_program(program: ClosedJaxpr, axis_data: AxisData, in_batched: list[bool],
@@ -53,32 +61,24 @@ def batch_program(program: ClosedJaxpr, axis_data: AxisData, in_batched: list[bo
         force = force_out or [False] * len(outs)
         batched = [f or d is not not_mapped for f, d in zip(force, out_dims)]
         batched_out.append(batched)
-        return [bdim_at(o, d, 0, size) if b else o for o, d, b in zip(outs, out_dims, batched)]
+        return [bdim_at(o, d, 0, axis_data) if b else o
+                for o, d, b in zip(outs, out_dims, batched)]
 
     traced, consts = trace_flat(run, avals)
     return traced, consts, batched_out[0]
 
 
-def _laid_out_as(aval: Any, operand: Any) -> Any:
-    """``aval`` with the sharding of ``operand`` (a type) when their shapes agree: the
-    batched program then sees its operands laid out as they are. NB: JAX's batched types
-    keep the batch dim's sharding the same way (``spmd_axis_name`` names it explicitly)."""
-    if operand is None or operand.sharding is None or operand.shape != aval.shape:
-        return aval
-    return aval._replace(sharding=operand.sharding)
-
-
-def _at(values: list, dims: list, dst: int, size: int, wanted: list[bool] | None = None):
+def _at(values: list, dims: list, dst: int, axis_data: AxisData,
+        wanted: list[bool] | None = None):
     """Each value batched at ``dst`` where batched (or where ``wanted``: broadcast)."""
     wanted = wanted or [d is not not_mapped for d in dims]
-    return [bdim_at(v, d, dst, size) if w else v for v, d, w in zip(values, dims, wanted)]
+    return [bdim_at(v, d, dst, axis_data) if w else v for v, d, w in zip(values, dims, wanted)]
 
 
 # --8<-- [start:cond_batching]
 def cond_batching_rule(axis_data: AxisData, vals, dims, *, branches):
-    size = axis_data.size
     index, index_dim = vals[0], dims[0]
-    operands = _at(list(vals[1:]), list(dims[1:]), 0, size)
+    operands = _at(list(vals[1:]), list(dims[1:]), 0, axis_data)
     in_batched = [d is not not_mapped for d in dims[1:]]
     n_out = len(branches[0].out_avals)
     if index_dim is not_mapped:  # one branch for all: a cond of batched branches
@@ -91,12 +91,12 @@ def cond_batching_rule(axis_data: AxisData, vals, dims, *, branches):
         return list(outs), [0 if f else not_mapped for f in force]
     # Each member its own branch: all branches on the whole batch, then pick per member.
     # --8<-- [start:task2_11]
-    index = bdim_at(index, index_dim, 0, size)
+    index = bdim_at(index, index_dim, 0, axis_data)
     per_branch = []
     for branch in branches:
         outs, out_dims = batch_fun(jaxpr_as_fun(branch), axis_data, operands,
                                    [0 if b else not_mapped for b in in_batched])
-        per_branch.append([bdim_at(o, d, 0, size) for o, d in zip(outs, out_dims)])
+        per_branch.append([bdim_at(o, d, 0, axis_data) for o, d in zip(outs, out_dims)])
     results = []
     for k in range(n_out):
         cases = [outs[k] for outs in per_branch]
@@ -125,8 +125,7 @@ def _carry_fixed_point(body: ClosedJaxpr, axis_data: AxisData, consts_batched: l
 # --8<-- [start:while_batching]
 def while_batching_rule(axis_data: AxisData, vals, dims, *, cond_jaxpr, body_jaxpr,
                         cond_nconsts, body_nconsts):
-    size = axis_data.size
-    vals = _at(list(vals), list(dims), 0, size)
+    vals = _at(list(vals), list(dims), 0, axis_data)
     batched = [d is not not_mapped for d in dims]
     cc, bc = vals[:cond_nconsts], vals[cond_nconsts:cond_nconsts + body_nconsts]
     carry = vals[cond_nconsts + body_nconsts:]
@@ -136,7 +135,7 @@ def while_batching_rule(axis_data: AxisData, vals, dims, *, cond_jaxpr, body_jax
     pred_batched = batch_program(cond_jaxpr, axis_data, cc_b + carry_b)[2][0]
     if pred_batched:
         carry_b = [True] * len(carry)
-    carry = [bdim_at(c, not_mapped, 0, size) if want and not has else c
+    carry = [bdim_at(c, not_mapped, 0, axis_data) if want and not has else c
              for c, want, has in zip(carry, carry_b, batched[cond_nconsts + body_nconsts:])]
     if not pred_batched:  # all members stop together
         carry_types = [get_aval(c) for c in carry]
@@ -155,7 +154,7 @@ def while_batching_rule(axis_data: AxisData, vals, dims, *, cond_jaxpr, body_jax
         preds, pred_dims = batch_fun(jaxpr_as_fun(cond_jaxpr), axis_data,
                                      [*cond_consts, *carry_values],
                                      [0 if b else not_mapped for b in cc_b] + [0] * len(carry))
-        return bdim_at(preds[0], pred_dims[0], 0, size)
+        return bdim_at(preds[0], pred_dims[0], 0, axis_data)
 
     def any_member(*args):
         return [lax.reduce_or(member_predicates(args[:n_cc], args[n_cc:]), (0,))]
@@ -166,7 +165,7 @@ def while_batching_rule(axis_data: AxisData, vals, dims, *, cond_jaxpr, body_jax
         going = member_predicates(cond_consts, old)
         new, new_dims = batch_fun(jaxpr_as_fun(body_jaxpr), axis_data, [*body_consts, *old],
                                   [0 if b else not_mapped for b in bc_b] + [0] * len(old))
-        new = [bdim_at(v, d, 0, size) for v, d in zip(new, new_dims)]
+        new = [bdim_at(v, d, 0, axis_data) for v, d in zip(new, new_dims)]
         return [lax.select_n(lax.broadcast_in_dim(going, get_aval(o).shape, (0,)), o, n)
                 for o, n in zip(old, new)]
 
@@ -186,17 +185,17 @@ batching_rules[while_p] = while_batching_rule
 # --8<-- [start:scan_batching]
 def scan_batching_rule(axis_data: AxisData, vals, dims, *, jaxpr, length, reverse, num_consts,
                        num_carry, linear, unroll, _split_transpose):
-    size = axis_data.size
     batched = [d is not not_mapped for d in dims]
-    consts = _at(list(vals[:num_consts]), list(dims[:num_consts]), 0, size)
+    consts = _at(list(vals[:num_consts]), list(dims[:num_consts]), 0, axis_data)
     carry = _at(list(vals[num_consts:num_consts + num_carry]),
-                list(dims[num_consts:num_consts + num_carry]), 0, size)
-    xs = _at(list(vals[num_consts + num_carry:]), list(dims[num_consts + num_carry:]), 1, size)
+                list(dims[num_consts:num_consts + num_carry]), 0, axis_data)
+    xs = _at(list(vals[num_consts + num_carry:]), list(dims[num_consts + num_carry:]), 1,
+             axis_data)
     consts_b = batched[:num_consts]
     xs_b = batched[num_consts + num_carry:]
     carry_b = _carry_fixed_point(jaxpr, axis_data, consts_b,
                                  batched[num_consts:num_consts + num_carry], xs_b)
-    carry = [bdim_at(c, not_mapped, 0, size) if want and not has else c
+    carry = [bdim_at(c, not_mapped, 0, axis_data) if want and not has else c
              for c, want, has in zip(carry, carry_b, batched[num_consts:num_consts + num_carry])]
     n_y = len(jaxpr.out_avals) - num_carry
     types = [*map(get_aval, consts), *map(get_aval, carry),

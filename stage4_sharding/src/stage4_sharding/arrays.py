@@ -35,7 +35,7 @@ from stage2_jit.runtime import BACKEND_COMPILERS
 from stage2_jit.tracing import trace_to_jaxpr
 
 from . import distributed
-from .mesh import Mesh, devices
+from .mesh import NO_MESH, Mesh, devices, get_mesh
 from .named_sharding import NamedSharding, P, PartitionSpec, as_sharding, type_string
 from .partitioner import is_sharded, partition
 from .runtime import spmd_executable
@@ -338,6 +338,17 @@ class TypeOf:
     def __init__(self, aval: ShapedArray, spec: PartitionSpec) -> None:
         self.aval, self.spec = aval, spec
         self.shape, self.dtype, self.weak_type = aval.shape, aval.dtype, aval.weak_type
+        self.ndim, self.size = len(aval.shape), int(np.prod(aval.shape, dtype=int))
+
+    @property
+    def sharding(self) -> NamedSharding:
+        """The sharding, as in JAX's type, one spec entry per dim. An array put on no mesh
+        is on the one ``set_mesh`` installed (JAX puts it there), or else on an empty one
+        (``sharding.mesh.empty``), and not split."""
+        sharding = self.aval.sharding
+        mesh = sharding.mesh if sharding is not None else get_mesh() or NO_MESH
+        spec = list(self.spec) + [None] * (self.ndim - len(self.spec))
+        return NamedSharding(mesh, PartitionSpec(*spec))
 
     def __str__(self) -> str:
         weak = "~" if self.weak_type else ""

@@ -127,6 +127,11 @@ class Mesh:
     def size(self) -> int:
         return int(self.devices.size)
 
+    @property
+    def empty(self) -> bool:
+        """Whether the mesh has no axes: ``NO_MESH``, that of an array not put on one."""
+        return not self.axis_names
+
     # Both forms write axis names with repr (JAX's repr does; its short form puts them bare
     # between quotes): a name with a quote or a newline stays one readable token, and cannot
     # end a line of a report or a comment line of generated source.
@@ -147,6 +152,9 @@ class Mesh:
     def __hash__(self) -> int:
         return hash((self.axis_names, self.axis_types, self.devices.shape,
                      tuple(self.devices.flat)))
+
+
+NO_MESH = Mesh(np.empty((), dtype=object), ())  # JAX's empty AbstractMesh(())
 
 
 def _types_text(types: tuple[AxisType, ...]) -> str:

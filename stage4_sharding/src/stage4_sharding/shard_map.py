@@ -327,7 +327,7 @@ def shard_map_batching_rule(axis_data: AxisData, vals, dims, *, body, mesh, in_s
                             out_specs):
     """vmap of a shard_map: the batch is a new leading dim, not split, of every block that
     depends on it; a result that does not stays unbatched, as the body's batching says."""
-    vals = [v if d is not_mapped else bdim_at(v, d, 0, axis_data.size)
+    vals = [v if d is not_mapped else bdim_at(v, d, 0, axis_data)
             for v, d in zip(vals, dims)]
     dims = [not_mapped if d is not_mapped else 0 for d in dims]
     local = [a if d is not_mapped else ShapedArray((axis_data.size, *a.shape), a.dtype,
@@ -340,7 +340,7 @@ def shard_map_batching_rule(axis_data: AxisData, vals, dims, *, body, mesh, in_s
         outs, out_dims = batch_fun(jaxpr_as_fun(body), AxisData(None, axis_data.size),
                                    list(blocks), list(dims))
         mapped[:] = [d is not not_mapped for d in out_dims]
-        return [o if d is not_mapped else bdim_at(o, d, 0, axis_data.size)
+        return [o if d is not_mapped else bdim_at(o, d, 0, axis_data)
                 for o, d in zip(outs, out_dims)]
 
     program = trace_local(batched_body, mesh, local)
