@@ -1086,6 +1086,26 @@ def test_the_jvp_of_prod_over_a_split_array_is_computed() -> None:
                 np.testing.assert_allclose(np.asarray(run()), expected, rtol=1e-5)
 
 
+@pytest.mark.parametrize("derivative", ["grad", "jacfwd", "jacrev", "hessian"])
+def test_the_derivative_of_prod_over_its_split_dim_is_computed(derivative: str) -> None:
+    """The entry's second case: the product over the dim that is split, in reverse mode too
+    (JAX's grad is built on the same rule)."""
+    x = np.arange(1.0, 9.0, dtype=np.float32) / 4
+    expected = np.asarray(getattr(sj, derivative)(sjnp.prod)(x))
+    for lib, np_ in ((jax, jnp), (sj, sjnp)):
+        with lib.set_mesh(lib.make_mesh((8,), ("d",))):
+            split = lib.device_put(x, lib.sharding.PartitionSpec("d"))
+            run = lambda: getattr(lib, derivative)(np_.prod)(split)  # noqa: E731
+            if lib is jax:
+                with pytest.raises(Exception, match="slicing on sharded dims"):
+                    run()
+            else:
+                np.testing.assert_allclose(np.asarray(run()), expected, rtol=1e-5)
+                if derivative == "grad":
+                    others = np.prod(x) / x  # every element's product of the others
+                    np.testing.assert_allclose(np.asarray(run()), others, rtol=1e-5)
+
+
 def test_an_array_that_is_not_split_lives_on_device_0() -> None:
     for lib, np_ in ((jax, jnp), (sj, sjnp)):
         with lib.set_mesh(lib.make_mesh((8,), ("d",))):
