@@ -869,6 +869,13 @@ class Array(ArrayMethods):
         """The array's layout: all of it on its one device (stage 4's arrays are split)."""
         return SingleDeviceSharding(self.device)
 
+    is_fully_replicated = property(lambda self: self.sharding.is_fully_replicated)
+    is_fully_addressable = property(lambda self: self.sharding.is_fully_addressable)
+
+    def is_ready(self) -> bool:
+        """Whether the computation has finished: an array here is made finished."""
+        return True
+
     def _concrete_value(self, context: str,
                         error: type[TypeError] = ConcretizationTypeError) -> np.ndarray:
         if type(self._value) is DeletedBuffer:

@@ -93,6 +93,43 @@ class PRNGKeyArray:
         shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
         return PRNGKeyArray(jnp.reshape(self._data, tuple(shape) + (2,)))
 
+    # The array methods that move keys about act on the key dims; each key's two words stay
+    # together in the last dim of the data.
+    def transpose(self, *axes: Any) -> PRNGKeyArray:
+        axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
+        perm = tuple(axes) if axes else tuple(reversed(range(self.ndim)))
+        return PRNGKeyArray(jnp.transpose(self._data, (*perm, self.ndim)))
+
+    T = property(lambda self: self.transpose())
+
+    def ravel(self) -> PRNGKeyArray:
+        return self.reshape(self.size)
+
+    flatten = ravel
+
+    def squeeze(self, axis: Any = None) -> PRNGKeyArray:
+        axis = tuple(d for d, n in enumerate(self.shape) if n == 1) if axis is None else axis
+        return PRNGKeyArray(jnp.squeeze(self._data, axis))
+
+    def swapaxes(self, axis1: int, axis2: int) -> PRNGKeyArray:
+        return PRNGKeyArray(jnp.swapaxes(self._data, axis1 % self.ndim, axis2 % self.ndim))
+
+    itemsize = 8  # two uint32 words
+    nbytes = property(lambda self: 8 * self.size)
+
+    def block_until_ready(self) -> PRNGKeyArray:
+        self._data.block_until_ready()
+        return self
+
+    def devices(self) -> set:
+        return self._data.devices()
+
+    @property
+    def sharding(self) -> Any:
+        """The layout of the keys: their data's, without its last dim (the two words)."""
+        sharding = self._data.sharding
+        return sharding.without_dim(self.ndim) if hasattr(sharding, "without_dim") else sharding
+
     def __repr__(self) -> str:
         return f"Array({self.shape}, dtype={self.dtype.name}) overlaying:\n{self._data}"
 

@@ -128,6 +128,36 @@ class Mesh:
         return int(self.devices.size)
 
     @property
+    def axis_sizes(self) -> tuple[int, ...]:
+        return tuple(self.devices.shape)
+
+    @property
+    def shape_tuple(self) -> tuple[tuple[str, int], ...]:
+        return tuple(self.shape.items())
+
+    @property
+    def device_ids(self) -> np.ndarray:
+        """The ids of the devices, in the grid's layout."""
+        return np.vectorize(lambda d: d.id, otypes=[int])(self.devices)
+
+    @property
+    def local_devices(self) -> list[Device]:
+        """The devices of the mesh that this process drives."""
+        here = distributed.process_index()
+        return [d for d in self.devices.flat if d.process_index == here]
+
+    @property
+    def is_multi_process(self) -> bool:
+        return len({d.process_index for d in self.devices.flat}) > 1
+
+    def _axes_of_type(self, kind: AxisType) -> tuple[str, ...]:
+        return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t == kind)
+
+    explicit_axes = property(lambda self: self._axes_of_type(AxisType.Explicit))
+    auto_axes = property(lambda self: self._axes_of_type(AxisType.Auto))
+    manual_axes = property(lambda self: self._axes_of_type(AxisType.Manual))
+
+    @property
     def empty(self) -> bool:
         """Whether the mesh has no axes: ``NO_MESH``, that of an array not put on one."""
         return not self.axis_names

@@ -139,6 +139,28 @@ class NamedSharding:
         """Whether every device holds the whole array (no dim is split)."""
         return not any(self.spec.axes_of(d) for d in range(len(self.spec)))
 
+    memory_kind = "device"
+    device_set = property(lambda self: set(self.mesh.devices.flat))
+    num_devices = property(lambda self: self.mesh.size)
+    addressable_devices = property(lambda self: set(self.mesh.local_devices))
+    is_fully_addressable = property(lambda self: not self.mesh.is_multi_process)
+
+    def addressable_devices_indices_map(self, shape: tuple[int, ...]
+                                        ) -> dict[Any, tuple[slice, ...]]:
+        """``devices_indices_map`` for the devices this process drives."""
+        local = self.addressable_devices
+        return {d: index for d, index in self.devices_indices_map(shape).items() if d in local}
+
+    def is_equivalent_to(self, other: Any, ndim: int) -> bool:
+        """Whether ``other`` puts the same blocks of an array of ``ndim`` dims on the same
+        devices (a spec written another way, or one device's sharding, may)."""
+        shape = (self.mesh.size,) * ndim  # divisible by any split
+
+        def blocks(sharding: Any) -> dict[Any, tuple]:
+            return {d: tuple(s.indices(n)[:2] for s, n in zip(index, shape))
+                    for d, index in sharding.devices_indices_map(shape).items()}
+        return blocks(self) == blocks(other)
+
     def apply_primitive(self, prim: Any, arrays: list[Any], params: dict[str, Any]) -> Any:
         """Runs an eager ``prim`` asked for a result of this sharding (``out_sharding``) on
         the mesh's devices, though no operand is on them yet, through the executor arrays.py
