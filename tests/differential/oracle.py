@@ -170,14 +170,19 @@ TRANSFORMS = [
     Transform("jvp", "jax.jvp(program, tuple(args), tuple(tangents))", 1),
     Transform("vjp", "pulled_back(program, *args)", 1),
     Transform("grad_of_grad", "jax.grad(grad_norm_of(program), ARGNUMS)(*args)", 1),
+    Transform("jvp_of_grad",  # forward over reverse, as hessian-vector products are made
+              "jax.jvp(jax.grad(loss_of(program), ARGNUMS), tuple(args), tuple(tangents))", 1),
     Transform("jit", "jax.jit(program)(*args)", 2),
     Transform("jit_of_grad", "jax.jit(jax.grad(loss_of(program), ARGNUMS))(*args)", 2),
     Transform("grad_of_jit", "jax.grad(loss_of(jax.jit(program)), ARGNUMS)(*args)", 2),
     Transform("linearize", "jax.linearize(program, *args)[1](*tangents)", 2),
+    Transform("grad_of_checkpoint", "jax.grad(jax.checkpoint(loss_of(program)), ARGNUMS)(*args)",
+              2),
     Transform("vmap", "jax.vmap(program, IN_AXES)(*batch)", 3),
     Transform("vmap_of_grad", "jax.vmap(jax.grad(loss_of(program), ARGNUMS), IN_AXES)(*batch)",
               3),
     Transform("jit_of_vmap", "jax.jit(jax.vmap(program, IN_AXES))(*batch)", 3),
+    Transform("vmap_of_jit", "jax.vmap(jax.jit(program), IN_AXES)(*batch)", 3),
     Transform("grad_of_vmap", "jax.grad(loss_of(jax.vmap(program, IN_AXES)), ARGNUMS)(*batch)",
               3),
     Transform("vmap_of_jvp",
@@ -186,7 +191,8 @@ TRANSFORMS = [
     Transform("jacrev", "jax.jacrev(floats_of(program), ARGNUMS)(*args)", 3),
 ]
 BY_NAME = {t.name: t for t in TRANSFORMS}
-DIFFERENTIATES = {"grad", "jvp", "vjp", "grad_of_grad", "jit_of_grad", "grad_of_jit",
+DIFFERENTIATES = {"grad", "jvp", "vjp", "grad_of_grad", "jvp_of_grad", "jit_of_grad",
+                  "grad_of_jit", "grad_of_checkpoint",
                   "vmap_of_grad", "grad_of_vmap", "vmap_of_jvp", "linearize", "jacfwd",
                   "jacrev"}
 
