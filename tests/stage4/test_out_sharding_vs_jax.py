@@ -30,6 +30,9 @@ CASES = {
         "ij,jk,kl->li", A, B, C, out_sharding=P("model", "data")),
     "einsum of one": lambda lib, P: lib.numpy.einsum("ij->ji", A, out_sharding=P(None, "data")),
     "zeros": lambda lib, P: lib.numpy.zeros((8, 4), out_sharding=P("data")),
+    "reshape": lambda lib, P: lib.numpy.reshape(A, (4, 8), out_sharding=P("data", "model")),
+    "lax.reshape": lambda lib, P: lib.lax.reshape(A, (2, 16), out_sharding=P(None, "data")),
+    "Array.reshape": lambda lib, P: lib.numpy.asarray(A).reshape(32, out_sharding=P("data")),
 }
 
 
@@ -96,3 +99,40 @@ def test_a_product_of_two_free_dims_split_alike_equals_jax(out_spec, jitted: boo
     np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-5, atol=1e-5)
     assert (ours[1], ours[3]) == (theirs[1], theirs[3])
+
+
+V = np.arange(16.0, dtype=np.float32).reshape(2, 8)
+
+# A reshape of a split operand that no rule places: out_sharding says where the splits go.
+# Our reshape had no out_sharding (a TypeError), so JAX code that passed one failed here.
+SPLIT_RESHAPES = {
+    "method": lambda L, P, y: y.reshape(4, 4, out_sharding=P("x")),
+    "jnp": lambda L, P, y: L.numpy.reshape(y, (4, 4), out_sharding=P(None, "x")),
+    "lax, both dims": lambda L, P, y: L.lax.reshape(y, (4, 4), out_sharding=P("y", "x")),
+    "jit": lambda L, P, y: L.jit(lambda a: a.reshape(4, 4, out_sharding=P("x")))(y),
+    "the same shape": lambda L, P, y: L.numpy.reshape(y, (2, 8), out_sharding=P(None, "y")),
+    "column-major": lambda L, P, y: L.numpy.reshape(y, (4, 4), order="F",
+                                                   out_sharding=P("x")),
+    "grad": lambda L, P, y: L.grad(lambda a: (L.numpy.sin(
+        a.reshape(4, 4, out_sharding=P("x"))) ** 2).sum())(y),
+    "jvp": lambda L, P, y: L.jvp(lambda a: a.reshape(4, 4, out_sharding=P("x")), (y,), (y,))[1],
+    "vmap": lambda L, P, y: L.vmap(lambda a: a.reshape(2, 4, out_sharding=P("y")))(
+        L.device_put(np.stack([V[0]] * 4), P("x"))),
+    "without": lambda L, P, y: y.reshape(4, 4),  # both refuse
+}
+
+
+def _split_reshape(lib, case: str):
+    P = lib.sharding.PartitionSpec
+    with lib.set_mesh(lib.make_mesh((4, 2), ("x", "y"))):
+        y = lib.device_put(V, P(None, "x"))
+        try:
+            out = SPLIT_RESHAPES[case](lib, P, y)
+        except Exception as e:  # noqa: BLE001 -- a refusal is a result to compare
+            return type(e).__name__
+        return str(lib.typeof(out)), np.asarray(out).round(5).tolist()
+
+
+@pytest.mark.parametrize("case", list(SPLIT_RESHAPES))
+def test_a_reshape_of_a_split_operand_takes_out_sharding_as_in_jax(case: str):
+    assert _split_reshape(jax, case) == _split_reshape(real, case)

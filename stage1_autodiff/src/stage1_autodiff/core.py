@@ -638,10 +638,10 @@ class ArrayMethods:
     def clip(self, min=None, max=None): return jnp.clip(self, min, max)
     def dot(self, other): return jnp.dot(self, other)
 
-    def reshape(self, *shape, order="C"):
+    def reshape(self, *shape, order="C", out_sharding=None):
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = shape[0]
-        return jnp.reshape(self, shape, order=order)
+        return jnp.reshape(self, shape, order=order, out_sharding=out_sharding)
 
     def transpose(self, *axes):
         if len(axes) == 1 and not isinstance(axes[0], int):

@@ -679,11 +679,24 @@ def _linear_jvp(prim: Primitive):
 jvp_rules[broadcast_in_dim_p] = _linear_jvp(broadcast_in_dim_p)
 
 reshape_p = Primitive("reshape", kind=SHAPE)
-def reshape(x, new_sizes: Shape):
-    return reshape_p.bind(x, new_sizes=tuple(new_sizes), dimensions=None)
-impl_rules[reshape_p] = lambda x, *, new_sizes, dimensions: np.asarray(x).reshape(new_sizes)
-def reshape_vjp(ct, x, *, out, new_sizes, dimensions):
-    return [reshape(ct, get_aval(x).shape)]
+def reshape(x, new_sizes: Shape, dimensions: Sequence[int] | None = None, *,
+            out_sharding=None):
+    """``x``'s elements, read in row-major order (after transposing by ``dimensions``, if
+    given), as an array of shape ``new_sizes``. ``out_sharding`` (stage 4): the result's
+    layout, which a reshape that moves elements between devices needs; bound only when given,
+    as for ``broadcast_in_dim``."""
+    if dimensions is not None:
+        x = transpose(x, dimensions)
+    params = dict(new_sizes=tuple(new_sizes), dimensions=None)
+    if out_sharding is not None:
+        params["out_sharding"] = out_sharding
+    return reshape_p.bind(x, **params)
+impl_rules[reshape_p] = lambda x, *, new_sizes, dimensions, out_sharding=None: (
+    np.asarray(x).reshape(new_sizes))
+def reshape_vjp(ct, x, *, out, new_sizes, dimensions, out_sharding=None):
+    # Asked for a layout, the cotangent goes back to the primal's (stage 4).
+    back = None if out_sharding is None else get_aval(x).sharding
+    return [reshape(ct, get_aval(x).shape, out_sharding=back)]
 vjp_rules[reshape_p] = reshape_vjp
 jvp_rules[reshape_p] = _linear_jvp(reshape_p)
 

@@ -218,7 +218,7 @@ abstract_eval_rules[p.broadcast_in_dim_p] = broadcast_in_dim_abstract_eval
 
 
 def reshape_abstract_eval(x: ShapedArray, *, new_sizes: tuple[int, ...],
-                          dimensions: None) -> ShapedArray:
+                          dimensions: None, out_sharding: Any = None) -> ShapedArray:
     # NB: JAX's ``dimensions`` transposes first; stage 1 always binds None.
     out = ShapedArray(tuple(new_sizes), x.dtype, x.weak_type)
     if any(n < 0 for n in new_sizes) or out.size != x.size:

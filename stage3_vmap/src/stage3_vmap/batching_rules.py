@@ -166,13 +166,15 @@ batching_rules[lax.broadcast_in_dim_p] = broadcast_in_dim_batching_rule
 
 # --8<-- [start:reshape_batching_rule]
 def reshape_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
-                          new_sizes: tuple[int, ...], dimensions: None):
+                          new_sizes: tuple[int, ...], dimensions: None, out_sharding=None):
     """A reshape reads elements in row-major order, so the batch must lead: then each
     example is one contiguous block, reshaped on its own."""
     (x,), (x_bdim,) = vals_in, dims_in
     x = moveaxis(x, x_bdim, 0)
     new_sizes = (axis_data.size,) + tuple(new_sizes)
-    return [lax.reshape_p.bind(x, new_sizes=new_sizes, dimensions=dimensions)], [0]
+    if out_sharding is not None:  # stage 4: the batch dim keeps its layout
+        out_sharding = out_sharding.inserted(0, batch_layout(x, 0))
+    return [lax.reshape(x, new_sizes, out_sharding=out_sharding)], [0]
 batching_rules[lax.reshape_p] = reshape_batching_rule
 # --8<-- [end:reshape_batching_rule]
 

@@ -498,7 +498,7 @@ partition_rules[p.broadcast_in_dim_p] = broadcast_in_dim_partition_rule
 
 # --8<-- [start:reshape_rule]
 def reshape_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *, new_sizes,
-                           dimensions):
+                           dimensions, out_sharding=None):
     """The reshape, run by run: a run of dims that becomes a run of new dims (the finest
     such runs) is reshaped block by block where each device's block is one contiguous range
     of the run's elements, the same range before and after (``8@data,3`` to ``24@data``).

@@ -126,16 +126,22 @@ sharding_rules[p.select_n_p] = select_n_sharding_rule
 # ------------------------------------------------------------------------------------------
 
 
+def _asked_spec(prim, avals, specs, out_sharding: Any, ndim: int) -> Spec:
+    """The layout an ``out_sharding`` asks for (a sharding or a bare spec), checked to have
+    no more entries than the result has dims."""
+    given = out_sharding.spec if hasattr(out_sharding, "spec") else out_sharding
+    if len(given) > ndim:
+        raise _error(prim, avals, specs, f"out_sharding {given} has more entries than the "
+                     f"result has dims ({ndim})",
+                     "Give one entry per result dim (or fewer: the rest are not split).")
+    return spec_of(given, ndim)
+
+
 def broadcast_in_dim_sharding_rule(avals, specs, *, shape, broadcast_dimensions,
                                    out_sharding=None):
     (aval,), (spec,) = avals, specs
     if out_sharding is not None:  # the caller said (a cotangent says its primal's layout)
-        given = out_sharding.spec if hasattr(out_sharding, "spec") else out_sharding
-        if len(given) > len(shape):
-            raise _error(p.broadcast_in_dim_p, avals, specs, f"out_sharding {given} has more "
-                         f"entries than the result has dims ({len(shape)})",
-                         "Give one entry per result dim (or fewer: the rest are not split).")
-        return [spec_of(given, len(shape))]
+        return [_asked_spec(p.broadcast_in_dim_p, avals, specs, out_sharding, len(shape))]
     out: list[tuple[str, ...]] = [()] * len(shape)
     for d, axes in zip(broadcast_dimensions, spec):
         if axes and aval.shape[list(broadcast_dimensions).index(d)] != shape[d]:
@@ -147,17 +153,21 @@ def broadcast_in_dim_sharding_rule(avals, specs, *, shape, broadcast_dimensions,
 sharding_rules[p.broadcast_in_dim_p] = broadcast_in_dim_sharding_rule
 
 
-def reshape_sharding_rule(avals, specs, *, new_sizes, dimensions):
+def reshape_sharding_rule(avals, specs, *, new_sizes, dimensions, out_sharding=None):
     """JAX's decisions. Adding or removing dims of size 1 carries every split along. Splitting
     one dim into a run of dims deals its mesh axes out to the run, major first: each new dim
     takes axes while its size is not used up, and each axis must divide what is left. Merging
     a run of dims into one gives it the run's axes, major first, if the split dims come first
     in the run. Any other reshape of a split operand is an error.
 
-    NB: in JAX this is ``_reshape_sharding_rule`` in jax/_src/lax/lax.py, which asks for
-    ``out_sharding`` where this raises; our ``reshape`` has no ``out_sharding``."""
+    ``out_sharding``, where given, decides: any layout can be reached (the partitioner
+    gathers what moves between devices).
+
+    NB: in JAX this is ``_reshape_sharding_rule`` in jax/_src/lax/lax.py."""
     (aval,), (spec,) = avals, specs
     shape, new_sizes = tuple(aval.shape), tuple(new_sizes)
+    if out_sharding is not None:
+        return [_asked_spec(p.reshape_p, avals, specs, out_sharding, len(new_sizes))]
     if not any(spec):
         return [unsplit(len(new_sizes))]
     if _without_ones(shape) == _without_ones(new_sizes):
@@ -229,7 +239,8 @@ def _deal_axes(axes: Sequence[str], sizes: Sequence[int],
 
 def _reshape_error(avals, specs, new_sizes, why: str) -> ShardingTypeError:
     return _error(p.reshape_p, avals, specs, f"reshaping to {tuple(new_sizes)}: {why}",
-                  "Reshard the operand first (jax.sharding.reshard), for example with the "
+                  "Say where the result's splits go with the reshape's out_sharding=, or "
+                  "reshard the operand first (jax.sharding.reshard), for example with the "
                   "reshaped dims unsplit.")
 
 
@@ -447,12 +458,7 @@ def dot_general_sharding_rule(avals, specs, *, dimension_numbers, preferred_elem
     (x, y), (xs, ys) = avals, specs
     if out_sharding is not None:  # the caller said (a gradient says its primal's layout)
         ndim = x.ndim + y.ndim - len(lc) - len(rc) - len(lb)
-        spec = out_sharding.spec if hasattr(out_sharding, "spec") else out_sharding
-        if len(spec) > ndim:
-            raise _error(p.dot_general_p, avals, specs, f"out_sharding {spec} has more "
-                         f"entries than the result has dims ({ndim})",
-                         "Give one entry per result dim (or fewer: the rest are not split).")
-        return [spec_of(spec, ndim)]
+        return [_asked_spec(p.dot_general_p, avals, specs, out_sharding, ndim)]
     for dx, dy in zip(lc, rc):
         if xs[dx] and ys[dy]:
             raise _error(p.dot_general_p, avals, specs,

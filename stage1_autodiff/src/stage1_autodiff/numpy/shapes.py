@@ -38,10 +38,11 @@ def _resolve_shape(size: int, shape: Sequence[int]) -> tuple[int, ...]:
     return shape
 
 
-def reshape(a, shape, order: str = "C", *, copy: bool | None = None):
+def reshape(a, shape, order: str = "C", *, copy: bool | None = None, out_sharding=None):
     """``a`` with a new shape and the same elements (one dim may be -1); in column-major
     order with ``order="F"``. ``copy`` changes nothing, as in JAX: ``a`` itself when the
-    shape is its own.
+    shape is its own. ``out_sharding`` (stage 4): the result's layout, for a reshape no rule
+    can place.
 
     Example:
         >>> import stage1_autodiff.numpy as jnp
@@ -55,12 +56,15 @@ def reshape(a, shape, order: str = "C", *, copy: bool | None = None):
     shape = _resolve_shape(aval.size, shape)
     if order == "F":  # column-major: reverse the dims on both sides of a C-order reshape
         reversed_a = lax.transpose(a, tuple(reversed(range(aval.ndim))))
-        out = lax.reshape(reversed_a, tuple(reversed(shape)))
+        # (out_sharding lays out the reversed dims, as in JAX)
+        out = lax.reshape(reversed_a, tuple(reversed(shape)), out_sharding=out_sharding)
         return lax.transpose(out, tuple(reversed(range(len(shape)))))
     if order != "C":
         raise ValueError(f"reshape: order must be 'C' or 'F', got {order!r}.")
     del copy
-    return a if shape == aval.shape else lax.reshape(a, shape)
+    if shape == aval.shape and out_sharding is None:
+        return a
+    return lax.reshape(a, shape, out_sharding=out_sharding)
 
 
 def ravel(a, order: str = "C"):
