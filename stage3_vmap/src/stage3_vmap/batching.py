@@ -174,6 +174,12 @@ def batch_layout(x: Any, bdim: int) -> Any:
     return spec[bdim] if bdim < len(spec) else None
 
 
+def with_batch_layout(sharding: Any, out_bdim: int, x: Any, bdim: int) -> Any:
+    """A result's ``out_sharding`` (None: none asked for) with the batch dim inserted at
+    ``out_bdim``, split as ``x``'s batch dim ``bdim`` is: the batch keeps its layout."""
+    return None if sharding is None else sharding.inserted(out_bdim, batch_layout(x, bdim))
+
+
 def moveaxis(x: Any, src: int, dst: int) -> Any:
     """``x`` with axis ``src`` moved to ``dst`` (a transpose; nothing when they are equal)."""
     ndim = get_aval(x).ndim
@@ -301,8 +307,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
 def _batch_split(spmd_axis_name: Any, leaves: list, dims: list) -> Any:
     """How the mapped dims are split (stage 4's types say; see ``AxisData.split``), after
     JAX's checks: all split alike, and over the ``spmd_axis_name`` given, if one is."""
-    layouts = {batch_layout(leaf, d) for leaf, d in zip(leaves, dims) if d is not None}
-    splits = {(entry,) if isinstance(entry, str) else tuple(entry or ()) for entry in layouts}
+    layouts = [(leaf, batch_layout(leaf, d)) for leaf, d in zip(leaves, dims) if d is not None]
+    splits = {(entry,) if isinstance(entry, str) else tuple(entry or ()) for _, entry in layouts}
     if len(splits) > 1:
         shown = " vs ".join(",".join(s) or "None" for s in sorted(splits))
         raise ValueError(f"Mapped away dimension of inputs passed to vmap should be sharded "
@@ -317,12 +323,11 @@ def _batch_split(spmd_axis_name: Any, leaves: list, dims: list) -> Any:
                 f"is allowed. Got spmd_axis_name={wanted} and arrays sharded on "
                 f"explicit_mesh_axis={split}: vmap over the axis the arguments are split "
                 f"over, or reshard them first.")
-    split = next(((leaf, d) for leaf, d in zip(leaves, dims)
-                  if d is not None and batch_layout(leaf, d)), None)
-    if split is None:
+    leaf, entry = next(((leaf, entry) for leaf, entry in layouts if entry), (None, None))
+    if entry is None:
         return None
-    sharding = get_aval(split[0]).sharding
-    return sharding.with_spec(type(sharding.spec)(batch_layout(*split)))
+    sharding = get_aval(leaf).sharding
+    return sharding.with_spec(type(sharding.spec)(entry))
 
 
 def _check_axes_spec(axes: Any, what: str) -> None:

@@ -40,11 +40,11 @@ from stage1_autodiff import prims as lax
 from .batching import (
     AxisData,
     BatchingRule,
-    batch_layout,
     batching_rules,
     bdim_at,
     moveaxis,
     not_mapped,
+    with_batch_layout,
 )
 
 Dims = list[int | None]
@@ -157,8 +157,7 @@ def broadcast_in_dim_batching_rule(axis_data: AxisData, vals_in: list, dims_in: 
     dims = [d + (d >= out_bdim) for d in broadcast_dimensions]
     dims.insert(x_bdim, out_bdim)
     shape = shape[:out_bdim] + (axis_data.size,) + shape[out_bdim:]
-    if out_sharding is not None:  # stage 4: the batch dim keeps its layout
-        out_sharding = out_sharding.inserted(out_bdim, batch_layout(x, x_bdim))
+    out_sharding = with_batch_layout(out_sharding, out_bdim, x, x_bdim)  # (stage 4)
     return [lax.broadcast_in_dim(x, shape, dims, out_sharding)], [out_bdim]
 batching_rules[lax.broadcast_in_dim_p] = broadcast_in_dim_batching_rule
 # --8<-- [end:broadcast_in_dim_batching_rule]
@@ -172,8 +171,7 @@ def reshape_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
     (x,), (x_bdim,) = vals_in, dims_in
     x = moveaxis(x, x_bdim, 0)
     new_sizes = (axis_data.size,) + tuple(new_sizes)
-    if out_sharding is not None:  # stage 4: the batch dim keeps its layout
-        out_sharding = out_sharding.inserted(0, batch_layout(x, 0))
+    out_sharding = with_batch_layout(out_sharding, 0, x, 0)  # (stage 4)
     return [lax.reshape(x, new_sizes, out_sharding=out_sharding)], [0]
 batching_rules[lax.reshape_p] = reshape_batching_rule
 # --8<-- [end:reshape_batching_rule]
@@ -318,9 +316,8 @@ def dot_general_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims,
     else:
         out_bdim = len(x_batch) + len(x_free) + y_free.index(y_bdim)
     dims = ((x_contract, y_contract), (x_batch, y_batch))
-    if out_sharding is not None:  # stage 4: the batch dim keeps its layout
-        out_sharding = out_sharding.inserted(out_bdim, batch_layout(x, x_bdim) if x_bdim
-                                             is not not_mapped else batch_layout(y, y_bdim))
+    batched, bdim = (x, x_bdim) if x_bdim is not not_mapped else (y, y_bdim)
+    out_sharding = with_batch_layout(out_sharding, out_bdim, batched, bdim)  # (stage 4)
     return [lax.dot_general(x, y, dims, None, preferred_element_type, out_sharding)], [out_bdim]
     # --8<-- [end:task3_1]
 batching_rules[lax.dot_general_p] = dot_general_batching_rule

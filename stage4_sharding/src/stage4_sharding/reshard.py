@@ -25,7 +25,7 @@ from stage1_autodiff.core import (
 )
 from stage1_autodiff.tree_util import tree_map
 from stage2_jit.abstract_eval import abstract_eval_rules
-from stage3_vmap.batching import batch_layout, batching_rules, not_mapped
+from stage3_vmap.batching import batching_rules, not_mapped, with_batch_layout
 
 from .arrays import shard
 from .mesh import AxisType
@@ -125,7 +125,7 @@ def reshard_batching_rule(axis_data, vals, dims, *, sharding):
         return reshard_p.bind(x, sharding=sharding), [not_mapped]
     # The batch dim keeps its own layout, as JAX's (an axis the new spec uses too is JAX's
     # DuplicateSpecError).
-    return reshard_p.bind(x, sharding=sharding.inserted(bdim, batch_layout(x, bdim))), [bdim]
+    return reshard_p.bind(x, sharding=with_batch_layout(sharding, bdim, x, bdim)), [bdim]
 
 
 batching_rules[reshard_p] = reshard_batching_rule
