@@ -77,6 +77,11 @@ class ShardedArray(PlacedArray):
         return assemble(self._shards, self._sharding, self._aval)
 
     @property
+    def is_fully_addressable(self) -> bool:
+        """Whether this process holds every block (always, on one process)."""
+        return len(self._shards) == self._sharding.mesh.devices.size
+
+    @property
     def sharding(self) -> NamedSharding: return self._sharding
 
     @property
