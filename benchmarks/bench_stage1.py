@@ -1,5 +1,8 @@
 """Stage 1 benchmark: what a tape costs, on a scalar and on an MLP.
 
+0. One eager op on a small array, ``x + y`` on two (3,) float32 arrays, outside any
+   transformation: what every primitive costs before any tape. Compared with NumPy's own
+   ``+``, PyTorch and JAX eager.
 1. ``grad(tanh)(1.0)``, with the course's ``tanh(x) = (1 - exp(-2x)) / (1 + exp(-2x))`` and
    with ``jnp.tanh``: almost all of it is per-primitive overhead. Compared with HIPS autograd,
    PyTorch (CPU) and JAX eager, each when installed.
@@ -39,9 +42,11 @@ from common import (  # benchmarks/common.py
 import stage1_autodiff as jax
 from stage1_autodiff import numpy as jnp
 
+EAGER_OP_TARGET_S = 5e-6  # per call of x + y on a small array, outside transformations
 TANH_TARGET_S = 50e-6  # per call of grad(tanh)(1.0)
 MLP_TARGET_RATIO = 1.3  # ours / NumPy, for the MLP gradient
 SIZES, BATCH, LR = (784, 512, 10), 128, 0.1
+SMALL = (np.arange(3, dtype=np.float32), np.full(3, 2.0, np.float32))  # the eager op's x, y
 TANH_GRAD_AT_1 = 1 - np.tanh(1.0) ** 2
 
 Rows = list[tuple[str, Callable[[], object] | str]]  # (name, function to time, or a note)
@@ -68,6 +73,7 @@ TANH_CASES = {
     "grad(tanh)(1.0), tanh = (1 - exp(-2x)) / (1 + exp(-2x))": course_tanh,
     "grad(jnp.tanh)(1.0)": library_tanh,
 }
+EAGER_OP_TITLE = "one eager op: x + y, two (3,) float32 arrays"
 MLP_TITLE = (f"MLP {'-'.join(map(str, SIZES))} loss and gradient, batch {BATCH}, float32, "
              f"tanh, softmax cross-entropy")
 SGD_TITLE = "SGD update p - lr * g over the MLP's parameters"
@@ -170,7 +176,8 @@ def torch_scalar_grad(torch, f):
 def torch_rows() -> dict[str, tuple[str, Callable[[], object]]]:
     import torch
     name = f"PyTorch {torch.__version__}"
-    rows = {}
+    x, y = (torch.from_numpy(a) for a in SMALL)
+    rows = {EAGER_OP_TITLE: (name, lambda: x + y)}
     for title, make_f in TANH_CASES.items():
         grad_f = torch_scalar_grad(torch, make_f(torch))
         np.testing.assert_allclose(float(grad_f(1.0)), TANH_GRAD_AT_1, rtol=1e-5)
@@ -193,7 +200,9 @@ def torch_rows() -> dict[str, tuple[str, Callable[[], object]]]:
 
 def jax_rows() -> dict[str, tuple[str, Callable[[], object]]]:
     import jax as real_jax
-    rows = {}
+    x, y = (real_jax.numpy.asarray(a) for a in SMALL)
+    rows = {EAGER_OP_TITLE: (f"JAX {real_jax.__version__} eager",
+                             lambda: (x + y).block_until_ready())}
     for title, make_f in TANH_CASES.items():
         grad_f = real_jax.grad(make_f(real_jax.numpy))
         np.testing.assert_allclose(float(grad_f(1.0)), TANH_GRAD_AT_1, rtol=1e-5)
@@ -202,10 +211,10 @@ def jax_rows() -> dict[str, tuple[str, Callable[[], object]]]:
     return rows
 
 
-ALL_TITLES = (*TANH_CASES, MLP_TITLE, SGD_TITLE)
+ALL_TITLES = (EAGER_OP_TITLE, *TANH_CASES, MLP_TITLE, SGD_TITLE)
 FRAMEWORKS = (  # module, its rows, its name when missing, the tables it has a row in
     ("torch", torch_rows, "PyTorch (CPU)", ALL_TITLES),
-    ("jax", jax_rows, "JAX eager", tuple(TANH_CASES)),
+    ("jax", jax_rows, "JAX eager", (EAGER_OP_TITLE, *TANH_CASES)),
 )
 
 
@@ -225,6 +234,17 @@ def other_framework_rows(repeat: int, min_time: float, keep_memory: bool) -> dic
 # ------------------------------------------------------------------------------------------
 # The tables
 # ------------------------------------------------------------------------------------------
+
+
+def bench_eager_op(timing, others: dict[str, TimedRows]) -> None:
+    np_x, np_y = SMALL
+    x, y = jnp.asarray(np_x), jnp.asarray(np_y)
+    np.testing.assert_array_equal(np.asarray(x + y), np_x + np_y)
+    timed = timing([("stage1_autodiff", lambda: x + y), ("NumPy", lambda: np_x + np_y)])
+    timed += others[EAGER_OP_TITLE]
+    print_table(EAGER_OP_TITLE, timed)
+    verdict = "met" if timed[0][1].best <= EAGER_OP_TARGET_S else "MISSED"
+    print(f"  target <= {EAGER_OP_TARGET_S * 1e6:.0f} µs per call: {verdict}")
 
 
 def bench_tanh(timing, others: dict[str, TimedRows]) -> None:
@@ -292,6 +312,7 @@ def main(argv: list[str] | None = None) -> None:
           f"{malloc_summary(keep_memory)}")
     print("best and median of the repeats, per call; ours / this > 1 means ours is slower")
     others = other_framework_rows(repeat, min_time, keep_memory)
+    bench_eager_op(timing, others)
     bench_tanh(timing, others)
     bench_mlp(timing, others)
 

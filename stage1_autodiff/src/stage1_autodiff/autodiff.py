@@ -331,6 +331,8 @@ def _check_argnums(argnums: int | Sequence[int], num_args: int, name: str) -> tu
     """As JAX: too few positional arguments for ``argnums`` is a ``TypeError`` (as for a
     Python call missing an argument), a negative number past the start a ``ValueError``."""
     nums = ensure_index_tuple(argnums)
+    if nums and 0 <= min(nums) and max(nums) < num_args:
+        return nums  # the usual case, checked in one step: every ``grad`` call asks
     check_enough_positional(nums, num_args, name)
     return normalize_argnums(nums, num_args, name)
 
@@ -344,6 +346,10 @@ def _leaf_dtype(leaf: Any) -> np.dtype:
 def _check_input_dtypes(args: tuple[Any, ...], argnums: tuple[int, ...], allow_int: bool,
                         name: str, holomorphic: bool = False) -> None:
     for argnum in argnums:
+        arg = args[argnum]
+        if not holomorphic and (type(arg) is float or (
+                type(arg) is Array and dtypes.is_inexact(arg.dtype))):
+            continue  # the usual case, a float or a float array: no tree to walk
         leaves = tree_flatten(args[argnum])[0]
         if holomorphic:
             check_complex([_leaf_dtype(x) for x in leaves], name, "inputs")
@@ -374,20 +380,20 @@ def _check_scalar_output(out: Any, name: str, holomorphic: bool = False) -> None
     if not isinstance(out, (Array, Tracer)):
         raise TypeError(f"{name} requires a scalar array output, but the function returned a "
                         f"{type(out).__name__}. Return a single scalar array, or use vjp.")
-    aval = out.aval
-    if aval.shape != ():
+    if out.shape != ():
         raise TypeError(
             f"Gradient only defined for scalar-output functions. Output had shape: "
-            f"{aval.shape}. Reduce the output to a scalar (for example with .sum() or "
+            f"{out.shape}. Reduce the output to a scalar (for example with .sum() or "
             f".mean()), or use jacrev/jacfwd (stage 3) or vjp for a vector-valued function.")
+    dtype = out.dtype
     if holomorphic:
-        check_complex([aval.dtype], name, "outputs")
-    elif not dtypes.is_float(aval.dtype):
+        check_complex([dtype], name, "outputs")
+    elif not dtypes.is_float(dtype):
         hint = (" For holomorphic differentiation, pass holomorphic=True. Otherwise take a real "
                 "part first (jnp.real, jnp.abs), or use jax.vjp directly."
-                if dtypes.is_complex(aval.dtype) else "")
+                if dtypes.is_complex(dtype) else "")
         raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
-                        f"of np.floating), but got {aval.dtype.name}.{hint}")
+                        f"of np.floating), but got {dtype.name}.{hint}")
 
 
 # --8<-- [start:value_and_grad]
@@ -404,10 +410,11 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         5.0 [2. 4.]
     """
     check_callable(fun)
-    ensure_index_tuple(argnums)  # a malformed argnums fails here, its range at the call
+    index_tuple = ensure_index_tuple(argnums)  # a malformed argnums fails here, its range at
+    single = is_single_index(argnums)          # the call
 
     def value_and_grad_f(*args, **kwargs):
-        nums = _check_argnums(argnums, len(args), "grad")
+        nums = _check_argnums(index_tuple, len(args), "grad")
         _check_input_dtypes(args, nums, allow_int, "grad", holomorphic)
 
         def f_of_diff_args(*diff_args):
@@ -417,14 +424,22 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             return fun(*full_args, **kwargs)
 
         diff_args = tuple(args[n] for n in nums)
-        value, pullback, _, _, aux = _vjp(f_of_diff_args, diff_args, has_aux)
-        _check_scalar_output(value, "grad", holomorphic)
-        g = pullback([lax.full_like(value, 1)])
-        g = g[0] if is_single_index(argnums) else g
+        with numpy_warnings_off():  # once for both passes (each would otherwise enter it)
+            value, pullback, _, _, aux = _vjp(f_of_diff_args, diff_args, has_aux)
+            _check_scalar_output(value, "grad", holomorphic)
+            g = pullback([_one_like(value)])
+        g = g[0] if single else g
         return ((value, aux), g) if has_aux else (value, g)
 
     return value_and_grad_f
 # --8<-- [end:value_and_grad]
+
+
+def _one_like(value: Any) -> Any:
+    """The cotangent that starts the backward pass: a 1 of the scalar output's type."""
+    if type(value) is Array:  # (a host array: no layout to copy, no tracer to lift)
+        return Array(np.asarray(1, value.dtype), value.weak_type)
+    return lax.full_like(value, 1)
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,

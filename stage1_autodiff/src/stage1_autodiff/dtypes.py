@@ -62,6 +62,7 @@ _X64_ONLY = {int64, uint64, float64, complex128}
 _SUPPORTED = (bool_, int8, int16, int32, uint8, uint16, uint32, float16, bfloat16, float32,
               complex64, int64, uint64, float64, complex128)
 _TO_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+_IS_SUPPORTED = frozenset(_SUPPORTED)  # a set: ``in`` a tuple costs a comparison per entry
 
 
 def default_float_dtype() -> np.dtype:
@@ -84,7 +85,7 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
         dtype('float32')
     """
     dtype = np.dtype(dtype)
-    if dtype not in _SUPPORTED:
+    if dtype not in _IS_SUPPORTED:
         names = ", ".join(str(d) for d in _SUPPORTED[:11])
         raise TypeError(
             f"dtype {dtype} is not supported. Supported dtypes are {names}, and int64, uint64, "
