@@ -432,7 +432,6 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         return ((value, aux), g) if has_aux else (value, g)
 
     return value_and_grad_f
-# --8<-- [end:value_and_grad]
 
 
 def _one_like(value: Any) -> Any:
@@ -440,6 +439,7 @@ def _one_like(value: Any) -> Any:
     if type(value) is Array:  # (a host array: no layout to copy, no tracer to lift)
         return Array(np.asarray(1, value.dtype), value.weak_type)
     return lax.full_like(value, 1)
+# --8<-- [end:value_and_grad]
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
