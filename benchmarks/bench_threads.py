@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from common import print_verdicts, verdict  # benchmarks/common.py
+
 HERE = Path(__file__).resolve().parent
 SETTINGS = {
     "default": {},
@@ -95,21 +97,15 @@ def main(argv: list[str] | None = None) -> None:
             times[label] = quiet, loaded
         except (RuntimeError, subprocess.TimeoutExpired) as e:  # JAX not installed, say
             print(f"  {label:36s} unavailable: {str(e).strip().splitlines()[-1][:60]}")
-    print_verdicts(times.get("ours jit, default"), times.get("JAX 0.10.2 jax.jit"))
-
-
-def print_verdicts(ours: tuple[float, float] | None, jax: tuple[float, float] | None) -> None:
-    """The issue's target, ours / JAX in each condition, from the times measured above."""
-    print(f"target (issue 17): ours jit (default settings) / JAX <= {TARGET_RATIO}, quiet and "
-          f"under load")
+    ours, jax = times.get("ours jit, default"), times.get("JAX 0.10.2 jax.jit")
+    title = f"target (issue 17): ours jit (default settings) / JAX <= {TARGET_RATIO}"
     if ours is None or jax is None:
-        print("  not measured: a row above is unavailable")
+        print(f"{title}: not measured, a row above is unavailable")
         return
-    for condition, mine, theirs in zip(("quiet", "under load"), ours, jax):
-        ratio = mine / theirs
-        verdict = "met" if ratio <= TARGET_RATIO else "MISSED"
-        print(f"  {condition}: {ratio:.2f}x, {verdict}")
-
+    print_verdicts([(f"MLP step, {condition}", f"{mine / theirs:.2f}x", f"<= {TARGET_RATIO}x",
+                     verdict(mine / theirs <= TARGET_RATIO))
+                    for condition, mine, theirs in zip(("quiet", "under load"), ours, jax)],
+                   title)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -327,10 +327,9 @@ def _check_cotangents(ct: Any, out_tree: Any, primals_out: list[Any]) -> list[An
     return checked
 
 
-def _check_argnums(argnums: int | Sequence[int], num_args: int, name: str) -> tuple[int, ...]:
+def _check_argnums(nums: tuple[int, ...], num_args: int, name: str) -> tuple[int, ...]:
     """As JAX: too few positional arguments for ``argnums`` is a ``TypeError`` (as for a
     Python call missing an argument), a negative number past the start a ``ValueError``."""
-    nums = ensure_index_tuple(argnums)
     if nums and 0 <= min(nums) and max(nums) < num_args:
         return nums  # the usual case, checked in one step: every ``grad`` call asks
     check_enough_positional(nums, num_args, name)
@@ -350,13 +349,13 @@ def _check_input_dtypes(args: tuple[Any, ...], argnums: tuple[int, ...], allow_i
         if not holomorphic and (type(arg) is float or (
                 type(arg) is Array and dtypes.is_inexact(arg.dtype))):
             continue  # the usual case, a float or a float array: no tree to walk
-        leaves = tree_flatten(args[argnum])[0]
+        leaves = tree_flatten(arg)[0]
         if holomorphic:
             check_complex([_leaf_dtype(x) for x in leaves], name, "inputs")
             continue
         if allow_int or all(dtypes.is_inexact(_leaf_dtype(x)) for x in leaves):
             continue
-        for path, leaf in tree_flatten_with_path(args[argnum])[0]:
+        for path, leaf in tree_flatten_with_path(arg)[0]:
             dtype = _leaf_dtype(leaf)
             if dtypes.is_inexact(dtype):
                 continue
