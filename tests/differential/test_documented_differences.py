@@ -1384,9 +1384,16 @@ def test_addressable_shards_are_pairs_of_a_device_and_its_block() -> None:
     ``(device, block)`` tuples, with the same devices and blocks in the same order, and the
     index from the sharding."""
     value = np.arange(16.0, dtype=np.float32)
-    theirs = _split(jax, jax.make_mesh((8,), ("d",)), value, "d").addressable_shards
+    their_x = _split(jax, jax.make_mesh((8,), ("d",)), value, "d")
+    theirs = their_x.addressable_shards
     x = _split(sj, sj.make_mesh((8,), ("d",)), value, "d")
     ours = x.addressable_shards
+    # addressable_data(i): the i-th block as an array in both, JAX's on device i, ours on 0
+    for i in (0, 5):
+        assert np.asarray(x.addressable_data(i)).tolist() == \
+            np.asarray(their_x.addressable_data(i)).tolist() == value[2 * i:2 * i + 2].tolist()
+        assert their_x.addressable_data(i).devices() == {jax.devices()[i]}
+        assert x.addressable_data(i).devices() == {sj.devices()[0]}
     assert all(type(s).__name__ == "Shard" and not isinstance(s, tuple) for s in theirs)
     assert all(isinstance(s, tuple) and len(s) == 2 for s in ours)
     assert [d.id for d, _ in ours] == [s.device.id for s in theirs]

@@ -19,8 +19,7 @@ def _split(lib):
 
 
 def _blocks(index_map, shape):
-    """A devices-indices map with each slice as (start, stop): JAX writes an unsplit dim as
-    ``slice(None)``, we write its bounds; the elements are the same."""
+    """A devices-indices map with each slice as (start, stop), sorted by device id."""
     return sorted((d.id, tuple(s.indices(n)[:2] for s, n in zip(index, shape)))
                   for d, index in index_map.items())
 
@@ -67,3 +66,64 @@ def _key_facts(lib):
                          ids=["NamedSharding", "Mesh", "Array", "key array"])
 def test_attributes_equal_jax_s(facts):
     assert facts(jax) == facts(real)
+
+
+INDEX_MAP_CASES = [  # (spec, shape) on a (4, 2, 1) mesh of axes x, y, z
+    (("x",), (8, 4)), (("z", "x"), (8, 4)), ((None, ("x", "y")), (2, 16)), ((), (3,)),
+    (("y", "x"), (0, 4)), ((("x", "z"),), (8,)), (("y",), (4, 3))]
+
+
+@pytest.mark.parametrize("spec, shape", INDEX_MAP_CASES, ids=str)
+def test_devices_indices_map_equals_jax_s_slice_for_slice(spec, shape):
+    """A dim no mesh axis splits (or only axes of size 1 split) is ``slice(None)``, the
+    others their bounds, a zero-size dim's included: JAX's slices exactly, not just the same
+    elements."""
+    def index_map(lib):
+        mesh = lib.make_mesh((4, 2, 1), ("x", "y", "z"))
+        sharding = lib.sharding.NamedSharding(mesh, lib.sharding.PartitionSpec(*spec))
+        return {d.id: index for d, index in sharding.devices_indices_map(shape).items()}
+    assert index_map(jax) == index_map(real)
+
+
+def _buffer_facts(lib):
+    """What the buffer-level methods of a split array, a replicated one and a plain one
+    give. Of an array every device holds whole, ``addressable_data`` gives the whole array
+    whatever the index; of a split one, an index past the blocks is an IndexError."""
+    mesh, x, P, NS = _split(lib)
+    y = lib.numpy.arange(6.0).reshape(3, 2)
+    replicated = lib.device_put(np.arange(4.0, dtype=np.float32), NS(mesh, P()))
+    facts = []
+    for a in (x, y, replicated):
+        first, last, far = a.addressable_data(0), a.addressable_data(-1), a.addressable_data(3)
+        facts.append((a.on_device_size_in_bytes(), first.shape, np.asarray(first).tolist(),
+                      np.asarray(last).tolist(), np.asarray(far).tolist(),
+                      a.copy_to_host_async()))
+    facts.append(np.asarray(replicated.addressable_data(20)).tolist())
+    with pytest.raises(IndexError):
+        x.addressable_data(8)
+    return facts
+
+
+def test_buffer_methods_equal_jax_s():
+    assert _buffer_facts(jax) == _buffer_facts(real)
+
+
+@pytest.mark.parametrize("name, error", [("flat", NotImplementedError),
+                                         ("device_buffer", AttributeError),
+                                         ("device_buffers", AttributeError)])
+def test_removed_and_refused_attributes_raise_as_jax_s_do(name, error):
+    """``x.flat`` is refused, and ``device_buffer(s)``, which JAX removed, raise an
+    AttributeError that names the replacement (so ``hasattr`` is False in both)."""
+    for lib in (jax, real):
+        with pytest.raises(error):
+            getattr(lib.numpy.ones(3), name)
+    with pytest.raises(AttributeError, match="addressable"):
+        jax.numpy.ones(3).device_buffer
+
+
+def test_addressable_data_of_a_deleted_array_raises_as_jax_s_does():
+    for lib in (jax, real):
+        y = lib.numpy.ones(3)
+        y.delete()
+        with pytest.raises(RuntimeError, match="deleted"):
+            y.addressable_data(0)

@@ -629,6 +629,22 @@ class ArrayMethods:
     @property
     def nbytes(self) -> int: return self.size * self.dtype.itemsize
 
+    @property
+    def flat(self):
+        raise NotImplementedError("JAX arrays have no .flat iterator (it would write into "
+                                  "the array): use x.ravel() or x.flatten() instead.")
+
+    # Names older JAX had, which JAX 0.10 answers with an AttributeError saying what replaced
+    # them; so do we.
+    @property
+    def device_buffer(self):
+        raise AttributeError("x.device_buffer was removed from JAX: use x.addressable_data(0).")
+
+    @property
+    def device_buffers(self):
+        raise AttributeError("x.device_buffers was removed from JAX: use "
+                             "[block for _, block in x.addressable_shards].")
+
     def astype(self, dtype, copy=False, device=None):
         return jnp.astype(self, dtype, copy=copy, device=device)
     def ravel(self, order="C"): return jnp.ravel(self, order)
@@ -871,6 +887,27 @@ class Array(ArrayMethods):
 
     is_fully_replicated = property(lambda self: self.sharding.is_fully_replicated)
     is_fully_addressable = property(lambda self: self.sharding.is_fully_addressable)
+
+    @property
+    def addressable_shards(self) -> list[tuple[Device, np.ndarray]]:
+        """The blocks this process holds, as (device, block) pairs: here one, the whole
+        array (JAX's entries are ``Shard`` objects: see "Differences from JAX")."""
+        return [(self.device, self._concrete_value("x.addressable_shards"))]
+
+    def addressable_data(self, index: int) -> Array:
+        """The block this process holds on its ``index``-th device, as an array: this array,
+        which its one device holds whole (JAX answers so for any ``index``)."""
+        self._concrete_value("x.addressable_data")  # (a deleted array raises)
+        return self
+
+    def on_device_size_in_bytes(self) -> int:
+        """The bytes the array takes on all its devices together: a block per device, so a
+        block that several devices hold counts once for each, as in JAX."""
+        block = self.sharding.shard_shape(self.shape)
+        return math.prod(block) * self.dtype.itemsize * self.sharding.num_devices
+
+    def copy_to_host_async(self) -> None:
+        """Starts copying the array to the host; its data is already in host memory."""
 
     def is_ready(self) -> bool:
         """Whether the computation has finished: an array here is made finished."""

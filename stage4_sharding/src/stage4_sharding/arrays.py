@@ -96,6 +96,13 @@ class ShardedArray(PlacedArray):
     def addressable_shards(self) -> list[tuple[Device, np.ndarray]]:
         return list(self._shards.items())
 
+    def addressable_data(self, index: int) -> Array:
+        """The block this process holds on its ``index``-th device, as an array (on device 0:
+        see "Differences from JAX"); of a replicated array, the whole array whatever
+        ``index``, as JAX answers."""
+        blocks = list(self._shards.values())
+        return Array(blocks[0 if self.is_fully_replicated else index], self.weak_type)
+
     @classmethod
     def apply_primitive(cls, prim: Primitive, arrays: list[Array],
                         params: dict[str, Any]) -> list[Array]:
@@ -391,7 +398,7 @@ def visualize_array_sharding(x: ShardedArray) -> str:
     holders: dict[tuple[int, int], list[int]] = {}
     for device, index in sharding.devices_indices_map(x.shape).items():
         index = index if x.ndim == 2 else (slice(0, 1),) + index
-        key = (index[0].start // block[0], index[1].start // block[1])
+        key = ((index[0].start or 0) // block[0], (index[1].start or 0) // block[1])
         holders.setdefault(key, []).append(device.id)
     labels = {key: "CPU " + ",".join(str(i) for i in sorted(ids)) for key, ids in holders.items()}
     width = max(len(label) for label in labels.values()) + 2

@@ -192,7 +192,8 @@ class NamedSharding:
         return tuple(size // self.num_shards(dim) for dim, size in enumerate(shape))
 
     def devices_indices_map(self, shape: tuple[int, ...]) -> dict[Any, tuple[slice, ...]]:
-        """Each device's block of an array of ``shape``, as slices."""
+        """Each device's block of an array of ``shape``, as slices; a dim no mesh axis
+        splits is ``slice(None)``, the whole dim, as JAX writes it."""
         block = self.shard_shape(shape)
         names = self.mesh.axis_names
         result = {}
@@ -200,6 +201,9 @@ class NamedSharding:
             where = dict(zip(names, coords))
             index = []
             for dim, size in enumerate(block):
+                if self.num_shards(dim) == 1:  # not split, or over axes of size 1
+                    index.append(slice(None))
+                    continue
                 position = 0
                 for name in self.spec.axes_of(dim):
                     position = position * self.mesh.shape[name] + where[name]
