@@ -1117,12 +1117,25 @@ def test_an_array_that_is_not_split_lives_on_device_0() -> None:
         placed = lib.device_put(np_.ones(3), lib.devices()[3])
         made = np_.zeros(3, device=lib.devices()[3])
         assert str(lib.typeof(x)) == "float32[8,4]"
+        # committed: as JAX's for arrays made without a device and for split ones ...
+        split = lib.device_put(np.ones(8, np.float32), lib.sharding.NamedSharding(
+            lib.make_mesh((8,), ("d",)), lib.sharding.PartitionSpec("d")))
+        plain = np_.ones(3)
+        assert not plain.committed and not lib.device_put(np.ones(3)).committed
+        assert not lib.jit(lambda a: a * 2)(plain).committed
+        assert split.committed and (split + 1).committed
+        assert lib.jit(lambda a: a * 2)(split).committed
+        # ... not for one placed on a single device or made under set_mesh, nor for what is
+        # computed from it
+        unsplit = (x, placed, made, placed + 1, lib.jit(lambda a: a * 2)(placed))
         if lib is jax:
             assert isinstance(x.sharding, jax.sharding.NamedSharding)
             assert placed.sharding.device_set == made.sharding.device_set == {jax.devices()[3]}
+            assert all(a.committed for a in unsplit)
         else:
             assert x.sharding == sj.sharding.SingleDeviceSharding(sj.devices()[0])
             assert placed.sharding.device_set == made.sharding.device_set == {sj.devices()[0]}
+            assert not any(a.committed for a in unsplit)
 
 
 def test_device_put_copies_numpy_data() -> None:

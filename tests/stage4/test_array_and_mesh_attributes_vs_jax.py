@@ -59,7 +59,8 @@ def _key_facts(lib):
     return ({name: (m.shape, np.asarray(lib.random.key_data(m)).tolist())
              for name, m in moved.items()},
             k.itemsize, ks.nbytes, type(ks.block_until_ready()) is type(ks),
-            len(ks.devices()), ks.sharding == ks.sharding)
+            len(ks.devices()), ks.sharding == ks.sharding, ks.committed,
+            ks.on_device_size_in_bytes())
 
 
 @pytest.mark.parametrize("facts", [_sharding_facts, _mesh_facts, _array_facts, _key_facts],

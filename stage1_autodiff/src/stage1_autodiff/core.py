@@ -906,6 +906,13 @@ class Array(ArrayMethods):
         block = self.sharding.shard_shape(self.shape)
         return math.prod(block) * self.dtype.itemsize * self.sharding.num_devices
 
+    @property
+    def committed(self) -> bool:
+        """Whether the array was placed on its devices on purpose, so that a computation
+        must run where it is. A host array never was (JAX's ``device_put(x, device)`` is:
+        see "Differences from JAX"); stage 2's GPU arrays and stage 4's sharded ones are."""
+        return False
+
     def copy_to_host_async(self) -> None:
         """Starts copying the array to the host; its data is already in host memory."""
 

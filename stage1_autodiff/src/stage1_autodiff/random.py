@@ -124,6 +124,11 @@ class PRNGKeyArray:
     def devices(self) -> set:
         return self._data.devices()
 
+    committed = property(lambda self: self._data.committed)
+
+    def on_device_size_in_bytes(self) -> int:
+        return self._data.on_device_size_in_bytes()
+
     @property
     def sharding(self) -> Any:
         """The layout of the keys: their data's, without its last dim (the two words)."""

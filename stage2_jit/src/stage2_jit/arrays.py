@@ -53,6 +53,8 @@ class PlacedArray(Array):
     @property
     def aval(self) -> ShapedArray: return self._aval
 
+    committed = property(lambda self: True)  # put on its devices by device_put or a program
+
 
 # --8<-- [start:gpu_array]
 class GpuArray(PlacedArray):
