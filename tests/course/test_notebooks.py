@@ -110,7 +110,9 @@ def test_notebook_runs_and_prints_what_the_page_shows(
     client = NotebookClient(nb, km=kernel, timeout=600, startup_timeout=120,
                             resources={"metadata": {"path": str(REPO)}})
     try:
-        client.execute()
+        # cleanup_kc: shut the kernel down afterwards, which nbclient leaves running when it
+        # is given the manager (each would hold its process, 100-300 MB, to the suite's end)
+        client.execute(cleanup_kc=True)
     except CellExecutionError:
         pass  # the failing cell holds the error, reported below with its line in the page
     for number, (cell, block) in enumerate(zip(cells, blocks), start=1):
