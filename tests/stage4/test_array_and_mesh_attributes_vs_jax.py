@@ -128,3 +128,14 @@ def test_addressable_data_of_a_deleted_array_raises_as_jax_s_does():
         y.delete()
         with pytest.raises(RuntimeError, match="deleted"):
             y.addressable_data(0)
+
+
+def test_to_device_moves_as_device_put_and_refuses_a_stream():
+    for lib in (jax, real):
+        x = lib.numpy.arange(4.0)
+        moved = x.to_device(lib.devices()[0])
+        traced = lib.jit(lambda a: a.to_device(lib.devices()[0]) * 2)(x)
+        assert np.asarray(moved).tolist() == [0.0, 1.0, 2.0, 3.0]
+        assert np.asarray(traced).tolist() == [0.0, 2.0, 4.0, 6.0]
+        with pytest.raises(NotImplementedError, match="stream"):
+            x.to_device(lib.devices()[0], stream=1)

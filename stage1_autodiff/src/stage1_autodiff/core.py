@@ -33,7 +33,7 @@ from .errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
-from .extension import device_memory, executor_for
+from .extension import device_memory, executor_for, place
 
 # --8<-- [start:shaped_array]
 _SHORT_DTYPE_NAMES = {
@@ -647,6 +647,11 @@ class ArrayMethods:
 
     def astype(self, dtype, copy=False, device=None):
         return jnp.astype(self, dtype, copy=copy, device=device)
+    def to_device(self, device, *, stream=None):  # the array API's name for device_put
+        if stream is not None:
+            raise NotImplementedError("x.to_device(device, stream=...): there are no streams "
+                                      "here (nor in JAX's CPU client); leave stream out.")
+        return place(self, device, None)
     def ravel(self, order="C"): return jnp.ravel(self, order)
     def flatten(self, order="C"): return jnp.ravel(self, order)
     def squeeze(self, axis=None): return jnp.squeeze(self, axis)
