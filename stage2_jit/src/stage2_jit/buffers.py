@@ -160,8 +160,9 @@ def fresh_pages(size: int) -> np.ndarray:
     touch. Huge pages (what ``np.empty`` asks for, for 4 MiB or more) make that touch cheaper
     on a bare machine, but in a virtual machine whose host takes back the guest's free memory,
     a fresh 2 MiB page can take milliseconds to fault in: a new 100 MB result often took 0.1
-    to 0.6 s to write, in 4 KiB pages 22 to 26 ms. Once touched, the two run kernels equally
-    fast (``course/stage2/buffers.md`` has the measurements)."""
+    to 0.6 s to write, in 4 KiB pages 22 to 26 ms. Once touched, huge pages can run a
+    memory-bound kernel up to a third faster (fewer page walks): the price of avoiding that
+    worst case (``course/stage2/buffers.md`` has the measurements)."""
     if not hasattr(mmap, "MADV_NOHUGEPAGE"):  # not Linux: the system allocator's choice
         return np.empty(size, np.uint8)
     memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
