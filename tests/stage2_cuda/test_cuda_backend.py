@@ -236,11 +236,15 @@ def test_device_put_and_jit_results_stay_on_the_gpu():
     np.testing.assert_allclose(np.asarray(y), (x23 * x23 + 1) ** 2 + 1, rtol=1e-6)
     back = jax.device_put(y, jax.devices("cpu")[0])
     assert back.devices() == {jax.devices("cpu")[0]} and type(back) is jax.Array
+    # committed: placed on the GPU, and what is computed from it (as in JAX); the host copy,
+    # an array on one CPU device, is not (a documented difference)
+    assert x.committed and y.committed and not back.committed
 
 
 def test_jit_on_host_inputs_with_the_cuda_backend_returns_gpu_arrays():
     out = jax.jit(lambda v: v + 1.0, backend="gpu")(x23)  # "gpu" is JAX's name for it
     assert out.devices() == {jax.devices("gpu")[0]}
+    assert out.committed  # JAX leaves it uncommitted: see "Differences from JAX"
     np.testing.assert_allclose(out, x23 + 1.0)
 
 
