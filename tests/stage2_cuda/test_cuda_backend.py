@@ -241,6 +241,17 @@ def test_device_put_and_jit_results_stay_on_the_gpu():
     assert x.committed and y.committed and not back.committed
 
 
+def test_a_deleted_gpu_array_raises_jax_s_error_on_every_use():
+    x = jax.device_put(x23, jax.devices("gpu")[0])
+    x.delete()
+    x.delete()  # a second delete does nothing
+    assert x.is_deleted() and x.shape == (2, 3)
+    for use in (np.asarray, lambda a: a + 1, jax.jit(lambda a: a * 2),
+                lambda a: jax.device_put(a, jax.devices("cpu")[0])):
+        with pytest.raises(RuntimeError, match="deleted"):
+            use(x)
+
+
 def test_jit_on_host_inputs_with_the_cuda_backend_returns_gpu_arrays():
     out = jax.jit(lambda v: v + 1.0, backend="gpu")(x23)  # "gpu" is JAX's name for it
     assert out.devices() == {jax.devices("gpu")[0]}

@@ -139,3 +139,27 @@ def test_to_device_moves_as_device_put_and_refuses_a_stream():
         assert np.asarray(traced).tolist() == [0.0, 2.0, 4.0, 6.0]
         with pytest.raises(NotImplementedError, match="stream"):
             x.to_device(lib.devices()[0], stream=1)
+
+
+def _deleted_facts(lib):
+    """A split array deleted: what still answers (its type), and which uses raise JAX's
+    RuntimeError; each device stops counting its block at once (memory_stats, here)."""
+    mesh, x, P, NS = _split(lib)
+    x.delete()
+    x.delete()  # a second delete does nothing
+    facts = [x.is_deleted(), x.shape, str(x.dtype)]
+    for use in (np.asarray, lambda a: a + 1, lib.jit(lambda a: a * 2),
+                lambda a: a.addressable_data(0), lambda a: a.on_device_size_in_bytes()):
+        with pytest.raises(RuntimeError, match="deleted"):
+            use(x)
+    return facts
+
+
+def test_a_deleted_split_array_raises_as_jax_s_does():
+    assert _deleted_facts(jax) == _deleted_facts(real)
+    device = jax.devices()[3]
+    before = device.memory_stats()["bytes_in_use"]
+    mesh, x, P, NS = _split(jax)
+    assert device.memory_stats()["bytes_in_use"] > before
+    x.delete()
+    assert device.memory_stats()["bytes_in_use"] == before

@@ -836,6 +836,9 @@ class DeletedBuffer:
     __array__ = __array_ufunc__ = __array_function__ = __getitem__ = __setitem__ = _deleted
     __len__ = __iter__ = __float__ = __int__ = __bool__ = __index__ = item = _deleted
     reshape = astype = copy = tolist = view = _deleted
+    # what later stages read off a device buffer, or off a sharded array's blocks
+    copy_to_host = get = items = values = keys = __contains__ = _deleted
+    __cuda_array_interface__ = property(_deleted)
 
 
 # --8<-- [start:array]
@@ -908,6 +911,8 @@ class Array(ArrayMethods):
     def on_device_size_in_bytes(self) -> int:
         """The bytes the array takes on all its devices together: a block per device, so a
         block that several devices hold counts once for each, as in JAX."""
+        if self.is_deleted():
+            DeletedBuffer(self.shape, self.dtype)._deleted()
         block = self.sharding.shard_shape(self.shape)
         return math.prod(block) * self.dtype.itemsize * self.sharding.num_devices
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
-from stage1_autodiff.core import Array, Device, Primitive, ShapedArray
+from stage1_autodiff.core import Array, DeletedBuffer, Device, Primitive, ShapedArray
 
 
 class PlacedArray(Array):
@@ -55,6 +55,20 @@ class PlacedArray(Array):
 
     committed = property(lambda self: True)  # put on its devices by device_put or a program
 
+    def delete(self) -> None:
+        """Lets go of the array's memory now (its GPU buffer, or every device's block); any
+        later use of its values raises JAX's error, as a donated array's does."""
+        if not self.is_deleted():
+            self._host = DeletedBuffer(self._aval.shape, self._aval.dtype)
+            self._let_go()
+
+    def is_deleted(self) -> bool:
+        return type(self._host) is DeletedBuffer
+
+    def _let_go(self) -> None:
+        """Drops the device memory, leaving the ``DeletedBuffer`` in its place."""
+        raise NotImplementedError
+
 
 # --8<-- [start:gpu_array]
 class GpuArray(PlacedArray):
@@ -76,6 +90,9 @@ class GpuArray(PlacedArray):
 
     def _fetch(self) -> np.ndarray:
         return self._buffer.copy_to_host().reshape(self._aval.shape)
+
+    def _let_go(self) -> None:
+        self._buffer = self._host  # the device memory goes back to the caching allocator
 
     @property
     def device(self) -> Device: return self._device

@@ -118,7 +118,8 @@ set_placement(place)
 def _put(leaf: Any, device: Device) -> Array:
     array = asarray(leaf)
     if device.platform == "cpu":
-        return array if type(array) is Array else Array(array._value, array.weak_type)
+        value = array._concrete_value("device_put")  # a deleted array raises, as in JAX
+        return array if type(array) is Array else Array(value, array.weak_type)
     if isinstance(array, GpuArray):
         return array
-    return GpuArray(to_device(array._value), array.aval, device)
+    return GpuArray(to_device(array._concrete_value("device_put")), array.aval, device)

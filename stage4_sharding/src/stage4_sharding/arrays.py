@@ -46,7 +46,7 @@ from .sharding_rules import Spec, spec_of
 class ShardedArray(PlacedArray):
     """An Array split over the devices of a mesh, one block per device."""
 
-    __slots__ = ("_shards", "_sharding")
+    __slots__ = ("_shards", "_sharding", "_release")
 
     def __init__(self, shards: dict[Device, np.ndarray], aval: ShapedArray,
                  sharding: NamedSharding) -> None:
@@ -59,7 +59,11 @@ class ShardedArray(PlacedArray):
         sizes = [(device, block.nbytes) for device, block in shards.items() if not lent(block)]
         for device, nbytes in sizes:
             track_device_memory(device, nbytes)
-        weakref.finalize(self, _release, sizes)
+        self._release = weakref.finalize(self, _release, sizes)
+
+    def _let_go(self) -> None:
+        self._shards = self._host  # the blocks die (or go back to the pool) ...
+        self._release()  # ... and each device stops counting them, once
 
     def _fetch(self) -> np.ndarray:
         """The global array, assembled from the blocks; where several devices hold a copy
@@ -313,7 +317,8 @@ def device_put(x: Any, device: Any = None) -> Any:
     if device is not None and isinstance(device, Device) and device.platform == "cpu":
         if device not in devices():
             raise ValueError(f"{device} is not one of this process's devices {devices()}.")
-        return tree_map(lambda leaf: Array(asarray(leaf)._value, asarray(leaf).weak_type), x)
+        return tree_map(lambda leaf: Array(asarray(leaf)._concrete_value("device_put"),
+                                           asarray(leaf).weak_type), x)
     return stage2_device_put(x, device)
 
 
