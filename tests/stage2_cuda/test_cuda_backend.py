@@ -239,6 +239,7 @@ def test_device_put_and_jit_results_stay_on_the_gpu():
     # committed: placed on the GPU, and what is computed from it (as in JAX); the host copy,
     # an array on one CPU device, is not (a documented difference)
     assert x.committed and y.committed and not back.committed
+    assert jax.device_put(y) is y  # no device: it stays where it is, as in JAX
 
 
 def test_a_deleted_gpu_array_raises_jax_s_error_on_every_use():

@@ -163,3 +163,13 @@ def test_a_deleted_split_array_raises_as_jax_s_does():
     assert device.memory_stats()["bytes_in_use"] > before
     x.delete()
     assert device.memory_stats()["bytes_in_use"] == before
+
+
+def test_device_put_without_a_device_leaves_a_split_array_as_it_is():
+    """As JAX's: no device means "wherever it is", so a split array keeps its blocks (it
+    was gathered to one host array); a NumPy array goes to the default device."""
+    for lib in (jax, real):
+        _, x, _, _ = _split(lib)
+        assert lib.device_put(x) is x
+        assert lib.device_put({"w": x})["w"] is x
+        assert lib.device_put(np.ones(3)).sharding.device_set == {lib.devices()[0]}

@@ -28,7 +28,7 @@ from stage1_autodiff.core import (
 from stage1_autodiff.extension import set_memory_limit, set_placement
 from stage1_autodiff.tree_util import tree_map
 
-from .arrays import GpuArray
+from .arrays import GpuArray, PlacedArray
 from .buffers import DEVICE_POOL, to_device
 
 GPU_PLATFORM_NAMES = ("gpu", "cuda")
@@ -84,7 +84,12 @@ def default_backend() -> str:
 
 def device_put(x: Any, device: Device | None = None) -> Any:
     """Every leaf of the pytree ``x`` as an Array on ``device`` (by default the default
-    backend's first device). Arrays already there are returned as they are."""
+    backend's first device). Arrays already there are returned as they are; so, without a
+    ``device``, is an array placed on devices already (a GPU or a sharded array), as in JAX."""
+    if device is None:
+        target = devices()[0]
+        return tree_map(lambda leaf: leaf if isinstance(leaf, PlacedArray) else
+                        _put(leaf, target), x)
     device = _as_device(device, "device_put")
     return tree_map(lambda leaf: _put(leaf, device), x)
 
