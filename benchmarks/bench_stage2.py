@@ -473,7 +473,10 @@ def dispatch_breakdown(jitted, args: tuple, repeat: int, min_time: float) -> str
 # ------------------------------------------------------------------------------------------
 
 
+HAND = "hand-written Numba prange kernel"
 HAND_INTO_NEW = "  the same, into np.empty_like(x)"  # a new output each call
+HAND_PREALLOCATED = "  the same, preallocated output"
+COPY = "memory copy (np.copyto, prealloc.)"
 
 
 def bench_elementwise(timing, others: dict[str, TimedRows], plot: list[PlotPanel],
@@ -496,11 +499,11 @@ def bench_elementwise(timing, others: dict[str, TimedRows], plot: list[PlotPanel
     rows: Rows = [
         ('stage2_jit jit(backend="cpu")', lambda: ours(x)),
         ("NumPy", lambda: square_plus_double(np_x)),
-        ("hand-written Numba prange kernel", lambda: hand_fused(np_x)),
+        (HAND, lambda: hand_fused(np_x)),
         # the baseline: the loop writing into an output NumPy allocates for each call
         (HAND_INTO_NEW, lambda: hand_fused_into(np_x, np.empty_like(np_x))),
-        ("  the same, preallocated output", lambda: hand_fused_into(np_x, preallocated)),
-        ("memory copy (np.copyto, prealloc.)", lambda: np.copyto(copy_target, np_x)),
+        (HAND_PREALLOCATED, lambda: hand_fused_into(np_x, preallocated)),
+        (COPY, lambda: np.copyto(copy_target, np_x)),
         ("stage-1 eager (no jit)", lambda: square_plus_double(x)),
         ('jit(backend="interpreter")', lambda: interpreted(x)),
     ]
@@ -508,8 +511,8 @@ def bench_elementwise(timing, others: dict[str, TimedRows], plot: list[PlotPanel
     print_table(ELEMENTWISE_TITLE, timed)
 
     moved = 2 * np_x.nbytes  # read x once, write the result once
-    short = {name: label for (name, _), label in zip(rows, (
-        "ours", "NumPy", "hand-written", "into a new array", "preallocated", "copy"))}
+    short = {rows[0][0]: "ours", "NumPy": "NumPy", HAND: "hand-written",
+             HAND_INTO_NEW: "into a new array", HAND_PREALLOCATED: "preallocated", COPY: "copy"}
     bandwidth = ", ".join(f"{short[name]} {moved / best_of(timed, name) / 1e9:.1f}"
                           for name in short)
     print(f"  GB/s ({moved / 1e6:.0f} MB read + written per call): {bandwidth}")
@@ -518,7 +521,7 @@ def bench_elementwise(timing, others: dict[str, TimedRows], plot: list[PlotPanel
           + ", ".join(f"{name} {n:.0f}" for name, n in faults.items()))
     extra_faults = faults["hand-written"] - faults["preallocated"]
     if extra_faults > 100:
-        cost = best_of(timed, rows[2][0]) - best_of(timed, rows[4][0])
+        cost = best_of(timed, HAND) - best_of(timed, HAND_PREALLOCATED)
         print(f"  allocating the output costs the hand-written kernel {format_seconds(cost)} "
               f"per call: {extra_faults:.0f} faults, about {cost / extra_faults * 1e6:.2f} µs each")
     print(f"  ours: {dispatch_breakdown(ours, (x,), repeat, min_time)}")

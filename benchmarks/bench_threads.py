@@ -107,5 +107,6 @@ def main(argv: list[str] | None = None) -> None:
                     for condition, mine, theirs in zip(("quiet", "under load"), ours, jax)],
                    title)
 
+
 if __name__ == "__main__":
     sys.exit(main())

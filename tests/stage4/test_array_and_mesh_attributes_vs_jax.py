@@ -144,7 +144,7 @@ def test_to_device_moves_as_device_put_and_refuses_a_stream():
 def _deleted_facts(lib):
     """A split array deleted: what still answers (its type), and which uses raise JAX's
     RuntimeError; each device stops counting its block at once (memory_stats, here)."""
-    mesh, x, P, NS = _split(lib)
+    _, x, _, _ = _split(lib)
     x.delete()
     x.delete()  # a second delete does nothing
     facts = [x.is_deleted(), x.shape, str(x.dtype)]
@@ -159,7 +159,7 @@ def test_a_deleted_split_array_raises_as_jax_s_does():
     assert _deleted_facts(jax) == _deleted_facts(real)
     device = jax.devices()[3]
     before = device.memory_stats()["bytes_in_use"]
-    mesh, x, P, NS = _split(jax)
+    _, x, _, _ = _split(jax)
     assert device.memory_stats()["bytes_in_use"] > before
     x.delete()
     assert device.memory_stats()["bytes_in_use"] == before

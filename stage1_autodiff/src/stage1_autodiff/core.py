@@ -912,7 +912,7 @@ class Array(ArrayMethods):
         """The bytes the array takes on all its devices together: a block per device, so a
         block that several devices hold counts once for each, as in JAX."""
         if self.is_deleted():
-            DeletedBuffer(self.shape, self.dtype)._deleted()
+            self._value._deleted()  # (a deleted array's value is its DeletedBuffer)
         block = self.sharding.shard_shape(self.shape)
         return math.prod(block) * self.dtype.itemsize * self.sharding.num_devices
 

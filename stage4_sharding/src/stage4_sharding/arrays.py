@@ -317,9 +317,14 @@ def device_put(x: Any, device: Any = None) -> Any:
     if device is not None and isinstance(device, Device) and device.platform == "cpu":
         if device not in devices():
             raise ValueError(f"{device} is not one of this process's devices {devices()}.")
-        return tree_map(lambda leaf: Array(asarray(leaf)._concrete_value("device_put"),
-                                           asarray(leaf).weak_type), x)
+        return tree_map(_host_copy, x)
     return stage2_device_put(x, device)
+
+
+def _host_copy(leaf: Any) -> Array:
+    """``leaf`` as a new host array (a deleted one raises, as in JAX)."""
+    array = asarray(leaf)
+    return Array(array._concrete_value("device_put"), array.weak_type)
 
 
 def place(x: Any, device: Any, out_sharding: Any) -> Any:
