@@ -1149,6 +1149,22 @@ def test_device_put_copies_numpy_data() -> None:
         assert float(np.asarray(placed)[0]) == (5.0 if lib is jax else 1.0)
 
 
+def test_device_put_of_a_deleted_array_raises() -> None:
+    """JAX returns a deleted array from ``device_put`` without a device, and raises at its
+    first use; ours raises at once. With a device, both raise."""
+    for lib, np_ in ((jax, jnp), (sj, sjnp)):
+        x = np_.ones(3)
+        x.delete()
+        with pytest.raises(RuntimeError, match="deleted"):
+            lib.device_put(x, lib.devices()[0])
+        if lib is jax:
+            with pytest.raises(RuntimeError, match="deleted"):
+                np.asarray(lib.device_put(x))
+        else:
+            with pytest.raises(RuntimeError, match="deleted"):
+                lib.device_put(x)
+
+
 def test_device_splits_what_array_asarray_and_linspace_make() -> None:
     makers = {"array": lambda np_, s: np_.array(np.arange(8.0), device=s),
               "asarray": lambda np_, s: np_.asarray(np.arange(8.0), device=s),
