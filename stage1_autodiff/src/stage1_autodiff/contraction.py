@@ -19,6 +19,7 @@ from . import dtypes
 from .core import Primitive, get_aval, impl_rules, jvp_rules, vjp_rules, vjp_rules_take_needs
 from .precision import canonicalize_precision
 from .primitives import convert_element_type, defjvp, transpose
+from .threads import COORDINATOR
 
 __all__ = ["dot_general", "dot_general_p"]
 
@@ -49,6 +50,7 @@ def dot_general_impl(x, y, *, dimension_numbers, preferred_element_type, out_sha
     (lc, rc), (lb, rb) = dimension_numbers
     work = dtypes.dot_accumulation_dtype(x.dtype, preferred_element_type)
     x, y = x.astype(work, copy=False), y.astype(work, copy=False)
+    COORDINATOR.coordinate()  # BLAS's threads: as many as other processes leave cores
     if not lb and x.ndim == y.ndim == 2 and len(lc) == 1:
         # A matrix product: BLAS reads a transposed view through its own flag, no copy.
         out = np.matmul(x if lc == (1,) else x.T, y if rc == (0,) else y.T)

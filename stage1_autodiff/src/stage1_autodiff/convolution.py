@@ -58,6 +58,7 @@ from .primitives import (
     rev,
     transpose,
 )
+from .threads import COORDINATOR
 from .windowed import (
     dilate_and_pad,
     dilate_dim,
@@ -256,6 +257,7 @@ def _grouped_product(patches: np.ndarray, w: np.ndarray, fgc: int, bgc: int) -> 
     x = np.moveaxis(x, 2, 1).reshape(groups, n // bgc, c // fgc, *patches.shape[2:])
     x = np.moveaxis(x, 2, 2 + nspace).reshape(groups, (n // bgc) * math.prod(positions), -1)
     k = w.reshape(groups, o // groups, -1).transpose(0, 2, 1)
+    COORDINATOR.coordinate()  # as before any matrix product (threads.py)
     out = np.matmul(x, k).reshape(groups, n // bgc, *positions, o // groups)
     out = out.transpose(1, 0, nspace + 2, *range(2, nspace + 2))  # (batch, group, o/g, pos)
     return out.reshape(n // bgc, o, *positions)

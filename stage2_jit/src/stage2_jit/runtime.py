@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from stage1_autodiff.config import config
 from stage1_autodiff.core import Array, ShapedArray, asarray, numpy_warnings_off
+from stage1_autodiff.threads import COORDINATOR
 
 from . import codegen_cpu, tiers
 from .arrays import GpuArray
@@ -38,7 +39,6 @@ from .devices import cuda_unavailable_reason, gpu_device
 from .jaxpr import ClosedJaxpr
 from .kernel_cache import call_kernel, compile_kernel, load_kernel_module
 from .passes import UnsupportedError, optimize, prepare_program
-from .threads import COORDINATOR
 from .tracing import eval_jaxpr
 
 BACKENDS = ("interpreter", "cpu", "cuda")
@@ -187,6 +187,8 @@ class CpuExecutable:
         self.in_avals = closed.in_avals
         self.out_avals = closed.out_avals
         self.uses_blas = "  # BLAS" in source  # its threads are coordinated (threads.py)
+        if self.uses_blas:  # SciPy's BLAS is loaded now: it gets the others' thread count
+            COORDINATOR.libraries_loaded()
 
     def __call__(self, *args: np.ndarray) -> list[Array]:
         return self.run_donating(list(args), {})

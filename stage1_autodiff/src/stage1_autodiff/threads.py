@@ -1,19 +1,23 @@
-"""Threads: how many cores the BLAS library inside the kernels may take.
+"""Threads: how many cores the BLAS library may take for a matrix product.
 
-A generated kernel runs its loops on Numba's threads and its matrix products on OpenBLAS's
-(``np.dot`` in the kernel calls SciPy's BLAS). Each pool starts a thread per core. On a quiet
-machine that is right. When another process keeps a core busy, OpenBLAS's threads, which
-wait for one another at the end of every product, end up taking turns with it on the cores
-that are left: measured on 2 cores with one busy process beside it
-(``benchmarks/bench_threads.py``), the MLP step took 11.2 ms with two BLAS threads and 9.2 ms
-with one, where a quiet machine gives 5.6 ms and 9.0 ms.
+Matrix products run on OpenBLAS's threads: stage 1's eager ``dot_general`` through NumPy's
+``matmul``, stage 2's kernels through ``np.dot`` inside Numba (which calls SciPy's BLAS),
+beside Numba's own threads for the kernel's loops. OpenBLAS starts a thread per core. On a
+quiet machine that is right. When another process keeps a core busy, OpenBLAS's threads,
+which wait for one another at the end of every product, end up taking turns with it on the
+cores that are left: measured on 2 cores with one busy process beside it
+(``benchmarks/bench_threads.py``), the jitted MLP step took 11.2 ms with two BLAS threads and
+9.2 ms with one, where a quiet machine gives 5.6 ms and 9.0 ms; the eager step of stage 1
+took 18.3 ms with two and 10.1 ms with one (8.2 and 10.3 ms quiet).
 
 So the runtime watches how much CPU time *other* processes take (Linux's ``/proc/stat``, less
 this process's own time), at most every ``INTERVAL`` seconds, and gives BLAS the cores they
 leave: all of them on a quiet machine, fewer on a busy one, never fewer than one. threadpoolctl
-(the well-kept library for exactly this) sets OpenBLAS's thread count. A user who set
+(the well-kept library for exactly this, which comes with stage 2: stage 1 needs only NumPy)
+sets OpenBLAS's thread count. A user who set
 ``OPENBLAS_NUM_THREADS`` keeps their setting, and ``jax_from_numpy_coordinate_threads`` turns
-it off.
+it off. One coordinator serves the whole process: stage 1 asks it before each eager matrix
+product, stage 2 before each kernel that makes one.
 
 NB: XLA's CPU client runs its own thread pool (Eigen's) for both its loops and its matrix
 products, so the question does not arise there: one pool sizes all the work.
@@ -24,9 +28,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any
 
-from stage1_autodiff.config import config
+from .config import config
 
 INTERVAL = 0.25  # seconds between two looks at the machine's load
 
@@ -49,11 +52,11 @@ class Coordinator:
         self.next = 0.0  # when to look again
         self.sample: tuple[float, float, float] | None = None  # (time, busy, own) seconds
         self.threads = self.cores
-        self.blas: Any = None  # threadpoolctl's controller of the BLAS libraries
         self.lock = threading.Lock()
 
     def coordinate(self) -> None:
-        """Called before a kernel with matrix products runs; cheap when it is not time."""
+        """Called before a matrix product or a kernel with one; cheap when it is not time
+        (0.1 µs)."""
         now = time.monotonic()
         if now < self.next or not self.lock.acquire(blocking=False):
             return
@@ -72,13 +75,26 @@ class Coordinator:
             self.lock.release()
 
     def set_threads(self, n: int) -> None:
-        if n == self.threads:
-            return
-        if self.blas is None:
-            from threadpoolctl import ThreadpoolController
-            self.blas = ThreadpoolController().select(user_api="blas")
-        self.blas.limit(limits=n)
-        self.threads = n
+        if n != self.threads:
+            _limit_blas(n)
+            self.threads = n
+
+    def libraries_loaded(self) -> None:
+        """Called after loading code that brings a BLAS library of its own (stage 2 loads
+        SciPy's): it gets the thread count the others have."""
+        if self.threads != self.cores:
+            _limit_blas(self.threads)
+
+
+def _limit_blas(n: int) -> None:
+    """Sets every loaded BLAS library to ``n`` threads, through threadpoolctl. Its look at
+    the loaded libraries takes about 1 ms, so it is done only when the count changes. Stage 1
+    needs only NumPy: without threadpoolctl (which stage 2 brings) nothing changes."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return
+    ThreadpoolController().select(user_api="blas").limit(limits=n)
 
 
 def _cpu_seconds() -> tuple[float, float]:

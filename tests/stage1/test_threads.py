@@ -1,14 +1,16 @@
-"""The runtime gives BLAS the cores other processes leave (``stage2_jit/threads.py``)."""
+"""BLAS gets the cores other processes leave (``stage1_autodiff/threads.py``); stage 2's
+kernels ask the same coordinator (``tests/stage2/test_blas_threads.py``)."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
-import stage2_jit.numpy as jnp
-from backend_under_test import cpu_only
+import stage1_autodiff.numpy as jnp
 
-import stage2_jit as jax
-from stage2_jit import threads
+import stage1_autodiff as jax
+from stage1_autodiff import threads
 
 
 @pytest.mark.parametrize("cores, others, expected", [
@@ -97,13 +99,39 @@ def test_set_threads_limits_the_blas_libraries():
                 threadpoolctl.threadpool_limits(before[info["filepath"]], user_api="blas")
 
 
-@cpu_only
-def test_a_kernel_with_matrix_products_asks_the_coordinator(monkeypatch):
+def test_a_blas_library_loaded_later_gets_the_same_thread_count(monkeypatch):
+    limits: list[int] = []
+    monkeypatch.setattr(threads, "_limit_blas", limits.append)
+    coordinator = threads.Coordinator()
+    coordinator.cores = 2
+    coordinator.libraries_loaded()  # all BLAS threads: nothing to do
+    coordinator.set_threads(1)
+    coordinator.set_threads(1)  # no change, no look at the libraries
+    coordinator.libraries_loaded()
+    assert limits == [1, 1]
+
+
+def test_without_threadpoolctl_nothing_changes(monkeypatch):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    jnp.ones((2, 2)) @ jnp.ones((2, 2))  # BLAS loaded
+    before = [i["num_threads"] for i in threadpoolctl.threadpool_info()]
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "threadpoolctl", None)  # an import of it fails
+        threads._limit_blas(before[0] + 1)  # and the call does nothing
+    assert [i["num_threads"] for i in threadpoolctl.threadpool_info()] == before
+
+
+def test_an_eager_matrix_product_asks_the_coordinator(monkeypatch):
     asked: list[int] = []
     monkeypatch.setattr(threads.COORDINATOR, "coordinate", lambda: asked.append(1))
-    x = np.ones((8, 8), np.float32)
-    jax.jit(lambda a: jnp.tanh(a @ a))(x)
+    x = jnp.ones((8, 8), np.float32)
+    jnp.tanh(x @ x)
+    assert len(asked) == 1
+    jax.grad(lambda a: jnp.sum(a @ a))(x)  # the product, and one per cotangent
+    assert len(asked) == 4
+    asked.clear()
+    jax.lax.conv(jnp.ones((1, 1, 4, 4)), jnp.ones((1, 1, 2, 2)), (1, 1), "VALID")
     assert asked
     asked.clear()
-    jax.jit(lambda a: jnp.tanh(a) * 2.0)(x)
-    assert not asked  # no BLAS, nothing to coordinate
+    jnp.tanh(x) * 2.0
+    assert not asked  # no product, nothing to coordinate
