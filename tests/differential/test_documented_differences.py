@@ -1165,6 +1165,21 @@ def test_device_put_of_a_deleted_array_raises() -> None:
                 lib.device_put(x)
 
 
+def test_device_put_inside_jit_adds_no_equation() -> None:
+    for lib in (jax, sj):
+        f = lambda a, lib=lib: lib.device_put(a, lib.devices()[0]) * 2.0  # noqa: E731
+        x = np.ones(3, np.float32)
+        prims = [e.primitive.name for e in lib.make_jaxpr(f)(x).jaxpr.eqns]
+        assert prims == (["device_put", "mul"] if lib is jax else ["mul"])
+        np.testing.assert_array_equal(lib.jit(f)(x), 2 * x)
+        mesh = lib.make_mesh((8,), ("x",))
+        split = lib.device_put(np.arange(8.0, dtype=np.float32),
+                               lib.sharding.NamedSharding(mesh, lib.sharding.PartitionSpec("x")))
+        moved = lib.jit(lambda a, lib=lib: lib.device_put(a, lib.devices()[3]))(split)
+        assert moved.sharding.device_set == set(mesh.devices.flat)  # it stays split
+        np.testing.assert_array_equal(moved, np.arange(8.0))
+
+
 def test_device_splits_what_array_asarray_and_linspace_make() -> None:
     makers = {"array": lambda np_, s: np_.array(np.arange(8.0), device=s),
               "asarray": lambda np_, s: np_.asarray(np.arange(8.0), device=s),

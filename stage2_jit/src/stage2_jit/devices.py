@@ -14,8 +14,10 @@ NB: numba-cuda is optional. Nothing here imports it until a GPU is asked for.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from stage1_autodiff.config import config
 from stage1_autodiff.core import (
     CPU_DEVICE,
@@ -26,7 +28,7 @@ from stage1_autodiff.core import (
     asarray,
 )
 from stage1_autodiff.extension import set_memory_limit, set_placement
-from stage1_autodiff.tree_util import tree_map
+from stage1_autodiff.tree_util import tree_flatten, tree_structure, tree_unflatten
 
 from .arrays import GpuArray, PlacedArray
 from .buffers import DEVICE_POOL, to_device
@@ -82,16 +84,69 @@ def default_backend() -> str:
     return "gpu" if config.jax_default_backend in GPU_PLATFORM_NAMES else "cpu"
 
 
-def device_put(x: Any, device: Device | None = None) -> Any:
+def device_put(x: Any, device: Any = None, *, src: Any = None, donate: Any = False,
+               may_alias: Any = None) -> Any:
     """Every leaf of the pytree ``x`` as an Array on ``device`` (by default the default
-    backend's first device). Arrays already there are returned as they are; so, without a
-    ``device``, is an array placed on devices already (a GPU or a sharded array), as in JAX."""
-    if device is None:
-        target = devices()[0]
-        return tree_map(lambda leaf: leaf if isinstance(leaf, PlacedArray) else
-                        _put(leaf, target), x)
-    device = _as_device(device, "device_put")
-    return tree_map(lambda leaf: _put(leaf, device), x)
+    backend's first device). ``device`` may be a pytree prefix of ``x``, with a device (or an
+    array's ``x.sharding``) or None at each leaf. Arrays already there are returned as they
+    are, unless ``may_alias=False`` or ``donate=True`` asks for a copy; without a device, an
+    array placed on devices already (a GPU or a sharded array) stays where it is, as in JAX.
+    ``donate``, ``may_alias`` and ``src`` may be prefixes of ``x`` too; ``src`` is checked and
+    unused (every array knows where it is). A donated array is not deleted: JAX's CPU client
+    does not delete it either.
+
+    Under a transformation (``jit``, ``grad``, ``vmap``) a value is returned as it is: the
+    program's backend holds every value (see "Differences from JAX")."""
+    return put_tree(x, device, src, donate, may_alias, _put_leaf, _is_target)
+
+
+def _put_leaf(leaf: Any, target: Any, copy: bool) -> Any:
+    if target is None and isinstance(leaf, PlacedArray) and not copy:
+        return leaf
+    return _put(leaf, _as_device(target, "device_put"), copy)
+
+
+def _is_target(x: Any) -> bool:
+    return x is None or isinstance(x, (Device, SingleDeviceSharding))
+
+
+def put_tree(x: Any, device: Any, src: Any, donate: Any, may_alias: Any,
+             put_leaf: Callable[[Any, Any, bool], Any], is_target: Callable[[Any], bool]) -> Any:
+    """``device_put``'s walk over ``x``: ``put_leaf(leaf, target, copy)`` for each leaf, its
+    target and flags taken from the prefixes ``device``, ``donate`` and ``may_alias``."""
+    leaves, treedef = tree_flatten(x)
+    targets = _per_leaf(device, x, "device", is_target)
+    _per_leaf(src, x, "source", is_target)  # checked, as JAX checks it
+    donates = _per_leaf(donate, x, "donate", _is_flag)
+    aliases = _per_leaf(may_alias, x, "may_alias", _is_flag)
+    out = []
+    for leaf, target, donated, alias in zip(leaves, targets, donates, aliases):
+        if donated and alias:
+            raise ValueError("device_put: may_alias and donate cannot be True at the same "
+                             "time (a donated array is not aliased, it is given away).")
+        out.append(put_leaf(leaf, target, bool(donated) or alias is False))
+    return tree_unflatten(treedef, out)
+
+
+def _is_flag(x: Any) -> bool:
+    return x is None or isinstance(x, (bool, np.bool_))
+
+
+def _per_leaf(prefix: Any, tree: Any, what: str, is_leaf: Callable[[Any], bool]) -> list:
+    """The leaves of the prefix ``prefix``, each repeated over the leaves of the subtree of
+    ``tree`` it stands for."""
+    if is_leaf(prefix):
+        return [prefix] * tree_structure(tree).num_leaves
+    prefix_def = tree_structure(prefix, is_leaf=is_leaf)
+    try:
+        subtrees = prefix_def.flatten_up_to(tree)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"device_put {what} specification must be a tree prefix of the "
+                         f"corresponding value: got {prefix!r} for {tree_structure(tree)}. "
+                         f"{e}") from None
+    leaves = tree_flatten(prefix, is_leaf=is_leaf)[0]
+    return [leaf for leaf, sub in zip(leaves, subtrees)
+            for _ in range(tree_structure(sub).num_leaves)]
 
 
 def _as_device(device: Any, fun_name: str) -> Device:
@@ -101,8 +156,9 @@ def _as_device(device: Any, fun_name: str) -> Device:
     if isinstance(device, SingleDeviceSharding):
         device = device.device
     if not isinstance(device, Device):
-        raise TypeError(f"{fun_name} expects a device such as jax.devices('gpu')[0], got "
-                        f"{device!r} of type {type(device).__name__}.")
+        raise ValueError(f"{fun_name} expects a device such as jax.devices('gpu')[0], an "
+                         f"array's x.sharding, None, or a pytree of these (a sharding over a "
+                         f"mesh from stage 4), got {device!r} of type {type(device).__name__}.")
     return device
 
 
@@ -120,11 +176,17 @@ def place(x: Any, device: Any, out_sharding: Any) -> Any:
 set_placement(place)
 
 
-def _put(leaf: Any, device: Device) -> Array:
+def _put(leaf: Any, device: Device, copy: bool = False) -> Any:
+    """``leaf`` on ``device``: itself when it is there already and ``copy`` is not asked for.
+    A traced value stays a traced value (the program's backend holds it)."""
+    if isinstance(leaf, Tracer):
+        return leaf
     array = asarray(leaf)
-    if device.platform == "cpu":
-        value = array._concrete_value("device_put")  # a deleted array raises, as in JAX
-        return array if type(array) is Array else Array(value, array.weak_type)
-    if isinstance(array, GpuArray):
+    if device.platform != "cpu" and isinstance(array, GpuArray) and not copy:
         return array
-    return GpuArray(to_device(array._concrete_value("device_put")), array.aval, device)
+    value = array._concrete_value("device_put")  # a deleted array raises, as in JAX
+    if device.platform != "cpu":
+        return GpuArray(to_device(value), array.aval, device)
+    if type(array) is Array:
+        return Array(value.copy(), array.weak_type) if copy else array
+    return Array(value, array.weak_type)  # from a device: a new host array

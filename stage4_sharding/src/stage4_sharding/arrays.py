@@ -26,7 +26,6 @@ from stage1_autodiff.core import (
     asarray,
 )
 from stage1_autodiff.extension import set_placement, track_device_memory
-from stage1_autodiff.tree_util import tree_map
 from stage2_jit.arrays import PlacedArray
 from stage2_jit.buffers import lent
 from stage2_jit.jaxpr import ClosedJaxpr
@@ -296,9 +295,13 @@ def _process_parts(sharding: NamedSharding, shape: tuple[int, ...], dim: int) ->
     return len(starts) // len(mine)
 
 
-def device_put(x: Any, device: Any = None) -> Any:
-    """Every leaf of ``x`` placed by ``device``: a device, a ``NamedSharding``, or a bare
-    ``PartitionSpec`` (on the mesh ``set_mesh`` set).
+def device_put(x: Any, device: Any = None, *, src: Any = None, donate: Any = False,
+               may_alias: Any = None) -> Any:
+    """Every leaf of ``x`` placed by ``device``: a device, a ``NamedSharding``, a bare
+    ``PartitionSpec`` (on the mesh ``set_mesh`` set), None, or a pytree prefix of ``x`` with
+    these at its leaves. An array already laid out as asked is returned as it is, unless
+    ``may_alias=False`` or ``donate=True`` asks for a copy (stage 2's ``device_put`` says
+    more).
 
     Example:
         >>> import numpy as np, stage4_sharding as jax
@@ -308,23 +311,39 @@ def device_put(x: Any, device: Any = None) -> Any:
         >>> print(jax.typeof(x))
         float32[8@data,4]
     """
-    if isinstance(device, (NamedSharding, PartitionSpec)):
-        from .reshard import reshard  # traced values and sharded arrays: a reshard
-        return reshard(x, as_sharding(device))
+    from stage2_jit.devices import put_tree
+    return put_tree(x, device, src, donate, may_alias, _put_leaf, _is_target)
+
+
+def _is_target(x: Any) -> bool:
+    return x is None or isinstance(x, (Device, SingleDeviceSharding, NamedSharding,
+                                       PartitionSpec))
+
+
+def _put_leaf(leaf: Any, target: Any, copy: bool) -> Any:
+    """One leaf of ``device_put``."""
     from stage2_jit.devices import device_put as stage2_device_put
-    if isinstance(device, SingleDeviceSharding):  # another array's ``x.sharding``
-        device = device.device
-    if device is not None and isinstance(device, Device) and device.platform == "cpu":
-        if device not in devices():
-            raise ValueError(f"{device} is not one of this process's devices {devices()}.")
-        return tree_map(_host_copy, x)
-    return stage2_device_put(x, device)
+    if isinstance(target, (NamedSharding, PartitionSpec)):
+        from .reshard import reshard  # traced values and sharded arrays: a reshard
+        sharding = as_sharding(target)
+        if not copy and isinstance(leaf, ShardedArray) and leaf.sharding == sharding:
+            return leaf
+        return reshard(leaf, sharding)
+    if isinstance(target, SingleDeviceSharding):  # another array's ``x.sharding``
+        target = target.device
+    if isinstance(target, Device) and target.platform == "cpu":
+        if target not in devices():
+            raise ValueError(f"{target} is not one of this process's devices {devices()}.")
+        return leaf if isinstance(leaf, Tracer) else _host_copy(leaf, copy)
+    return stage2_device_put(leaf, target, may_alias=False if copy else None)
 
 
-def _host_copy(leaf: Any) -> Array:
-    """``leaf`` as a new host array (a deleted one raises, as in JAX)."""
+def _host_copy(leaf: Any, copy: bool = False) -> Array:
+    """``leaf`` as a new host array, with a buffer of its own when ``copy`` (a deleted one
+    raises, as in JAX)."""
     array = asarray(leaf)
-    return Array(array._concrete_value("device_put"), array.weak_type)
+    value = array._concrete_value("device_put")
+    return Array(value.copy() if copy and type(array) is Array else value, array.weak_type)
 
 
 def place(x: Any, device: Any, out_sharding: Any) -> Any:
