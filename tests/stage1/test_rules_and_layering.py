@@ -169,6 +169,7 @@ DTYPE_CASES: dict[str, list[DtypeCase]] = {
     "clamp": [(lambda: lax.clamp(a([0.3, 0.3, 0.3]), X, a([0.6, 0.6, 0.6])), (f32,)),
               (lambda: lax.clamp(a([0, 0, 0], np.int32), N, a([4, 4, 4], np.int32)), (i32,))],
     "nextafter": [(lambda: lax.nextafter(X, Y), (f32,))],
+    "reduce_precision": [(lambda: lax.reduce_precision(X, 5, 2), (f32,))],
     "not": [(lambda: lax.bitwise_not(B), (b1,)), (lambda: lax.bitwise_not(U), (u32,))],
     "add": [(lambda: lax.add(X, Y), (f32,)), (lambda: lax.add(N, J), (i32,)),
             (lambda: lax.add(U, V), (u32,))],

@@ -437,6 +437,7 @@ LAW_CASES: dict[str, tuple[tuple[np.dtype, ...], Case]] = {
        ["rsqrt", "erf", "erfc", "lgamma", "digamma"]},
     "polygamma": (FLOAT, binary(lambda m, x: lax.polygamma(lax.floor(m * 3), x))),
     "nextafter": (FLOAT, binary(lax.nextafter)),
+    "reduce_precision": (FLOAT, unary(lambda x: lax.reduce_precision(x, 5, 2))),
     **{name: (FLOAT, unary(getattr(lax, name))) for name in  # special_functions.py
        ["bessel_i0e", "bessel_i1e", "erfcx", "dawsn", "expi", "spence", "si", "ci",
         "fresnel_s", "fresnel_c"]},

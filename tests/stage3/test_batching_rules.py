@@ -124,6 +124,8 @@ for _prim, _domain in [(p.rsqrt_p, POSITIVE), (p.erf_p, None), (p.erfc_p, None),
 CASES[p.polygamma_p] = elementwise(p.polygamma_p, number(f32, (0, 3), integral=True),
                                    number(f32, POSITIVE))
 CASES[p.nextafter_p] = binary(p.nextafter_p, (f32,))
+CASES[p.reduce_precision_p] = unary(p.reduce_precision_p, (f32,), exponent_bits=st.integers(1, 9),
+                                    mantissa_bits=st.integers(0, 24))
 for _prim in p.UNARY_SPECIAL_FUNCTIONS:  # special_functions.py
     CASES[_prim] = unary(_prim, domain=POSITIVE)
 for _prim in (p.igamma_p, p.igammac_p, p.igamma_grad_a_p, p.zeta_p, p.owens_t_p):

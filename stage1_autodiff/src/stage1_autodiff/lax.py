@@ -141,7 +141,8 @@ from .prims import (
     floor_p, gather_p, ge_p, gt_p, imag_p, integer_pow_p, iota_p, le_p, lgamma_p, log1p_p,
     log_p, logistic_p, lt_p, max_p, min_p, mul_p, ne_p, neg_p, nextafter_p, not_p, or_p, pad_p,
     polygamma_p, pow_p, real_p, reduce_and_p, reduce_max_p, reduce_min_p, reduce_or_p,
-    reduce_prod_p, reduce_sum_p, reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p,
+    reduce_precision_p, reduce_prod_p, reduce_sum_p, reduce_window_max_p, reduce_window_min_p,
+    reduce_window_sum_p,
     rem_p, reshape_p, rev_p, rsqrt_p, scatter_add_p, scatter_max_p, scatter_min_p,
     scatter_mul_p, scatter_p, select_n_p, shift_left_p, shift_right_arithmetic_p,
     shift_right_logical_p, sign_p, sin_p, sinh_p, slice_p, sort_p, sqrt_p, squeeze_p,
@@ -149,7 +150,17 @@ from .prims import (
 )
 # isort: on
 from .slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, tile
-from .special import clamp, digamma, erf, erfc, lgamma, nextafter, polygamma, rsqrt
+from .special import (
+    clamp,
+    digamma,
+    erf,
+    erfc,
+    lgamma,
+    nextafter,
+    polygamma,
+    reduce_precision,
+    rsqrt,
+)
 from .special_functions import (
     bessel_i0e,
     bessel_i0e_p,
@@ -194,7 +205,7 @@ __all__ = [
     "sqrt", "squeeze", "stop_gradient", "sub", "tan", "tanh", "tile", "transpose", "zeros_like",
 ]
 __all__ += ["clamp", "digamma", "erf", "erfc", "lgamma", "nextafter", "polygamma",
-            "rsqrt"]  # special.py
+            "reduce_precision", "rsqrt"]  # special.py
 __all__ += ["bessel_i0e", "bessel_i0e_p", "bessel_i1e", "bessel_i1e_p", "betainc", "igamma",
             "igamma_grad_a", "igamma_grad_a_p", "igamma_p", "igammac", "igammac_p",
             "regularized_incomplete_beta_p", "zeta", "zeta_p"]  # special_functions.py
@@ -228,7 +239,8 @@ __all__ += ["abs_p", "acos_p", "acosh_p", "add_p", "and_p", "argmax_p", "argmin_
             "ge_p", "gt_p", "imag_p", "integer_pow_p", "iota_p", "le_p", "lgamma_p",
             "log1p_p", "log_p", "logistic_p", "lt_p", "max_p", "min_p", "mul_p", "ne_p",
             "neg_p", "nextafter_p", "not_p", "or_p", "pad_p", "polygamma_p", "pow_p",
-            "real_p", "reduce_and_p", "reduce_max_p", "reduce_min_p", "reduce_or_p",
+            "reduce_precision_p", "real_p", "reduce_and_p", "reduce_max_p", "reduce_min_p",
+            "reduce_or_p",
             "reduce_prod_p", "reduce_sum_p", "reduce_window_max_p",
             "reduce_window_min_p", "reduce_window_sum_p", "rem_p", "reshape_p", "rev_p",
             "rsqrt_p", "scatter_add_p", "scatter_max_p", "scatter_min_p",

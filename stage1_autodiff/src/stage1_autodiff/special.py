@@ -1,5 +1,5 @@
 """Special functions of ``lax`` as elementwise primitives: ``rsqrt``, ``erf``, ``erfc``,
-``lgamma``, ``digamma``, ``polygamma``, ``clamp`` and ``nextafter``.
+``lgamma``, ``digamma``, ``polygamma``, ``clamp``, ``nextafter`` and ``reduce_precision``.
 
 Python's ``math`` module has erf, erfc and lgamma; NumPy has none of them, so the host runs
 ``math``'s on every element. The digamma function (the derivative of lgamma) is in neither,
@@ -15,8 +15,8 @@ Euler-Maclaurin tail). Stage 2's kernels use the same constants (``DIGAMMA_SERIE
 
 NB: JAX defines these in ``jax/_src/lax/special.py`` (``lgamma_p``, ``digamma_p``,
 ``polygamma_p``, ``erf_p``, ``erfc_p``) and ``jax/_src/lax/lax.py`` (``rsqrt_p``,
-``clamp_p``, ``nextafter_p``); XLA expands them into polynomial approximations
-(``xla/hlo/builder/lib/math.cc``).
+``clamp_p``, ``nextafter_p``, ``reduce_precision_p``); XLA expands them into polynomial
+approximations (``xla/hlo/builder/lib/math.cc``) and bit arithmetic.
 
 Example:
     >>> from stage1_autodiff import lax
@@ -28,7 +28,9 @@ Example:
 from __future__ import annotations
 
 import math
+import operator
 
+import ml_dtypes
 import numpy as np
 
 from . import dtypes
@@ -63,6 +65,7 @@ from .primitives import (
 __all__ = ["DIGAMMA_SERIES", "DIGAMMA_SHIFT", "ERFINV_CENTRAL", "ERFINV_TAIL", "SPECIAL", "clamp",
            "clamp_p", "digamma", "digamma_p", "erf", "erf_inv", "erf_inv_p", "erf_p", "erfc",
            "erfc_p", "lgamma", "lgamma_p", "nextafter", "nextafter_p", "polygamma", "polygamma_p",
+           "reduce_precision", "reduce_precision_p",
            "rsqrt", "rsqrt_p"]
 
 # The even Bernoulli numbers B_2 ... B_14, and psi's asymptotic coefficients B_2k / (2k).
@@ -330,6 +333,52 @@ def nextafter_vjp(ct, x1, x2, *, out):
 vjp_rules[nextafter_p] = nextafter_vjp
 jvp_rules[nextafter_p] = lambda primals, tangents: nextafter_vjp(None, *primals, out=None)
 
+# --8<-- [start:reduce_precision]
+reduce_precision_p = Primitive("reduce_precision", kind=ELEMENTWISE)
+def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
+    """``operand`` rounded to a float with ``exponent_bits`` and ``mantissa_bits`` (kept in
+    its own dtype): ``reduce_precision(x, 5, 10)`` is what float16 would hold, ``(8, 7)``
+    bfloat16. Used to simulate a narrower type's rounding."""
+    exponent_bits, mantissa_bits = operator.index(exponent_bits), operator.index(mantissa_bits)
+    if exponent_bits < 1:
+        raise ValueError(f"reduce_precision: exponent_bits must be positive; got "
+                         f"{exponent_bits}")
+    if mantissa_bits < 0:
+        raise ValueError(f"reduce_precision: mantissa_bits must be non-negative; got "
+                         f"{mantissa_bits}")
+    _check_float("reduce_precision", operand)
+    return reduce_precision_p.bind(operand, exponent_bits=exponent_bits,
+                                   mantissa_bits=mantissa_bits)
+def reduce_precision_impl(x, *, exponent_bits, mantissa_bits):
+    """On the bits: round the mantissa to nearest, ties to even; then an exponent above the
+    narrow type's range becomes infinity, one at or below its smallest normal exponent a zero
+    (the narrow type has no subnormals here, as in XLA). The sign stays; a NaN stays a NaN."""
+    info = ml_dtypes.finfo(x.dtype)  # (NumPy's finfo knows no bfloat16)
+    unsigned = np.dtype(f"uint{8 * x.dtype.itemsize}")
+    bits = np.asarray(x, order="C").view(unsigned)  # (0-d stays 0-d)
+    c = unsigned.type  # constants in the bits' own type
+    drop = info.nmant - mantissa_bits  # mantissa bits to round away
+    if drop > 0:
+        odd = (bits >> c(drop)) & c(1)  # the last kept bit: a tie rounds to make it 0
+        bits = (bits + c((1 << (drop - 1)) - 1) + odd) & ~c((1 << drop) - 1)
+    exponent_width = info.nexp
+    if exponent_bits < exponent_width:
+        exponent_mask = c(((1 << exponent_width) - 1) << info.nmant)
+        sign = bits & c(1 << (exponent_width + info.nmant))
+        bias, narrow_bias = (1 << (exponent_width - 1)) - 1, (1 << (exponent_bits - 1)) - 1
+        exponent = bits & exponent_mask
+        bits = np.where(exponent > c((bias + narrow_bias) << info.nmant), sign | exponent_mask,
+                        np.where(exponent <= c((bias - narrow_bias) << info.nmant), sign, bits))
+    out = np.asarray(bits).view(x.dtype)
+    return np.where(np.isnan(x), x, out) if drop > 0 or exponent_bits < exponent_width else out
+impl_rules[reduce_precision_p] = reduce_precision_impl
+# Linear: its derivative rounds the tangent (and the cotangent) the same way, as in JAX.
+vjp_rules[reduce_precision_p] = lambda ct, x, *, out, **params: [
+    reduce_precision_p.bind(ct, **params)]
+jvp_rules[reduce_precision_p] = lambda primals, tangents, **params: (
+    reduce_precision_p.bind(primals[0], **params), reduce_precision_p.bind(tangents[0], **params))
+# --8<-- [end:reduce_precision]
+
 # This module's primitives: each takes floats and gives a float of their dtype.
 SPECIAL = (erf_inv_p, rsqrt_p, erf_p, erfc_p, lgamma_p, digamma_p, polygamma_p, clamp_p,
-           nextafter_p)
+           nextafter_p, reduce_precision_p)

@@ -34,6 +34,8 @@ CPU_FALLBACK: dict[Primitive, str] = {
     **dict.fromkeys(p.SPECIAL_FUNCTIONS, "SciPy's igamma, betainc, zeta and Bessel functions "
                     "(series and continued fractions of data-dependent length) are not yet "
                     "written as kernel_math functions; NumPy's impl calls SciPy's"),
+    p.reduce_precision_p: "its rounding on the bits (special.reduce_precision_impl) is not yet "
+                          "written as a kernel_math function; NumPy's impl runs",
     p.top_k_p: "a partial sort of each line (a selection of the k largest, NaN first, ties in "
                "index order), not yet written as a loop rule; NumPy's impl runs",
     debug_print_p: "an effect (printing on every call), which a compiled kernel cannot do",
@@ -64,6 +66,8 @@ CUDA_MISSING: dict[Primitive, str] = {
                     "are not yet written for either backend; they run on the host"),
     p.nextafter_p: "numba-cuda's math module has no nextafter, and the bit arithmetic it "
                    "needs is not yet written for CUDA",
+    p.reduce_precision_p: "its rounding on the bits is not yet written for either backend; "
+                          "runs on the host",
     p.sort_p: "a sort of each line needs a parallel sorting network (bitonic or radix), not "
               "yet written; the CPU backend calls NumPy's argsort",
     p.top_k_p: "a selection of the k largest of each line needs a parallel sort or a "
