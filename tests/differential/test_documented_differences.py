@@ -1180,6 +1180,22 @@ def test_device_put_inside_jit_adds_no_equation() -> None:
         np.testing.assert_array_equal(moved, np.arange(8.0))
 
 
+def test_shard_map_lays_out_an_input_its_in_specs_do_not_describe() -> None:
+    x = np.arange(8.0, dtype=np.float32)
+    for lib in (jax, sj):
+        P = lib.sharding.PartitionSpec
+        explicit = lib.make_mesh((8,), ("x",))
+        auto = lib.make_mesh((8,), ("x",), axis_types=(lib.sharding.AxisType.Auto,))
+        doubled = {name: lib.shard_map(lambda a: a * 2, mesh=mesh, in_specs=P("x"),
+                                       out_specs=P("x"))
+                   for name, mesh in (("explicit", explicit), ("auto", auto))}
+        np.testing.assert_array_equal(doubled["auto"](x), 2 * x)
+        if lib is jax:
+            raises(ValueError, doubled["explicit"], x, match="does not match the specs")
+        else:
+            np.testing.assert_array_equal(doubled["explicit"](x), 2 * x)
+
+
 def test_device_splits_what_array_asarray_and_linspace_make() -> None:
     makers = {"array": lambda np_, s: np_.array(np.arange(8.0), device=s),
               "asarray": lambda np_, s: np_.asarray(np.arange(8.0), device=s),
