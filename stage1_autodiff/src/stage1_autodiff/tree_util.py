@@ -562,6 +562,200 @@ def all_leaves(iterable: Iterable[Any], is_leaf: IsLeaf = None) -> bool:
     return all(tree_structure(x, is_leaf) == _LEAF for x in iterable)
 
 
+# Registering a class through its own methods, and the rest of JAX's tree API.
+
+
+def register_pytree_node_class(cls: T) -> T:
+    """A class decorator: registers ``cls`` through its own ``tree_flatten`` (an instance
+    method returning ``(children, aux_data)``) and ``tree_unflatten`` (a classmethod taking
+    ``(aux_data, children)``).
+
+    Example:
+        >>> @register_pytree_node_class
+        ... class Scaled:
+        ...     def __init__(self, value, scale):
+        ...         self.value, self.scale = value, scale
+        ...     def tree_flatten(self):
+        ...         return (self.value,), self.scale
+        ...     @classmethod
+        ...     def tree_unflatten(cls, scale, children):
+        ...         return cls(children[0], scale)
+        >>> tree_map(lambda x: x + 1, Scaled(1, "kg")).value
+        2
+    """
+    register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+    return cls
+
+
+def register_pytree_with_keys_class(cls: T) -> T:
+    """As :func:`register_pytree_node_class`, with ``tree_flatten_with_keys`` (an instance
+    method returning ``((key, child), ...), aux_data``) naming the children."""
+    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten)
+    return cls
+
+
+def register_static(cls: T) -> T:
+    """Registers ``cls`` as a node without children: its instances go into the treedef whole
+    (so they must be hashable), as static configuration does.
+
+    Example:
+        >>> @register_static
+        ... class Config(tuple):
+        ...     pass
+        >>> tree_leaves([Config(), 1])
+        [1]
+    """
+    register_pytree_node(cls, lambda x: ((), x), lambda x, _: x)
+    return cls
+
+
+class Partial(functools.partial):
+    """``functools.partial`` as a pytree: the bound arguments are its children and the function
+    is static, so a ``Partial`` can be passed into ``jit`` or returned from it. A partial given
+    as the function stays whole (static), as in JAX: ``functools.partial`` would merge its
+    arguments into this one's.
+
+    Example:
+        >>> import operator
+        >>> tree_leaves(Partial(operator.add, 1.0))
+        [1.0]
+    """
+
+    def __new__(cls, func: Callable, *args: Any, **kw: Any) -> Partial:
+        if isinstance(func, functools.partial):
+            func = _WholePartial(func)
+        return super().__new__(cls, func, *args, **kw)
+
+
+class _WholePartial:
+    """A partial that calls through, which ``functools.partial`` does not take apart."""
+
+    __slots__ = ("partial",)
+
+    def __init__(self, partial: functools.partial) -> None:
+        self.partial = partial
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        return self.partial(*args, **kw)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _WholePartial) and self.partial == other.partial
+
+    def __hash__(self) -> int:
+        return hash(self.partial)
+
+
+register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
+                     lambda func, xs: Partial(func, *xs[0], **xs[1]))
+
+
+def tree_all(tree: PyTree, *, is_leaf: IsLeaf = None) -> bool:
+    """Whether every leaf of ``tree`` is true.
+
+    Example:
+        >>> tree_all([True, {"a": 1}]), tree_all([True, (0,)])
+        (True, False)
+    """
+    return all(tree_leaves(tree, is_leaf))
+
+
+_NO_INITIALIZER = object()
+
+
+def tree_reduce(function: Callable[[Any, Any], Any], tree: PyTree,
+                initializer: Any = _NO_INITIALIZER, is_leaf: IsLeaf = None) -> Any:
+    """``functools.reduce`` over the leaves of ``tree``.
+
+    Example:
+        >>> tree_reduce(lambda a, b: a + b, [1, (2, 3)], 10)
+        16
+    """
+    if initializer is _NO_INITIALIZER:
+        return functools.reduce(function, tree_leaves(tree, is_leaf))
+    return functools.reduce(function, tree_leaves(tree, is_leaf), initializer)
+
+
+def tree_reduce_associative(operation: Callable[[Any, Any], Any], tree: PyTree, *,
+                            identity: Any = _NO_INITIALIZER, is_leaf: IsLeaf = None) -> Any:
+    """The leaves of ``tree`` combined by an associative ``operation``, pairwise in a balanced
+    tree (so ``log2(n)`` levels deep): ``identity`` when there are none.
+
+    Example:
+        >>> tree_reduce_associative(lambda a, b: a + b, [1, 2, 3, 4])
+        10
+    """
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if identity is _NO_INITIALIZER:
+            raise TypeError("tree_reduce_associative of a tree without leaves needs an "
+                            "identity=, the value to return then.")
+        return identity
+    while len(leaves) > 1:
+        pairs = [operation(a, b) for a, b in zip(leaves[::2], leaves[1::2])]
+        leaves = pairs + leaves[len(pairs) * 2:]
+    return leaves[0]
+
+
+def tree_broadcast(prefix_tree: PyTree, full_tree: PyTree, is_leaf: IsLeaf = None) -> PyTree:
+    """``prefix_tree`` with each leaf repeated over the leaves of the subtree of ``full_tree``
+    it stands for: a tree shaped as ``full_tree``.
+
+    Example:
+        >>> tree_broadcast([1, 2], [(0, 0), {"a": 0}])
+        [(1, 1), {'a': 2}]
+    """
+    prefix_def = tree_structure(prefix_tree, is_leaf)
+    subtrees = prefix_def.flatten_up_to(full_tree)
+    return prefix_def.unflatten(
+        tree_map(lambda _, leaf=leaf: leaf, sub)
+        for leaf, sub in zip(tree_leaves(prefix_tree, is_leaf), subtrees))
+
+
+def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
+                   pytree_to_transpose: PyTree) -> PyTree:
+    """A tree of trees turned inside out: ``outer`` of ``inner`` becomes ``inner`` of ``outer``
+    (``inner_treedef=None``: the structure of the first inner tree).
+
+    Example:
+        >>> tree_transpose(tree_structure([0, 0]), tree_structure((0, 0)), [(1, 2), (3, 4)])
+        ([1, 3], [2, 4])
+    """
+    try:
+        inners = outer_treedef.flatten_up_to(pytree_to_transpose)
+        if inner_treedef is None:
+            inner_treedef = tree_structure(inners[0]) if inners else _LEAF
+        columns = [inner_treedef.flatten_up_to(inner) for inner in inners]
+    except ValueError as e:  # a TypeError, as JAX's
+        raise TypeError(f"tree_transpose: {tree_structure(pytree_to_transpose)} is not "
+                        f"{outer_treedef} of {inner_treedef}: {e}") from None
+    rows = zip(*columns) if columns else [[]] * inner_treedef.num_leaves
+    return inner_treedef.unflatten(outer_treedef.unflatten(row) for row in rows)
+
+
+def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
+    """The treedefs of the root's children."""
+    return treedef.children()
+
+
+def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
+    """The treedef of a tuple whose children have the structures ``treedefs``."""
+    return PyTreeDef(tuple, None, tuple(treedefs))
+
+
+def flatten_one_level(tree: PyTree) -> tuple[tuple[Any, ...], Hashable]:
+    """The root's children and node data; a ``ValueError`` for a leaf.
+
+    Example:
+        >>> flatten_one_level({"b": 1, "a": (2,)})
+        (((2,), 1), ('a', 'b'))
+    """
+    rule = _rule_for_type(type(tree))
+    if rule is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    keyed, node_data = rule.flatten_with_keys(tree)
+    return tuple(child for _, child in keyed), node_data
+
+
 # Built-in node types, registered through the same function users call.
 
 
