@@ -1196,6 +1196,16 @@ def test_shard_map_lays_out_an_input_its_in_specs_do_not_describe() -> None:
             np.testing.assert_array_equal(doubled["explicit"](x), 2 * x)
 
 
+def test_debug_callback_is_a_debug_print_equation() -> None:
+    def names(lib):
+        def f(x):
+            lib.debug.print("{}", x)
+            lib.debug.callback(print, x)
+        return [e.primitive.name for e in lib.make_jaxpr(f)(1.0).jaxpr.eqns]
+    assert names(jax) == ["debug_print", "debug_callback"]
+    assert names(sj) == ["debug_print", "debug_print"]
+
+
 def test_device_splits_what_array_asarray_and_linspace_make() -> None:
     makers = {"array": lambda np_, s: np_.array(np.arange(8.0), device=s),
               "asarray": lambda np_, s: np_.asarray(np.arange(8.0), device=s),

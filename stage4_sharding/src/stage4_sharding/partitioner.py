@@ -758,9 +758,9 @@ partition_rules[remat_p] = jit_partition_rule  # a call too (stage 2's remat.py)
 
 
 def debug_print_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, **params):
-    """Prints the global values once per device that runs it."""
+    """The global values on every device; the runtime prints them ``once`` (its host rule)."""
     whole = [ctx.convert(v, s, unsplit(len(s))) for v, s in zip(vals, specs)]
-    return _bind(debug_print_p, whole, params)
+    return _bind(debug_print_p, whole, {**params, "once": True})
 
 
 partition_rules[debug_print_p] = debug_print_partition_rule

@@ -29,9 +29,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from stage1_autodiff.core import Device, Primitive
+from stage1_autodiff.core import Device, Primitive, impl_rules
 from stage2_jit.buffers import allocating_for
 from stage2_jit.control_flow import cond_p, scan_p, while_p
+from stage2_jit.debug import debug_print_p
 from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from stage2_jit.runtime import compile_jaxpr
 from stage3_vmap.collectives import (
@@ -196,7 +197,8 @@ def _shard_slice(mesh_groups: MeshGroups, blocks: Blocks, axes) -> Blocks:
     return out
 
 
-DEVICE_PRIMITIVES = {*device_ops, axis_index_p, shard_slice_p}
+# debug_print (and jax.debug.callback) is run once, by the runtime (see its host rule).
+DEVICE_PRIMITIVES = {*device_ops, axis_index_p, shard_slice_p, debug_print_p}
 
 
 # ------------------------------------------------------------------------------------------
@@ -461,6 +463,21 @@ def scan_host_rule(ex: SpmdExecutable, operands, *, jaxpr, length, reverse, num_
 
 host_rules[scan_p] = scan_host_rule
 # --8<-- [end:host_rules]
+
+
+def debug_print_host_rule(ex: SpmdExecutable, operands: list[Blocks], *, once: bool = False,
+                          **params: Any) -> list:
+    """A debug print or callback of the whole program (``once``: the partition rule gave
+    every device the whole values) runs once, with device 0's values, by the process that
+    has device 0, as XLA runs it on one device. One in a ``shard_map`` body runs on each
+    device, with its block, as in JAX."""
+    for i in ([0] if once else range(ex.n)):
+        if ex.mine[i]:
+            impl_rules[debug_print_p](*[blocks[i] for blocks in operands], **params)
+    return []
+
+
+host_rules[debug_print_p] = debug_print_host_rule
 
 
 _executables: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
