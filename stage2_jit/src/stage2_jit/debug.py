@@ -76,9 +76,11 @@ def debug_callback(callback: Callable[..., Any] | None = None, *args: Any, order
 
     Example:
         >>> import stage2_jit as jax
-        >>> f = jax.jit(lambda x: jax.debug.callback(lambda v: print("saw", v), x) or x * 2)
-        >>> _ = f(1.0)
-        saw 1.0
+        >>> seen = []
+        >>> f = jax.jit(lambda x: jax.debug.callback(seen.append, x) or x * 2)
+        >>> _ = f(1.0), f(2.0)
+        >>> seen
+        [Array(1., dtype=float32), Array(2., dtype=float32)]
     """
     del ordered, partitioned
     if callback is None:
