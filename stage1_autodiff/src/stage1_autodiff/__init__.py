@@ -9,10 +9,10 @@ Use it as JAX:
     0.41997433
 """
 
-from . import core, dtypes, errors, lax, nn, numpy, ops, random, scipy, tree, tree_util
+from . import core, dtypes, errors, lax, nn, numpy, ops, random, scipy, tree, tree_util, typing
 from .autodiff import custom_vjp, grad, jvp, value_and_grad, vjp
 from .config import config, default_matmul_precision, enable_x64
-from .core import Array
+from .core import Array, Device
 from .custom_derivatives import custom_jvp
 from .dtypes import float0
 from .errors import ConcretizationTypeError, TracerArrayConversionError

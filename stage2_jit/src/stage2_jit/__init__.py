@@ -20,6 +20,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from stage1_autodiff import (  # noqa: E402 -- after the environment is set
     Array,
     ConcretizationTypeError,
+    Device,
     TracerArrayConversionError,
     block_until_ready,
     check_grads,
@@ -43,7 +44,19 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
     vjp,
 )
 
-from . import debug, errors, lax, nn, numpy, ops, random, scipy, tree, tree_util  # noqa: E402
+from . import (  # noqa: E402
+    debug,
+    errors,
+    lax,
+    nn,
+    numpy,
+    ops,
+    random,
+    scipy,
+    tree,
+    tree_util,
+    typing,
+)
 from .callback import pure_callback  # noqa: E402
 from .devices import default_backend, device_put, devices  # noqa: E402
 from .everyday import (  # noqa: E402

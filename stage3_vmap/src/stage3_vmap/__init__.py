@@ -14,6 +14,7 @@ from stage2_jit import (  # noqa: F401
     Array,
     ClosedJaxpr,
     ConcretizationTypeError,
+    Device,
     Jaxpr,
     JaxprEqn,
     Literal,
@@ -75,6 +76,7 @@ from . import (  # noqa: F401
     scipy,
     tree,
     tree_util,
+    typing,
 )
 from .batching import vmap  # noqa: F401
 from .jacobians import hessian, jacfwd, jacobian, jacrev  # noqa: F401

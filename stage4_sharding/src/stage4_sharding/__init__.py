@@ -13,6 +13,7 @@ from stage3_vmap import (  # noqa: F401
     Array,
     ClosedJaxpr,
     ConcretizationTypeError,
+    Device,
     Jaxpr,
     JaxprEqn,
     Literal,
@@ -74,6 +75,7 @@ from . import (  # noqa: F401
     sharding,
     tree,
     tree_util,
+    typing,
 )
 from .arrays import (  # noqa: F401
     device_put,

@@ -4,11 +4,28 @@ namespace. The types live in ``named_sharding.py`` and ``mesh.py``, ``reshard`` 
 module only gathers the names a program imports.
 """
 
+import abc
+
 from stage1_autodiff.core import SingleDeviceSharding
 
 from .mesh import AxisType, Mesh, get_mesh, set_mesh
 from .named_sharding import NamedSharding, P, PartitionSpec
 from .reshard import reshard
 
-__all__ = ["AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec", "SingleDeviceSharding",
-           "get_mesh", "reshard", "set_mesh"]
+
+class Sharding(abc.ABC):  # noqa: B024 -- a type to check against, with nothing to override
+    """The type of every sharding, for ``isinstance`` checks and annotations: a
+    ``NamedSharding`` and a ``SingleDeviceSharding`` are ``Sharding`` instances.
+
+    Example:
+        >>> import stage4_sharding as jax
+        >>> isinstance(jax.numpy.ones(2).sharding, jax.sharding.Sharding)
+        True
+    """
+
+
+Sharding.register(NamedSharding)
+Sharding.register(SingleDeviceSharding)
+
+__all__ = ["AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec", "Sharding",
+           "SingleDeviceSharding", "get_mesh", "reshard", "set_mesh"]
