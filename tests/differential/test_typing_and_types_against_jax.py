@@ -4,13 +4,13 @@ AttributeError, or an ImportError of ``jax.typing``)."""
 
 import typing
 
-import numpy as np
 import pytest
 
 real = pytest.importorskip("jax")
 
-import stage4_sharding as ours  # noqa: E402
 from stage4_sharding.typing import ArrayLike, DTypeLike  # noqa: E402
+
+import stage4_sharding as ours  # noqa: E402
 
 
 def _accepted(union):

@@ -55,3 +55,39 @@ def test_debug_print_in_a_sharded_jit_prints_once(capsys):
 def test_a_callback_that_is_not_callable_is_a_type_error(lib):
     with pytest.raises(TypeError):
         lib.jit(lambda a: lib.debug.callback(3, a))(1.0)
+
+
+def _inspected(lib):
+    """The specs (with trailing unsplit dims dropped) that inspect_array_sharding reports."""
+    mesh = lib.make_mesh((8,), ("x",))
+    P = lib.sharding.PartitionSpec
+    split = lib.device_put(np.arange(16.0, dtype=np.float32).reshape(8, 2),
+                           lib.sharding.NamedSharding(mesh, P("x")))
+    seen = []
+
+    def note(sharding):
+        spec = tuple(sharding.spec)
+        while spec and spec[-1] is None:
+            spec = spec[:-1]
+        seen.append(spec)
+
+    f = lib.jit(lambda a: lib.debug.inspect_array_sharding({"p": a * 2, "q": a.sum(0)},
+                                                           callback=note))
+    f(split)
+    f(split)  # compiled once: not called again
+    lib.debug.inspect_array_sharding(split, callback=note)
+    return seen
+
+
+def test_inspect_array_sharding_reports_what_jax_s_does():
+    assert _inspected(jax) == _inspected(real)
+
+
+def test_visualize_sharding_draws_a_layout_without_an_array(capsys):
+    mesh = jax.make_mesh((4, 2), ("x", "y"))
+    split = jax.device_put(np.zeros((8, 4), np.float32), jax.sharding.NamedSharding(
+        mesh, jax.sharding.PartitionSpec("x", "y")))
+    drawn = jax.debug.visualize_array_sharding(split, use_color=False)
+    assert jax.debug.visualize_sharding((8, 4), split.sharding) == drawn
+    assert drawn.count("CPU") == 8
+    capsys.readouterr()

@@ -410,23 +410,35 @@ def typeof(x: Any) -> TypeOf:
     return TypeOf(aval, spec)
 
 
-def visualize_array_sharding(x: ShardedArray) -> str:
+def visualize_array_sharding(x: Any, **options: Any) -> str:
     """A grid of ``x``'s blocks (a 1-D or 2-D array), each labelled with the devices that hold
-    it; printed, and returned."""
+    it; printed, and returned. ``options`` (``use_color``, ``scale``, ``min_width``,
+    ``max_width``, ``color_map``) are accepted: the grid is plain text."""
     if not isinstance(x, ShardedArray):
         text = f"one block of shape {x.shape}, on {sorted(x.devices(), key=lambda d: d.id)}"
         print(text)
         return text
-    if x.ndim not in (1, 2):
-        raise ValueError(f"visualize_array_sharding draws 1-D and 2-D arrays, got shape {x.shape}.")
-    shape = x.shape if x.ndim == 2 else (1,) + x.shape
-    sharding = x.sharding
-    rows = sharding.num_shards(0) if x.ndim == 2 else 1
-    cols = sharding.num_shards(x.ndim - 1)
+    return visualize_sharding(x.shape, x.sharding, **options)
+
+
+def visualize_sharding(shape: tuple[int, ...], sharding: Any, **options: Any) -> str:
+    """``visualize_array_sharding`` of an array of ``shape`` laid out by ``sharding``."""
+    del options
+    shape = tuple(shape)
+    if not isinstance(sharding, NamedSharding):  # one device holds it whole
+        text = f"one block of shape {shape}, on {sorted(sharding.device_set, key=lambda d: d.id)}"
+        print(text)
+        return text
+    if len(shape) not in (1, 2):
+        raise ValueError(f"visualize_array_sharding draws 1-D and 2-D arrays, got shape {shape}.")
+    ndim, global_shape = len(shape), shape
+    shape = shape if ndim == 2 else (1,) + shape
+    rows = sharding.num_shards(0) if ndim == 2 else 1
+    cols = sharding.num_shards(ndim - 1)
     block = (shape[0] // rows, shape[1] // cols)
     holders: dict[tuple[int, int], list[int]] = {}
-    for device, index in sharding.devices_indices_map(x.shape).items():
-        index = index if x.ndim == 2 else (slice(0, 1),) + index
+    for device, index in sharding.devices_indices_map(global_shape).items():
+        index = index if ndim == 2 else (slice(0, 1),) + index
         key = ((index[0].start or 0) // block[0], (index[1].start or 0) // block[1])
         holders.setdefault(key, []).append(device.id)
     labels = {key: "CPU " + ",".join(str(i) for i in sorted(ids)) for key, ids in holders.items()}
