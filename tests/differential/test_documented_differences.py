@@ -1204,6 +1204,10 @@ def test_debug_callback_is_a_debug_print_equation() -> None:
         return [e.primitive.name for e in lib.make_jaxpr(f)(1.0).jaxpr.eqns]
     assert names(jax) == ["debug_print", "debug_callback"]
     assert names(sj) == ["debug_print", "debug_print"]
+    for lib in (jax, sj):
+        seen = []
+        lib.debug.callback(seen.append, 2.0)
+        assert seen[0].weak_type is (lib is jax)
 
 
 def test_device_splits_what_array_asarray_and_linspace_make() -> None:
