@@ -704,11 +704,22 @@ def tree_broadcast(prefix_tree: PyTree, full_tree: PyTree, is_leaf: IsLeaf = Non
         >>> tree_broadcast([1, 2], [(0, 0), {"a": 0}])
         [(1, 1), {'a': 2}]
     """
-    prefix_def = tree_structure(prefix_tree, is_leaf)
-    subtrees = prefix_def.flatten_up_to(full_tree)
-    return prefix_def.unflatten(
-        tree_map(lambda _, leaf=leaf: leaf, sub)
-        for leaf, sub in zip(tree_leaves(prefix_tree, is_leaf), subtrees))
+    return tree_structure(full_tree).unflatten(
+        broadcast_prefix(prefix_tree, full_tree, is_leaf))
+
+
+def broadcast_prefix(prefix_tree: PyTree, full_tree: PyTree, is_leaf: IsLeaf = None) -> list:
+    """The leaves of ``prefix_tree``, each repeated once per leaf of the subtree of
+    ``full_tree`` it stands for: one per leaf of ``full_tree`` (``in_axes``, ``device_put``'s
+    shardings). A ``ValueError`` when ``prefix_tree`` is not a prefix of ``full_tree``.
+
+    Example:
+        >>> broadcast_prefix([1, None], [(0, 0), {"a": 0}], is_leaf=lambda x: x is None)
+        [1, 1, None]
+    """
+    subtrees = tree_structure(prefix_tree, is_leaf).flatten_up_to(full_tree)
+    return [leaf for leaf, sub in zip(tree_leaves(prefix_tree, is_leaf), subtrees)
+            for _ in range(tree_structure(sub).num_leaves)]
 
 
 def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,

@@ -28,7 +28,12 @@ from stage1_autodiff.core import (
     asarray,
 )
 from stage1_autodiff.extension import set_memory_limit, set_placement
-from stage1_autodiff.tree_util import tree_flatten, tree_structure, tree_unflatten
+from stage1_autodiff.tree_util import (
+    broadcast_prefix,
+    tree_flatten,
+    tree_structure,
+    tree_unflatten,
+)
 
 from .arrays import GpuArray, PlacedArray
 from .buffers import DEVICE_POOL, to_device
@@ -135,18 +140,12 @@ def _is_flag(x: Any) -> bool:
 def _per_leaf(prefix: Any, tree: Any, what: str, is_leaf: Callable[[Any], bool]) -> list:
     """The leaves of the prefix ``prefix``, each repeated over the leaves of the subtree of
     ``tree`` it stands for."""
-    if is_leaf(prefix):
-        return [prefix] * tree_structure(tree).num_leaves
-    prefix_def = tree_structure(prefix, is_leaf=is_leaf)
     try:
-        subtrees = prefix_def.flatten_up_to(tree)
+        return broadcast_prefix(prefix, tree, is_leaf)
     except (ValueError, TypeError) as e:
         raise ValueError(f"device_put {what} specification must be a tree prefix of the "
                          f"corresponding value: got {prefix!r} for {tree_structure(tree)}. "
                          f"{e}") from None
-    leaves = tree_flatten(prefix, is_leaf=is_leaf)[0]
-    return [leaf for leaf, sub in zip(leaves, subtrees)
-            for _ in range(tree_structure(sub).num_leaves)]
 
 
 def _as_device(device: Any, fun_name: str) -> Device:

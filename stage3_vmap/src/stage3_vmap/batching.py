@@ -35,6 +35,7 @@ from stage1_autodiff.core import (
 )
 from stage1_autodiff.random import PRNGKeyArray
 from stage1_autodiff.tree_util import (
+    broadcast_prefix,
     keystr,
     tree_flatten,
     tree_flatten_with_path,
@@ -356,16 +357,13 @@ def _broadcast_prefix(prefix: Any, tree: Any, where: str, what: str, name: str) 
     """The leaves of ``prefix`` repeated over the subtrees of ``tree`` they stand for."""
     if prefix is None or type(prefix) is int:
         return [prefix] * len(tree_flatten(tree)[0])
-    prefix_def = tree_structure(prefix, is_leaf=lambda x: x is None)
     try:
-        subtrees = prefix_def.flatten_up_to(tree)
+        return broadcast_prefix(prefix, tree, is_leaf=lambda x: x is None)
     except (ValueError, TypeError) as e:
         raise ValueError(
             f"vmap {what} specification must be a tree prefix of the corresponding value, "
             f"got specification {prefix!r} for value tree {tree_structure(tree)} at {where} "
             f"(vmap of {name}). {e}") from None
-    leaves = tree_flatten(prefix, is_leaf=lambda x: x is None)[0]
-    return [axis for axis, sub in zip(leaves, subtrees) for _ in tree_flatten(sub)[0]]
 
 
 def _paths(tree: Any) -> list[str]:

@@ -414,10 +414,6 @@ def visualize_array_sharding(x: Any, **options: Any) -> str:
     """A grid of ``x``'s blocks (a 1-D or 2-D array), each labelled with the devices that hold
     it; printed, and returned. ``options`` (``use_color``, ``scale``, ``min_width``,
     ``max_width``, ``color_map``) are accepted: the grid is plain text."""
-    if not isinstance(x, ShardedArray):
-        text = f"one block of shape {x.shape}, on {sorted(x.devices(), key=lambda d: d.id)}"
-        print(text)
-        return text
     return visualize_sharding(x.shape, x.sharding, **options)
 
 
