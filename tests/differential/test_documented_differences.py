@@ -1700,3 +1700,32 @@ def test_pascal_and_inverse_hilbert_matrices_are_exact() -> None:
     np.testing.assert_allclose(np.asarray(ours.invhilbert(4)), np.asarray(theirs.invhilbert(4)),
                                rtol=1e-5)
     assert np.asarray(ours.invhilbert(4))[3, 3] == 2800.0
+
+
+def test_debug_nans_checks_operations_not_the_creation_of_an_array() -> None:
+    nan = float("nan")
+    jax.config.update("jax_debug_nans", True)
+    sj.config.update("jax_debug_nans", True)
+    try:
+        raises(FloatingPointError, jnp.array, nan)
+        made = sjnp.array(nan)  # no operation yet: no error
+        raises(FloatingPointError, sjnp.add, made, 1.0, match="came in with the inputs")
+        raises(FloatingPointError, sjnp.log, sjnp.array(-1.0), match="encountered in log")
+        raises(FloatingPointError, jnp.log, jnp.array(-1.0), match="encountered in log")
+    finally:
+        jax.config.update("jax_debug_nans", False)
+        sj.config.update("jax_debug_nans", False)
+
+
+def test_a_platform_that_cannot_run_is_refused_when_named() -> None:
+    before = jax.config.values["jax_platforms"]
+    jax.config.update("jax_platforms", "tpu")  # JAX's backends are up: ignored
+    try:
+        assert float(jnp.add(1.0, 1.0)) == 2.0 and jax.default_backend() == "cpu"
+    finally:
+        jax.config.update("jax_platforms", before)
+    for name in ("jax_platforms", "jax_platform_name"):
+        raises(RuntimeError, sj.config.update, name, "tpu",
+               match="Unable to initialize backend 'tpu'.*cpu")
+    assert sj.config.jax_platforms is None and sj.config.jax_platform_name == ""
+

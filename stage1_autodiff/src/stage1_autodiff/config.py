@@ -24,7 +24,7 @@ class Config:
     def __init__(self) -> None:
         self._values: dict[str, Any] = {}
         self._docs: dict[str, str] = {}
-        self._hooks: dict[str, Callable[[Any], None]] = {}
+        self._hooks: dict[str, list[Callable[[Any], None]]] = {}
 
     def define(self, name: str, default: Any, doc: str,
                on_update: Callable[[Any], None] | None = None) -> None:
@@ -37,8 +37,12 @@ class Config:
             default = env if default is None else type(default)(env)
         self._values[name] = self.__dict__[name] = default  # (read as a plain attribute)
         self._docs[name] = doc
-        if on_update is not None:
-            self._hooks[name] = on_update
+        self._hooks[name] = [] if on_update is None else [on_update]
+
+    def on_update(self, name: str, hook: Callable[[Any], None]) -> None:
+        """Adds ``hook`` to what sees option ``name``'s new values (a later stage reacts to
+        an option of an earlier one: stage 2 to ``jax_platforms``)."""
+        self._hooks[name].append(hook)
 
     def update(self, name: str, value: Any) -> None:
         """Sets option ``name`` to ``value``.
@@ -50,8 +54,8 @@ class Config:
         if name not in self._values:
             known = ", ".join(sorted(self._values))
             raise AttributeError(f"Unrecognized config option: {name!r}. Known options: {known}.")
-        if name in self._hooks:
-            self._hooks[name](value)
+        for hook in self._hooks[name]:
+            hook(value)
         self._values[name] = self.__dict__[name] = value
 
     def __getattr__(self, name: str) -> Any:  # only for names that are not options
@@ -104,3 +108,30 @@ config.define("jax_default_matmul_precision", None,
 default_matmul_precision = State("jax_default_matmul_precision")
 """``jax_default_matmul_precision`` for a block: ``with jax.default_matmul_precision("highest")``
 (a name or ``lax.Precision`` is checked; the products are the same)."""
+
+
+PLATFORMS: dict[str, Callable[[], str | None]] = {"cpu": lambda: None}
+"""The platforms ``jax_platforms`` may name, each with why it cannot run here (None: it can).
+Stage 1 runs everything on the host's CPU; stage 2 adds ``cuda`` (also spelled ``gpu``)."""
+
+
+def _check_platforms(value: Any) -> None:
+    if value is None or value == "":
+        return
+    if not isinstance(value, str):
+        raise TypeError(f"A platform list is a string such as 'cpu' or 'cuda,cpu', not {value!r}.")
+    for name in value.split(","):
+        if name not in PLATFORMS:
+            raise RuntimeError(f"Unable to initialize backend {name!r}: this library has the "
+                               f"platforms {', '.join(PLATFORMS)}. Name those, e.g. 'cpu'.")
+        reason = PLATFORMS[name]()
+        if reason is not None:
+            raise RuntimeError(f"Unable to initialize backend {name!r}: {reason}.")
+
+
+config.define("jax_platforms", None,
+              "The platforms to use, best first, e.g. 'cpu' or 'cuda,cpu'; the first is the "
+              "default. Each is checked when it is set.", on_update=_check_platforms)
+config.define("jax_platform_name", "",
+              "The default platform, e.g. 'cpu' (the older spelling of jax_platforms).",
+              on_update=_check_platforms)

@@ -34,6 +34,7 @@ from .errors import (
     UnexpectedTracerError,
 )
 from .extension import device_memory, executor_for, place
+from .special_values import CHECKS, check_results
 
 # --8<-- [start:shaped_array]
 _SHORT_DTYPE_NAMES = {
@@ -361,9 +362,12 @@ class EvalTrace(Trace):
         # An array that lives elsewhere (a GPU, several devices), or a result asked for on
         # several devices, is run there (the extension point's first seam).
         run = executor_for(tracers, params)
-        if run is not None:
-            return run(prim, tracers, params)
-        return run_on_host(prim, tracers, params)
+        if run is None:
+            return run_on_host(prim, tracers, params)
+        outs = run(prim, tracers, params)
+        if CHECKS.any:  # jax_debug_nans / jax_debug_infs
+            check_results(prim, outs, tracers, params)
+        return outs
 
     def process_custom_vjp_call(self, prim: Primitive, fun: Callable, fwd: Callable,
                                 bwd: Callable, tracers: list[Array],
@@ -388,6 +392,8 @@ def run_on_host(prim: Primitive, arrays: Sequence[Array], params: dict[str, Any]
     else:  # an eager op outside any transformation: silence NumPy for this one call
         with np.errstate(all="ignore"):
             outs = impl_rules[prim](*values, **params)
+    if CHECKS.any:  # jax_debug_nans / jax_debug_infs
+        check_results(prim, [outs] if not prim.multiple_results else outs, arrays, params)
     if not prim.multiple_results:
         out = np.asarray(outs)
         return [Array(out, _result_weak_type(prim, arrays, out.dtype, params))]

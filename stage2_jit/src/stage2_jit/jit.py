@@ -24,7 +24,7 @@ from stage1_autodiff.api_util import (
     check_static_argnums,
     ensure_index_tuple,
 )
-from stage1_autodiff.config import config
+from stage1_autodiff.config import PLATFORMS, config
 from stage1_autodiff.core import (
     Array,
     Primitive,
@@ -38,6 +38,7 @@ from stage1_autodiff.core import (
     vjp_rules,
     vjp_rules_take_needs,
 )
+from stage1_autodiff.special_values import CHECKS, rerun_rules, special_value_in
 from stage1_autodiff.tree_util import (
     keystr,
     tree_flatten,
@@ -52,7 +53,7 @@ from stage1_autodiff import dtypes
 from .abstract_eval import abstract_eval_rules
 from .arrays import GpuArray
 from .derived import jvp_program, split_tangents, vjp_program
-from .devices import device_put, gpu_device
+from .devices import GPU_PLATFORM_NAMES, cuda_unavailable_reason, device_put, gpu_device
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
 from .runtime import (
     BACKEND_ALIASES,
@@ -64,10 +65,23 @@ from .runtime import (
 )
 from .shape_dtype_struct import stand_ins, struct_of
 from .tiers import Tiered
-from .tracing import closed_with_consts_as_args, trace_to_jaxpr
+from .tracing import closed_with_consts_as_args, eval_jaxpr, trace_to_jaxpr
 
 config.define("jax_disable_jit", False, "Runs jitted functions eagerly, op by op (debugging).")
 config.define("jax_default_backend", "cpu", "The backend jit uses when none is given.")
+PLATFORMS.update(cuda=cuda_unavailable_reason, gpu=cuda_unavailable_reason)
+
+
+def _follow_platforms(platforms: str | None) -> None:
+    """``jax_platforms`` (or ``jax_platform_name``) names the default backend first."""
+    if platforms:
+        first = platforms.split(",")[0]
+        config.update("jax_default_backend", "cuda" if first in GPU_PLATFORM_NAMES else "cpu")
+
+
+for _name in ("jax_platforms", "jax_platform_name"):
+    config.on_update(_name, _follow_platforms)
+    _follow_platforms(getattr(config, _name))  # (an environment variable may have set it)
 
 
 # ------------------------------------------------------------------------------------------
@@ -228,6 +242,11 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
+        if CHECKS.any and _at_top_level():  # jax_debug_nans / jax_debug_infs
+            return _checked_call(self, args, kwargs)
+        return self._call(args, kwargs)
+
+    def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if (self._donate_nums or self._donate_names) and _at_top_level():
             return self._donating_call(args, kwargs)
         fast = self._fast_call(args, kwargs)
@@ -433,6 +452,38 @@ def _both_ways(nums: Sequence[int], given: Sequence[str],
     argument: by position or by name."""
     return (set(nums) | {names.index(n) for n in given if n in names},
             set(given) | {names[i] for i in nums if 0 <= i < len(names)})
+
+
+# --8<-- [start:checked_call]
+def _checked_call(jitted: Jitted, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A call while ``jax_debug_nans`` or ``jax_debug_infs`` is on. A fused kernel has no
+    step in between to check, so its outputs are checked; when one holds a nan, the function
+    runs again without ``jit``, where the operation that makes it raises with a traceback to
+    the user's line, as JAX's does."""
+    try:
+        out = jitted._call(args, kwargs)
+        kind = special_value_in(tree_leaves(out))
+        if kind is None:
+            return out
+        error = FloatingPointError(
+            f"invalid value ({kind}) encountered in jit({jitted._name}): an output holds "
+            f"{'an inf' if kind == 'inf' else 'a nan'} and jax_debug_{kind}s is on, but the "
+            f"function run again without jit made none. The compiled program may compute "
+            f"differently, or a {kind} may be a constant output (jit(lambda: jnp.nan)).")
+    except FloatingPointError as found_in_program:
+        error = found_in_program
+    with disable_jit():
+        jitted.fun(*args, **kwargs)  # raises FloatingPointError at the user's line
+    raise error
+# --8<-- [end:checked_call]
+
+
+def _jit_one_op_at_a_time(operands: list[Any], params: dict[str, Any]) -> None:
+    program = params["jaxpr"]
+    eval_jaxpr(program.jaxpr, program.consts, operands)
+
+
+rerun_rules[jit_p] = _jit_one_op_at_a_time
 
 
 def _at_top_level() -> bool:

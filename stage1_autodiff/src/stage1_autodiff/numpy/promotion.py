@@ -6,6 +6,9 @@ Stage 1's other modules and the later stages use these helpers too (``convert``,
 from __future__ import annotations
 
 import functools
+import re
+import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -13,6 +16,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import prims as lax
+from ..config import State, config
 from ..core import Array, Tracer, asarray, get_aval
 
 
@@ -168,8 +172,57 @@ def promote_and_broadcast(op_name: str, *args: Any, inexact: bool = False,
             return values
     elif all(s == shapes[0] for s in shapes):
         return values
+    check_rank_promotion(op_name, shapes)
     shape = broadcast_shapes(*shapes, op_name=op_name)
     return [broadcast_to_shape(v, shape) for v in values]
+
+
+_RANK_PROMOTION = ("allow", "warn", "raise")
+
+
+def _check_rank_promotion_mode(mode: Any) -> None:
+    if mode not in _RANK_PROMOTION:
+        raise ValueError(f"jax_numpy_rank_promotion takes one of {list(_RANK_PROMOTION)}, "
+                         f"not {mode!r}.")
+
+
+config.define("jax_numpy_rank_promotion", "allow",
+              "What an elementwise op does when its operands' ranks differ (NumPy adds leading "
+              "dims): 'allow' it, 'warn' or 'raise'. A scalar beside an array is always "
+              "allowed.", on_update=_check_rank_promotion_mode)
+numpy_rank_promotion = State("jax_numpy_rank_promotion")
+"""``jax_numpy_rank_promotion`` for a block: ``with jax.numpy_rank_promotion("raise"): ...``."""
+
+
+def check_rank_promotion(op_name: str, shapes: Sequence[Sequence[int]]) -> None:
+    """Warns or raises, as ``jax_numpy_rank_promotion`` asks, when operands of different
+    ranks (other than scalars) are broadcast: ``(3,)`` beside ``(2, 3)`` is often a bug that
+    NumPy's rules hide."""
+    mode = config.jax_numpy_rank_promotion
+    if mode == "allow" or len({len(s) for s in shapes if len(s)}) <= 1:
+        return
+    listed = " ".join(str(tuple(s)) for s in shapes)
+    if mode == "raise":
+        raise ValueError(
+            f"{op_name} would broadcast operands of different ranks, shapes {listed}, and "
+            f"jax_numpy_rank_promotion is 'raise'. Add the leading dims yourself (x[None, :] "
+            f"or jnp.expand_dims), or set the option to 'allow'.")
+    warnings.warn(
+        f"{op_name} broadcasts operands of different ranks, shapes {listed}, by NumPy's rank "
+        f"promotion (jax_numpy_rank_promotion is 'warn'; 'allow' silences this).",
+        stacklevel=_first_frame_outside_library())
+
+
+def _first_frame_outside_library() -> int:
+    """The stack level of the user's line that called in (an operator or a ``jnp`` function,
+    through however many of the library's frames), for a warning to point at it."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and _LIBRARY.search(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_LIBRARY = re.compile(r"[/\\]stage[1-4]_[a-z]+[/\\]")  # a file of one of the four packages
 
 
 def canonicalize_axis(axis: int, ndim: int, op_name: str = "axis") -> int:
