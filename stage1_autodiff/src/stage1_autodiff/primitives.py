@@ -17,6 +17,7 @@ The rule signatures:
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -37,6 +38,7 @@ from .core import (
     jvp_rules,
     jvp_rules_take_none,
     vjp_rules,
+    vjp_rules_take_needs,
     weak_when_operands_weak,
 )
 
@@ -153,14 +155,14 @@ jvp_rules[log_p] = _unary_elementwise_jvp(log_p)
 log1p_p = Primitive("log1p", kind=ELEMENTWISE)
 def log1p(x): return log1p_p.bind(x)
 impl_rules[log1p_p] = np.log1p
-def log1p_vjp(ct, x, *, out): return [div(ct, add(x, full_like(x, 1)))]
+def log1p_vjp(ct, x, *, out): return [div(ct, add(x, full_like(x, 1, shape=())))]
 vjp_rules[log1p_p] = log1p_vjp
 jvp_rules[log1p_p] = _unary_elementwise_jvp(log1p_p)
 
 expm1_p = Primitive("expm1", kind=ELEMENTWISE)
 def expm1(x): return expm1_p.bind(x)
 impl_rules[expm1_p] = np.expm1
-def expm1_vjp(ct, x, *, out): return [mul(ct, add(out, full_like(out, 1)))]
+def expm1_vjp(ct, x, *, out): return [mul(ct, add(out, full_like(out, 1, shape=())))]
 vjp_rules[expm1_p] = expm1_vjp
 jvp_rules[expm1_p] = _unary_elementwise_jvp(expm1_p)
 
@@ -187,7 +189,7 @@ jvp_rules[cos_p] = _unary_elementwise_jvp(cos_p)
 tan_p = Primitive("tan", kind=ELEMENTWISE)
 def tan(x): return tan_p.bind(x)
 impl_rules[tan_p] = np.tan
-def tan_vjp(ct, x, *, out): return [mul(ct, add(full_like(out, 1), mul(out, out)))]
+def tan_vjp(ct, x, *, out): return [mul(ct, add(full_like(out, 1, shape=()), mul(out, out)))]
 vjp_rules[tan_p] = tan_vjp
 jvp_rules[tan_p] = _unary_elementwise_jvp(tan_p)
 
@@ -196,7 +198,7 @@ tanh_p = Primitive("tanh", kind=ELEMENTWISE)
 def tanh(x): return tanh_p.bind(x)
 impl_rules[tanh_p] = np.tanh
 def tanh_vjp(ct, x, *, out):
-    return [mul(ct, sub(full_like(out, 1), mul(out, out)))]  # d tanh = 1 - tanh^2
+    return [mul(ct, sub(full_like(out, 1, shape=()), mul(out, out)))]  # d tanh = 1 - tanh^2
 vjp_rules[tanh_p] = tanh_vjp
 jvp_rules[tanh_p] = _unary_elementwise_jvp(tanh_p)
 # --8<-- [end:tanh]
@@ -210,7 +212,7 @@ def logistic_impl(x):
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
 impl_rules[logistic_p] = logistic_impl
-def logistic_vjp(ct, x, *, out): return [mul(ct, mul(out, sub(full_like(out, 1), out)))]
+def logistic_vjp(ct, x, *, out): return [mul(ct, mul(out, sub(full_like(out, 1, shape=()), out)))]
 vjp_rules[logistic_p] = logistic_vjp
 jvp_rules[logistic_p] = _unary_elementwise_jvp(logistic_p)
 
@@ -315,7 +317,7 @@ jvp_rules[add_p] = add_jvp
 sub_p = Primitive("sub", kind=ELEMENTWISE)
 def sub(x, y): return sub_p.bind(x, y)
 impl_rules[sub_p] = np.subtract
-def sub_vjp(ct, x, y, *, out): return [ct, neg(ct)]
+def sub_vjp(ct, x, y, *, out, needs=(True, True)): return [ct, neg(ct) if needs[1] else None]
 vjp_rules[sub_p] = sub_vjp
 def sub_jvp(primals, tangents):
     (x, y), (x_dot, y_dot) = primals, tangents
@@ -326,7 +328,9 @@ jvp_rules[sub_p] = sub_jvp
 mul_p = Primitive("mul", kind=ELEMENTWISE)
 def mul(x, y): return mul_p.bind(x, y)
 impl_rules[mul_p] = np.multiply
-def mul_vjp(ct, x, y, *, out): return [mul(ct, y), mul(x, ct)]
+def mul_vjp(ct, x, y, *, out, needs=(True, True)):
+    # Only an input on the tape needs its cotangent: x * 2.0 makes one product, not two.
+    return [mul(ct, y) if needs[0] else None, mul(x, ct) if needs[1] else None]
 vjp_rules[mul_p] = mul_vjp
 jvp_rules[mul_p] = defjvp(mul_p, lambda x_dot, x, y, *, out: mul(x_dot, y),
                           lambda y_dot, x, y, *, out: mul(x, y_dot))
@@ -344,9 +348,9 @@ def div_impl(x, y):
         return np.where(y == 0, np.array(-1).astype(x.dtype), quotient)
     return np.true_divide(x, y)
 impl_rules[div_p] = div_impl
-def div_vjp(ct, x, y, *, out):
+def div_vjp(ct, x, y, *, out, needs=(True, True)):
     ct_x = div(ct, y)
-    return [ct_x, neg(mul(ct_x, out))]  # d(x/y)/dy = -(x/y)/y
+    return [ct_x, neg(mul(ct_x, out)) if needs[1] else None]  # d(x/y)/dy = -(x/y)/y
 vjp_rules[div_p] = div_vjp
 def div_jvp_x(x_dot, x, y, *, out):
     # --8<-- [start:task1_4]
@@ -461,15 +465,21 @@ def _ndim(x: Any) -> int:
 
 
 def _with_unbroadcast(rule):
-    """``rule`` (a binary op's VJP), with each cotangent brought to its operand's shape."""
-    def vjp(ct, x, y, *, out):
-        ct_x, ct_y = rule(ct, x, y, out=out)
-        return [_unbroadcast(x, ct_x), _unbroadcast(y, ct_y)]
+    """``rule`` (a binary op's VJP), with each cotangent brought to its operand's shape, and
+    none for an operand that needs none (a constant: ``needs`` says which are on the tape)."""
+    takes_needs = "needs" in inspect.signature(rule).parameters
+
+    def vjp(ct, x, y, *, out, needs=(True, True)):
+        ct_x, ct_y = (rule(ct, x, y, out=out, needs=needs) if takes_needs else
+                      rule(ct, x, y, out=out))
+        return [_unbroadcast(x, ct_x) if needs[0] else None,
+                _unbroadcast(y, ct_y) if needs[1] else None]
     return vjp
 
 
 for _prim in (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p):
     vjp_rules[_prim] = _with_unbroadcast(vjp_rules[_prim])
+    vjp_rules_take_needs.add(_prim)
 # --8<-- [end:unbroadcast]
 
 
@@ -662,7 +672,7 @@ def broadcast_in_dim_vjp(ct, x, *, out, shape, broadcast_dimensions, out_shardin
     stretched = [out_d for in_d, out_d in enumerate(broadcast_dimensions)
                  if x_shape[in_d] == 1 and shape[out_d] != 1]
     summed = reduce_sum(ct, tuple(sorted(new_dims + stretched)))
-    return [reshape(summed, x_shape)]
+    return [summed if get_aval(summed).shape == x_shape else reshape(summed, x_shape)]
 vjp_rules[broadcast_in_dim_p] = broadcast_in_dim_vjp
 # --8<-- [end:broadcast_in_dim]
 
