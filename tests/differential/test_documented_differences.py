@@ -1729,3 +1729,15 @@ def test_a_platform_that_cannot_run_is_refused_when_named() -> None:
                match="Unable to initialize backend 'tpu'.*cpu")
     assert sj.config.jax_platforms is None and sj.config.jax_platform_name == ""
 
+
+def test_pmap_shows_its_axis_in_its_type() -> None:
+    theirs = jax.pmap(lambda v: v * 2, axis_name="i")(jnp.ones(4))
+    ours = sj.pmap(lambda v: v * 2, axis_name="i")(sjnp.ones(4))
+    assert str(jax.typeof(theirs)) == "float32[4]" and str(sj.typeof(ours)) == "float32[4@i]"
+    assert tuple(theirs.sharding.spec) == tuple(ours.sharding.spec) == ("i",)
+    raises(IndexError, jax.pmap(lambda v: v, in_axes=2), jnp.ones((2, 2)))
+    raises(ValueError, sj.pmap(lambda v: v, in_axes=2), sjnp.ones((2, 2)), match="out of range")
+    from jax._src.sharding import IndivisibleError
+    raises(IndivisibleError, jax.pmap(lambda x, y: x + y), jnp.ones((2, 2)), jnp.ones((3, 2)))
+    raises(ValueError, sj.pmap(lambda x, y: x + y), sjnp.ones((2, 2)), sjnp.ones((3, 2)),
+           match="inconsistent sizes")

@@ -101,6 +101,7 @@ from .mesh import (  # noqa: F401
     set_mesh,
 )
 from .named_sharding import NamedSharding, P  # noqa: F401
+from .pmap import pmap  # noqa: F401
 from .reshard import reshard  # noqa: F401
 from .shard_map import shard_map  # noqa: F401
 
