@@ -1741,3 +1741,21 @@ def test_pmap_shows_its_axis_in_its_type() -> None:
     raises(IndivisibleError, jax.pmap(lambda x, y: x + y), jnp.ones((2, 2)), jnp.ones((3, 2)))
     raises(ValueError, sj.pmap(lambda x, y: x + y), sjnp.ones((2, 2)), sjnp.ones((3, 2)),
            match="inconsistent sizes")
+
+
+def test_all_gathers_result_counts_as_replicated() -> None:
+    x = np.arange(8.0, dtype=np.float32)
+    for lib in (jax, sj):
+        P = lib.sharding.PartitionSpec
+        mesh = lib.make_mesh((8,), ("i",))
+        split = lib.device_put(x, lib.sharding.NamedSharding(mesh, P("i")))
+
+        def gathered(check, lib=lib, P=P, mesh=mesh):
+            return lib.shard_map(lambda b: lib.lax.all_gather(b, "i", tiled=True), mesh=mesh,
+                                 in_specs=P("i"), out_specs=P(), check_vma=check)
+
+        np.testing.assert_array_equal(gathered(False)(split), x)
+        if lib is jax:
+            raises(ValueError, gathered(True), split, match="statically inferred")
+        else:
+            np.testing.assert_array_equal(gathered(True)(split), x)
