@@ -1759,3 +1759,13 @@ def test_all_gathers_result_counts_as_replicated() -> None:
             raises(ValueError, gathered(True), split, match="statically inferred")
         else:
             np.testing.assert_array_equal(gathered(True)(split), x)
+
+
+def test_linear_transpose_refuses_every_nonlinear_function_the_same_way() -> None:
+    raises(NotImplementedError, jax.linear_transpose(jnp.sin, 1.0), 1.0)
+    raises(AssertionError, jax.linear_transpose(lambda x: x * x, 1.0), 1.0)
+    raises(AssertionError, jax.linear_transpose(lambda x: jnp.where(x > 0, x, 0.0), 1.0), 1.0)
+    for f in (sjnp.sin, lambda x: x * x, lambda x: sjnp.where(x > 0, x, 0.0)):
+        raises(NotImplementedError, sj.linear_transpose, f, 1.0, match="not linear")
+    assert int(jax.linear_transpose(lambda x: x * 2, 1)(1)[0]) == 2
+    raises(TypeError, sj.linear_transpose, lambda x: x * 2, 1)

@@ -237,11 +237,13 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
     return (out_primal, vjp_fun, aux) if has_aux else (out_primal, vjp_fun)
 
 
-def _vjp(fun: Callable, primals: tuple[Any, ...], has_aux: bool):
-    """Runs ``fun`` on the tape; returns its output and a pullback of flat cotangents."""
+def _vjp(fun: Callable, primals: tuple[Any, ...], has_aux: bool,
+         trace_type: type[TapeTrace] | None = None):
+    """Runs ``fun`` on the tape; returns its output and a pullback of flat cotangents.
+    (``trace_type``: a tape that checks what it records, as ``linear_transpose``'s does.)"""
     primals_flat, in_tree = tree_flatten(primals)
     primals_flat = [_as_value(x) for x in primals_flat]
-    with new_main(TapeTrace, Tape()) as main:
+    with new_main(trace_type or TapeTrace, Tape()) as main:
         trace = main.trace
         tape: Tape = main.global_data
         tracers_in = [TapeTracer(trace, x, tape.new_node()) for x in primals_flat]

@@ -36,6 +36,7 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
     float0,
     grad,
     jvp,
+    linear_transpose,
     named_call,
     numpy_rank_promotion,
     tree_flatten,

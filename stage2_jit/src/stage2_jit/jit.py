@@ -38,6 +38,7 @@ from stage1_autodiff.core import (
     vjp_rules,
     vjp_rules_take_needs,
 )
+from stage1_autodiff.linear_transpose import inline_rules
 from stage1_autodiff.special_values import CHECKS, rerun_rules, special_value_in
 from stage1_autodiff.tree_util import (
     keystr,
@@ -478,12 +479,13 @@ def _checked_call(jitted: Jitted, args: tuple[Any, ...], kwargs: dict[str, Any])
 # --8<-- [end:checked_call]
 
 
-def _jit_one_op_at_a_time(operands: list[Any], params: dict[str, Any]) -> None:
+def _jit_one_op_at_a_time(operands: list[Any], params: dict[str, Any]) -> list[Any]:
     program = params["jaxpr"]
-    eval_jaxpr(program.jaxpr, program.consts, operands)
+    return eval_jaxpr(program.jaxpr, program.consts, operands)
 
 
-rerun_rules[jit_p] = _jit_one_op_at_a_time
+rerun_rules[jit_p] = _jit_one_op_at_a_time  # jax_debug_nans: find the operation
+inline_rules[jit_p] = _jit_one_op_at_a_time  # linear_transpose: check each operation
 
 
 def _at_top_level() -> bool:

@@ -46,6 +46,7 @@ from stage2_jit import (  # noqa: F401
     grad,
     jit,
     jvp,
+    linear_transpose,
     linearize,
     local_device_count,
     local_devices,

@@ -45,6 +45,7 @@ from stage3_vmap import (  # noqa: F401
     jacobian,
     jacrev,
     jvp,
+    linear_transpose,
     linearize,
     make_jaxpr,
     named_call,
