@@ -444,3 +444,56 @@ def test_new_samplers_take_out_sharding(sampler, args):
     assert mine.sharding.spec[0] == theirs.sharding.spec[0] == "d"
     assert not any(mine.sharding.spec[1:]) and not any(theirs.sharding.spec[1:])
 
+
+
+@contextlib.contextmanager
+def _original_threefry(x64):
+    """jax_threefry_partitionable off (JAX's original scheme) in both libraries."""
+    names = ("jax_threefry_partitionable", "jax_enable_x64")
+    before = [(getattr(ours.config, n), jax_.config.values[n]) for n in names]
+    for lib in (ours, jax_):
+        lib.config.update("jax_threefry_partitionable", False)
+        lib.config.update("jax_enable_x64", x64)
+    try:
+        yield
+    finally:
+        for n, (mine, theirs) in zip(names, before):
+            ours.config.update(n, mine)
+            jax_.config.update(n, theirs)
+
+
+ORIGINAL_SCHEME = {
+    "split 3": lambda r, k: r.key_data(r.split(k, 3)),
+    "split (2, 3)": lambda r, k: r.key_data(r.split(k, (2, 3))),
+    "fold_in": lambda r, k: r.key_data(r.fold_in(k, 7)),
+    **{f"bits {np.dtype(dt).name} {shape}": (lambda r, k, dt=dt, shape=shape: r.bits(k, shape, dt))
+       for dt in (np.uint8, np.uint16, np.uint32) for shape in ((), (1,), (5,), (3, 3), (8,))},
+    "uniform": lambda r, k: r.uniform(k, (7,)),
+    "randint": lambda r, k: r.randint(k, (5,), 0, 100),
+    "permutation": lambda r, k: r.permutation(k, 6),
+    "bernoulli": lambda r, k: r.bernoulli(k, 0.3, (9,)),
+}
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
+@pytest.mark.parametrize("name", ORIGINAL_SCHEME)
+def test_the_original_threefry_scheme_is_bit_exact(name, x64):
+    """jax_threefry_partitionable=False: JAX's original scheme, which programs that must
+    reproduce older random numbers set; the same bits, eager and under jit."""
+    call = ORIGINAL_SCHEME[name]
+    with _original_threefry(x64):
+        theirs = np.asarray(call(jax_.random, jax_.random.key(42)))
+        mine = np.asarray(call(ours.random, ours.random.key(42)))
+        jitted = np.asarray(ours.jit(lambda k: call(ours.random, k))(ours.random.key(42)))
+    assert mine.dtype == theirs.dtype and mine.shape == theirs.shape
+    np.testing.assert_array_equal(mine, theirs)
+    np.testing.assert_array_equal(jitted, theirs)
+    default = np.asarray(call(ours.random, ours.random.key(42)))  # the option back on
+    np.testing.assert_array_equal(default, np.asarray(call(jax_.random, jax_.random.key(42))))
+
+
+def test_64_bit_words_in_the_original_scheme_are_bit_exact():
+    with _original_threefry(True):
+        for shape in ((), (3,), (2, 2)):
+            mine, theirs = _both("bits", 42, shape, np.uint64)
+            np.testing.assert_array_equal(mine, theirs)

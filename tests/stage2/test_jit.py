@@ -192,6 +192,17 @@ def test_the_cache_key_is_structure_avals_statics_and_x64():
     finally:
         jax.config.update("jax_enable_x64", False)
     assert len(traces) == 6 and f._cache_size() == 6
+    for option, value in (("jax_numpy_rank_promotion", "raise"),
+                          ("jax_threefry_partitionable", False)):
+        before = getattr(jax.config, option)
+        jax.config.update(option, value)
+        try:
+            f.lower((3.0, 4.0))  # an option that changes tracing: traced again
+        finally:
+            jax.config.update(option, before)
+    assert len(traces) == 8 and f._cache_size() == 8
+    f.lower((3.0, 4.0))  # the options back as they were: a hit
+    assert len(traces) == 8
 
 
 @pytest.mark.task2_3

@@ -25,11 +25,16 @@ class Config:
         self._values: dict[str, Any] = {}
         self._docs: dict[str, str] = {}
         self._hooks: dict[str, list[Callable[[Any], None]]] = {}
+        self._tracing: list[str] = []
+        self.trace_context: tuple = ()  # the values of the options that change tracing
 
     def define(self, name: str, default: Any, doc: str,
-               on_update: Callable[[Any], None] | None = None) -> None:
+               on_update: Callable[[Any], None] | None = None,
+               changes_tracing: bool = False) -> None:
         """Declares option ``name``; an environment variable ``NAME`` overrides ``default``.
-        ``on_update`` sees each new value first, and may refuse it by raising."""
+        ``on_update`` sees each new value first, and may refuse it by raising.
+        ``changes_tracing``: the option changes what a traced program is (``jax_enable_x64``),
+        so its value is part of ``trace_context``, which ``jit``'s cache keys include."""
         env = os.environ.get(name.upper())
         if env is not None and isinstance(default, bool):
             default = env.lower() in ("1", "true", "yes", "on")
@@ -38,6 +43,9 @@ class Config:
         self._values[name] = self.__dict__[name] = default  # (read as a plain attribute)
         self._docs[name] = doc
         self._hooks[name] = [] if on_update is None else [on_update]
+        if changes_tracing:
+            self._tracing.append(name)
+            self._update_trace_context()
 
     def on_update(self, name: str, hook: Callable[[Any], None]) -> None:
         """Adds ``hook`` to what sees option ``name``'s new values (a later stage reacts to
@@ -57,6 +65,11 @@ class Config:
         for hook in self._hooks[name]:
             hook(value)
         self._values[name] = self.__dict__[name] = value
+        if name in self._tracing:
+            self._update_trace_context()
+
+    def _update_trace_context(self) -> None:
+        self.trace_context = tuple(self._values[n] for n in self._tracing)
 
     def __getattr__(self, name: str) -> Any:  # only for names that are not options
         raise AttributeError(f"Unrecognized config option: {name!r}.")
@@ -92,7 +105,8 @@ class State:
 
 config = Config()
 config.define("jax_enable_x64", False,
-              "Enables 64-bit types (float64, int64). Off: they are canonicalized to 32 bits.")
+              "Enables 64-bit types (float64, int64). Off: they are canonicalized to 32 bits.",
+              changes_tracing=True)
 enable_x64 = State("jax_enable_x64")
 """``jax_enable_x64`` for a block: ``with jax.enable_x64(True): ...``."""
 

@@ -5,7 +5,9 @@ by hashing counters under the old one, and every sampler hashes the counters
 ``0, 1, 2, ...`` (one per output element) under its key. All of it is built from primitives
 (``threefry2x32``, shifts, ``bitcast_convert_type``), so later stages can jit, vmap and shard
 it. ``split``, ``fold_in``, ``bits`` and ``uniform`` (with its default bounds) are bit-for-bit
-JAX's with ``jax_threefry_partitionable`` on (JAX's default); ``normal`` agrees to about 1e-6.
+JAX's, with ``jax_threefry_partitionable`` on (JAX's default: each element hashes its own
+count) and off (JAX's original scheme, which hashes the first half of the counts with the
+second); ``normal`` agrees to about 1e-6.
 
 Example:
     >>> import stage1_autodiff as jax
@@ -255,6 +257,52 @@ def _hash_counters(k1: Any, k2: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
 # --8<-- [end:counters]
 
 
+config.define("jax_threefry_partitionable", True,
+              "How keys and bits come from the hash. On (JAX's default since 0.5): element i "
+              "of an array hashes the count i alone, so a split array's bits can be made where "
+              "they live. Off: JAX's original scheme, which hashes the first half of the counts "
+              "with the second (different bits, for programs that must reproduce old ones).",
+              changes_tracing=True)
+
+
+def _hash_halves(k1: Any, k2: Any, size: int) -> Any:
+    """JAX's original scheme: the counts 0..size-1 (with a 0 after an odd number) cut in two
+    halves, the first hashed with the second, and the two halves of the result put end to
+    end: ``size`` uint32 words."""
+    if size >= 2 ** 32:
+        raise NotImplementedError("random arrays of 2**32 or more words are not supported.")
+    half = (size + 1) // 2
+    counts = lax.iota(dtypes.uint32, (size,))
+    if size % 2:
+        counts = lax.concatenate([counts, lax.full((1,), 0, dtypes.uint32)], 0)
+    first, second = lax.slice(counts, (0,), (half,)), lax.slice(counts, (half,), (2 * half,))
+    k1, k2 = (lax.broadcast_in_dim(k, (half,), ()) for k in (k1, k2))
+    words = lax.concatenate(list(lax.threefry2x32(k1, k2, first, second)), 0)
+    return lax.slice(words, (0,), (size,))
+
+
+def _bits_from_halves(k1: Any, k2: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+    """``bits`` in JAX's original scheme: 32-bit words, two per 64-bit value (the first half
+    of the words high, the second low), or several narrow values per word, low bits first."""
+    width, size = 8 * dtype.itemsize, math.prod(shape)
+    count = -(-width * size // 32)
+    words = _hash_halves(k1, k2, count)
+    if width == 64:
+        high, low = (lax.convert_element_type(w, dtype) for w in
+                     (lax.slice(words, (0,), (count // 2,)),
+                      lax.slice(words, (count // 2,), (count,))))
+        return lax.reshape(lax.bitwise_or(lax.shift_left(high, lax.full_like(high, 32)), low),
+                           shape)
+    per_word = 32 // width
+    shifts = lax.broadcast_in_dim(
+        lax.mul(lax.iota(dtypes.uint32, (per_word,)), np.uint32(width)), (count, per_word), (1,))
+    spread = lax.shift_right_logical(lax.broadcast_in_dim(words, (count, per_word), (0,)),
+                                     shifts)
+    narrow = lax.reshape(lax.bitwise_and(spread, np.uint32(2 ** width - 1)),
+                         (count * per_word,))
+    return lax.reshape(lax.convert_element_type(lax.slice(narrow, (0,), (size,)), dtype), shape)
+
+
 def _shape(shape: Shape | int, name: str) -> tuple[int, ...]:
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     for d in shape:
@@ -274,6 +322,9 @@ def split(key: Any, num: int | Shape = 2) -> Any:
     """
     k1, k2, typed = _single_key(key, "split")
     shape = _shape(num, "split")
+    if not config.jax_threefry_partitionable:  # key i: words 2i and 2i+1 of the halves
+        return _wrap(lax.reshape(_hash_halves(k1, k2, 2 * math.prod(shape)), (*shape, 2)),
+                     typed)
     bits1, bits2 = _hash_counters(k1, k2, shape)
     return _wrap(jnp.stack([bits1, bits2], axis=len(shape)), typed)
 
@@ -309,15 +360,17 @@ def bits(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     shape = _shape(shape, "bits")
     dtype = (dtypes.canonicalize_dtype(dtypes.uint64) if dtype is None  # (no x64 warning)
              else dtypes.check_and_canonicalize_user_dtype(dtype, "bits"))
+    if dtype not in (dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64):
+        raise TypeError(f"bits: dtype must be uint8, uint16, uint32 (or uint64 with "
+                        f"jax_enable_x64), got {dtype}.")
+    if not config.jax_threefry_partitionable:
+        return _bits_from_halves(k1, k2, shape, np.dtype(dtype))
     bits1, bits2 = _hash_counters(k1, k2, shape)
     if dtype in (dtypes.uint8, dtypes.uint16, dtypes.uint32):
         return convert(lax.bitwise_xor(bits1, bits2), dtype)  # (binds nothing for uint32)
-    if dtype == dtypes.uint64:
-        high = lax.convert_element_type(bits1, dtypes.uint64)
-        low = lax.convert_element_type(bits2, dtypes.uint64)
-        return lax.bitwise_or(lax.shift_left(high, lax.full_like(high, 32)), low)
-    raise TypeError(f"bits: dtype must be uint8, uint16, uint32 (or uint64 with "
-                    f"jax_enable_x64), got {dtype}.")
+    high = lax.convert_element_type(bits1, dtypes.uint64)
+    low = lax.convert_element_type(bits2, dtypes.uint64)
+    return lax.bitwise_or(lax.shift_left(high, lax.full_like(high, 32)), low)
 
 
 def _float_dtype(dtype: Any, name: str) -> np.dtype:

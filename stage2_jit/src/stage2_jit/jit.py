@@ -405,7 +405,7 @@ def _cache_key(in_tree: Any, leaves: Sequence[Any], static: tuple) -> tuple:
     """What a traced program depends on: the arguments' structure and types (weak types
     included), the static arguments, and the configuration that changes tracing."""
     # --8<-- [start:task2_3]
-    return in_tree, tuple(leaf.aval for leaf in leaves), static, config.jax_enable_x64
+    return in_tree, tuple(leaf.aval for leaf in leaves), static, config.trace_context
     # --8<-- [end:task2_3]
 # --8<-- [end:cache_key]
 

@@ -189,7 +189,7 @@ def _check_rank_promotion_mode(mode: Any) -> None:
 config.define("jax_numpy_rank_promotion", "allow",
               "What an elementwise op does when its operands' ranks differ (NumPy adds leading "
               "dims): 'allow' it, 'warn' or 'raise'. A scalar beside an array is always "
-              "allowed.", on_update=_check_rank_promotion_mode)
+              "allowed.", on_update=_check_rank_promotion_mode, changes_tracing=True)
 numpy_rank_promotion = State("jax_numpy_rank_promotion")
 """``jax_numpy_rank_promotion`` for a block: ``with jax.numpy_rank_promotion("raise"): ...``."""
 
