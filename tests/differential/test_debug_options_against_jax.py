@@ -1,8 +1,9 @@
-"""The configuration options JAX programs set for debugging, against JAX 0.10.2:
-``jax_debug_nans`` / ``jax_debug_infs`` (stop at the first operation that makes a nan or an
-inf), ``jax_numpy_rank_promotion`` (refuse or warn about NumPy's rank promotion) and
-``jax_platforms`` / ``jax_platform_name``. Each was an "Unrecognized config option" error, so a
-script that sets one failed under the import swap."""
+"""The configuration options JAX programs set, against JAX 0.10.2: ``jax_debug_nans`` /
+``jax_debug_infs`` (stop at the first operation that makes a nan or an inf),
+``jax_numpy_rank_promotion`` and ``jax_numpy_dtype_promotion`` (refuse implicit broadcasting or
+promotion), ``jax_platforms`` / ``jax_platform_name``, ``jax_log_compiles``, the compilation
+cache's options and ``jax_default_prng_impl``. Each was an "Unrecognized config option" error,
+so a script that sets one failed under the import swap."""
 
 import contextlib
 import warnings
@@ -196,3 +197,113 @@ def test_an_unknown_or_missing_platform_is_refused_when_set():
     assert ours.config.jax_platforms is None
     with pytest.raises(TypeError, match="string"):
         ours.config.update("jax_platform_name", 3)
+
+
+# ------------------------------------------------------------------------------------------
+# jax_numpy_dtype_promotion
+# ------------------------------------------------------------------------------------------
+
+DTYPE_CASES = {
+    "same dtypes": lambda lib, jnp: jnp.ones(2, jnp.float32) + jnp.ones(2, jnp.float32),
+    "a Python float": lambda lib, jnp: jnp.ones(2, jnp.float32) + 1.0,
+    "a Python int beside floats": lambda lib, jnp: jnp.ones(2, jnp.float32) + 1,
+    "a Python float beside ints": lambda lib, jnp: jnp.ones(2, jnp.int32) + 1.0,
+    "float32 and float16": lambda lib, jnp: jnp.ones(2, jnp.float32) + jnp.ones(2, jnp.float16),
+    "int32 and float32": lambda lib, jnp: jnp.ones(2, jnp.int32) + jnp.ones(2, jnp.float32),
+    "int8 and int32": lambda lib, jnp: jnp.ones(2, jnp.int8) * jnp.ones(2, jnp.int32),
+    "a weak array": lambda lib, jnp: jnp.ones(2, jnp.float32) + jnp.asarray(1.0),
+    "bfloat16 and a Python float": lambda lib, jnp: jnp.ones(2, jnp.bfloat16) + 1.0,
+    "where": lambda lib, jnp: jnp.where(True, jnp.ones(2, jnp.float32), jnp.ones(2, jnp.int32)),
+    "concatenate": lambda lib, jnp: jnp.concatenate([jnp.ones(2, jnp.float32),
+                                                     jnp.ones(2, jnp.int32)]),
+    "mean of ints": lambda lib, jnp: jnp.mean(jnp.ones(2, jnp.int32)),
+    "true_divide of ints": lambda lib, jnp: jnp.ones(2, jnp.int32) / jnp.ones(2, jnp.int32),
+    "bool and int32": lambda lib, jnp: jnp.ones(2, bool) + jnp.ones(2, jnp.int32),
+    "complex64 and float32": lambda lib, jnp: jnp.ones(2, jnp.complex64) * jnp.ones(2),
+    "dot of float32 and float16": lambda lib, jnp: jnp.dot(jnp.ones(2), jnp.ones(2, jnp.float16)),
+    "softmax, grad and random": lambda lib, jnp: lib.grad(lambda x: jnp.sum(
+        lib.nn.softmax(x) * lib.random.normal(lib.random.key(0), (3,))))(jnp.ones(3)),
+    "two Python numbers": lambda lib, jnp: jnp.add(1, 2.5),
+}
+
+
+def _dtype_outcome(fun, lib):
+    try:
+        return str(fun(lib, lib.numpy).dtype)
+    except ValueError as error:
+        return type(error).__name__
+
+
+@pytest.mark.parametrize("name", DTYPE_CASES)
+def test_strict_dtype_promotion_as_jax(name):
+    with option("jax_numpy_dtype_promotion", "strict"):
+        got = _dtype_outcome(DTYPE_CASES[name], ours)
+        assert got == _dtype_outcome(DTYPE_CASES[name], real)
+    if got == "TypePromotionError":  # standard promotion allows it
+        assert _dtype_outcome(DTYPE_CASES[name], ours) != got
+
+
+def test_strict_promotion_says_what_to_do_and_retraces_jit():
+    add = ours.jit(lambda x, y: x + y)
+    x, y = ojnp.ones(2, ojnp.int32), ojnp.ones(2, ojnp.float32)
+    assert add(x, y).dtype == np.float32  # traced and cached under 'standard'
+    with ours.numpy_dtype_promotion("strict"):
+        with pytest.raises(ours.dtypes.TypePromotionError, match="int32.*astype"):
+            add(x, y)  # the option changes tracing: traced again, and refused
+    with pytest.raises(ValueError, match="standard"):
+        ours.config.update("jax_numpy_dtype_promotion", "loose")
+    assert issubclass(ours.dtypes.TypePromotionError, ValueError)
+    assert issubclass(real.dtypes.TypePromotionError, ValueError)
+
+
+# ------------------------------------------------------------------------------------------
+# jax_log_compiles, the compilation cache options, jax_default_prng_impl
+# ------------------------------------------------------------------------------------------
+
+
+def test_log_compiles_logs_each_new_signature(caplog):
+    f = ours.jit(lambda x: x * 2)
+    with caplog.at_level("WARNING"), ours.log_compiles():  # a True/False option: on
+        assert ours.config.jax_log_compiles
+        f(ojnp.ones(3))
+        f(ojnp.ones(3))  # the same signature: nothing compiles
+        f(ojnp.ones(4))
+    assert not ours.config.jax_log_compiles
+    logged = [r.getMessage() for r in caplog.records if "Compiling" in r.getMessage()]
+    assert len(logged) == 2 and "f32[3]" in logged[0] and "f32[4]" in logged[1]
+    with real.log_compiles():  # JAX's context manager takes no value either
+        assert real.config.jax_log_compiles
+
+
+def test_compilation_cache_dir_is_where_kernels_go(tmp_path):
+    from stage2_jit import kernel_cache
+
+    tiered = ours.config.jax_from_numpy_tiered
+    ours.config.update("jax_from_numpy_tiered", False)  # compile now, not in the background
+    try:
+        with option("jax_persistent_cache_min_compile_time_secs", 0.0), \
+                option("jax_compilation_cache_dir", str(tmp_path)):
+            assert kernel_cache.cache_dir() == tmp_path
+            ours.jit(lambda x: x * 3.0 + 0.25, backend="cpu")(ojnp.ones(5)).block_until_ready()
+            assert list(tmp_path.glob("kernel_*.py"))
+    finally:
+        ours.config.update("jax_from_numpy_tiered", tiered)
+    assert kernel_cache.cache_dir() != tmp_path
+
+
+def test_only_the_threefry_generator_is_there():
+    assert ours.config.jax_default_prng_impl == real.config.jax_default_prng_impl
+    with pytest.raises(NotImplementedError, match="threefry2x32"):
+        ours.config.update("jax_default_prng_impl", "rbg")
+    assert ours.config.jax_default_prng_impl == "threefry2x32"
+
+
+def test_a_state_without_a_value_needs_a_true_false_option():
+    with ours.debug_infs():
+        assert ours.config.jax_debug_infs
+    assert not ours.config.jax_debug_infs
+    with ours.default_matmul_precision(None):  # None is a value, not a missing one
+        pass
+    for lib in (ours, real):
+        with pytest.raises(TypeError), lib.numpy_rank_promotion():
+            pass

@@ -1769,3 +1769,31 @@ def test_linear_transpose_refuses_every_nonlinear_function_the_same_way() -> Non
         raises(NotImplementedError, sj.linear_transpose, f, 1.0, match="not linear")
     assert int(jax.linear_transpose(lambda x: x * 2, 1)(1)[0]) == 2
     raises(TypeError, sj.linear_transpose, lambda x: x * 2, 1)
+
+
+def test_the_compilation_cache_thresholds_keep_every_kernel(tmp_path) -> None:
+    from stage2_jit import kernel_cache
+
+    assert jax.config.jax_persistent_cache_min_compile_time_secs == 1.0
+    tiered = sj.config.jax_from_numpy_tiered
+    sj.config.update("jax_from_numpy_tiered", False)
+    sj.config.update("jax_persistent_cache_min_compile_time_secs", 1000.0)
+    sj.config.update("jax_compilation_cache_dir", str(tmp_path))
+    try:
+        assert kernel_cache.cache_dir() == tmp_path
+        sj.jit(lambda x: x * 5.0 - 0.5, backend="cpu")(sjnp.ones(3)).block_until_ready()
+        assert list(tmp_path.glob("kernel_*.py"))  # kept, though it compiled in under 1000 s
+    finally:
+        sj.config.update("jax_compilation_cache_dir", None)
+        sj.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+        sj.config.update("jax_from_numpy_tiered", tiered)
+
+
+def test_one_random_generator() -> None:
+    jax.config.update("jax_default_prng_impl", "rbg")
+    try:
+        assert jax.random.key(0).dtype.name == "key<rbg>"
+    finally:
+        jax.config.update("jax_default_prng_impl", "threefry2x32")
+    raises(NotImplementedError, sj.config.update, "jax_default_prng_impl", "rbg",
+           match="threefry2x32")

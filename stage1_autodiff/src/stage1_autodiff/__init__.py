@@ -17,7 +17,7 @@ from .custom_derivatives import custom_jvp
 from .dtypes import float0
 from .errors import ConcretizationTypeError, TracerArrayConversionError
 from .linear_transpose import linear_transpose
-from .numpy.promotion import numpy_rank_promotion
+from .numpy.promotion import numpy_dtype_promotion, numpy_rank_promotion
 from .special_values import debug_infs, debug_nans
 from .test_util import check_grads
 from .tree_util import (

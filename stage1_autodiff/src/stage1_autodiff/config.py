@@ -75,6 +75,17 @@ class Config:
         raise AttributeError(f"Unrecognized config option: {name!r}.")
 
 
+_UNSET = object()
+
+
+def one_of(name: str, *choices: Any) -> Callable[[Any], None]:
+    """An ``on_update`` check: option ``name`` takes one of ``choices``."""
+    def check(value: Any) -> None:
+        if value not in choices:
+            raise ValueError(f"{name} takes one of {list(choices)}, not {value!r}.")
+    return check
+
+
 class State:
     """An option as JAX's ``jax.enable_x64`` is: ``with jax.enable_x64(True): ...`` sets it
     for the block and then restores it; ``jax.enable_x64.value`` reads it.
@@ -94,7 +105,12 @@ class State:
         return getattr(config, self.name)
 
     @contextlib.contextmanager
-    def __call__(self, value: Any) -> Iterator[None]:
+    def __call__(self, value: Any = _UNSET) -> Iterator[None]:
+        if value is _UNSET:  # ``with jax.debug_nans():`` turns a True/False option on
+            if not isinstance(self.value, bool):
+                raise TypeError(f"with jax.{self.name.removeprefix('jax_')}(...) needs the "
+                                f"value to set {self.name} to for the block.")
+            value = True
         previous = self.value
         config.update(self.name, value)
         try:

@@ -19,6 +19,11 @@ import numpy as np
 
 from .config import config
 
+
+class TypePromotionError(ValueError):
+    """An operation on arrays of different dtypes while ``jax_numpy_dtype_promotion`` is
+    ``'strict'`` (JAX's ``jax.dtypes.TypePromotionError``)."""
+
 bool_ = np.dtype(np.bool_)
 int8 = np.dtype(np.int8)
 int16 = np.dtype(np.int16)

@@ -265,6 +265,18 @@ config.define("jax_threefry_partitionable", True,
               changes_tracing=True)
 
 
+def _check_prng_impl(name: Any) -> None:
+    if name != "threefry2x32":
+        raise NotImplementedError(f"jax_default_prng_impl {name!r}: this library has one "
+                                  f"generator, 'threefry2x32' (JAX's default); its bits are "
+                                  f"JAX's bit for bit. Leave the option as it is.")
+
+
+config.define("jax_default_prng_impl", "threefry2x32",
+              "The random generator: 'threefry2x32', the only one here (JAX's default).",
+              on_update=_check_prng_impl)
+
+
 def _hash_halves(k1: Any, k2: Any, size: int) -> Any:
     """JAX's original scheme: the counts 0..size-1 (with a 0 after an odd number) cut in two
     halves, the first hashed with the second, and the two halves of the result put end to

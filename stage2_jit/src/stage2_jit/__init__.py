@@ -38,6 +38,7 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
     jvp,
     linear_transpose,
     named_call,
+    numpy_dtype_promotion,
     numpy_rank_promotion,
     tree_flatten,
     tree_leaves,
@@ -77,7 +78,7 @@ from .everyday import (  # noqa: E402
     process_index,
 )
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var  # noqa: E402
-from .jit import disable_jit, jit, make_jaxpr  # noqa: E402
+from .jit import disable_jit, jit, log_compiles, make_jaxpr  # noqa: E402
 from .remat import checkpoint, checkpoint_policies, remat  # noqa: E402
 
 __version__ = "0.1.0"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -24,7 +25,7 @@ from stage1_autodiff.api_util import (
     check_static_argnums,
     ensure_index_tuple,
 )
-from stage1_autodiff.config import PLATFORMS, config
+from stage1_autodiff.config import PLATFORMS, State, config
 from stage1_autodiff.core import (
     Array,
     Primitive,
@@ -69,6 +70,11 @@ from .tiers import Tiered
 from .tracing import closed_with_consts_as_args, eval_jaxpr, trace_to_jaxpr
 
 config.define("jax_disable_jit", False, "Runs jitted functions eagerly, op by op (debugging).")
+config.define("jax_log_compiles", False, "Logs a warning each time jit traces and compiles a "
+              "function for a new signature (to find what makes a program recompile).")
+log_compiles = State("jax_log_compiles")
+"""``jax_log_compiles`` for a block: ``with jax.log_compiles(): ...``."""
+_log = logging.getLogger(__name__)
 config.define("jax_default_backend", "cpu", "The backend jit uses when none is given.")
 PLATFORMS.update(cuda=cuda_unavailable_reason, gpu=cuda_unavailable_reason)
 
@@ -308,6 +314,10 @@ class Jitted:
             entry = self._cache.get(key)
             if entry is None:
                 entry = self._trace(static, dynamic, in_tree, leaves)
+                if config.jax_log_compiles:
+                    _log.warning("Compiling %s for arguments %s (a new signature; "
+                                 "jax_log_compiles is on)", self._name,
+                                 [leaf.aval.str_short() for leaf in leaves])
                 if not any(isinstance(c, Tracer) for c in entry.consts):
                     self._cache[key] = entry  # closures over tracers are not reusable
         return entry, leaves

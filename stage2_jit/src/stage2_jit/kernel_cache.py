@@ -3,7 +3,8 @@ for them and a new process loads compiled code instead of compiling it again.
 
 Each program's source is written to ``<cache dir>/kernel_<hash of source>.py`` (written to a
 temporary file, then atomically renamed, so concurrent processes never see half a file) and
-run as a module. The folder is ``$JAX_FROM_NUMPY_CACHE_DIR``, or
+run as a module. The folder is ``jax_compilation_cache_dir`` (JAX's option) if set, else
+``$JAX_FROM_NUMPY_CACHE_DIR``, or
 ``~/.cache/jax_from_numpy/kernels`` (``$XDG_CACHE_HOME`` honoured); when it cannot be used, a
 warning says so and a temporary folder of the process takes its place.
 
@@ -41,6 +42,14 @@ config.define("jax_from_numpy_cache_max_size", 256 * 2**20,
               "kernels are deleted. -1: no limit.")
 config.define("jax_from_numpy_cache_max_modules", 256,
               "Kernel modules a process keeps loaded for reuse (least recently used go).")
+config.define("jax_compilation_cache_dir", None,
+              "JAX's name for the folder of compiled programs: here the kernel cache folder, "
+              "in place of $JAX_FROM_NUMPY_CACHE_DIR and the default.")
+config.define("jax_persistent_cache_min_compile_time_secs", 1.0,
+              "Accepted for JAX's scripts; every kernel is kept (Numba's cache has no "
+              "threshold, and a kernel takes a good fraction of a second to compile).")
+config.define("jax_persistent_cache_min_entry_size_bytes", 0,
+              "Accepted for JAX's scripts; every kernel is kept, whatever its size.")
 
 _PREFIX = "_jax_from_numpy_kernel_"  # a kernel module's name: this and its source's hash
 _lock = threading.RLock()
@@ -58,7 +67,7 @@ def cache_dir() -> Path:
         >>> isinstance(kernel_cache.cache_dir(), Path)
         True
     """
-    configured = os.environ.get("JAX_FROM_NUMPY_CACHE_DIR")
+    configured = config.jax_compilation_cache_dir or os.environ.get("JAX_FROM_NUMPY_CACHE_DIR")
     if configured:
         return Path(configured)
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"

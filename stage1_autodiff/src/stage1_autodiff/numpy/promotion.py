@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import prims as lax
-from ..config import State, config
+from ..config import State, config, one_of
 from ..core import Array, Tracer, asarray, get_aval
 
 
@@ -103,8 +103,10 @@ def promote(*args: Any) -> list[Any]:
         elif type(x) in _PYTHON_SCALARS and (x_like := _scalar_like(y, x)) is not None:
             return [x_like, y]
     values = [as_value(a) for a in args]
-    avals = [get_aval(v) for v in values]
-    dtype, weak = dtypes.promote_types(*[(a.dtype, a.weak_type) for a in avals])
+    typed = [(a.dtype, a.weak_type) for a in map(get_aval, values)]
+    dtype, weak = dtypes.promote_types(*typed)
+    if config.jax_numpy_dtype_promotion == "strict":
+        _check_strict(typed, dtype)
     return [convert(v, dtype, weak) for v in values]
 
 
@@ -115,8 +117,33 @@ def _promote_pair(x: Any, y: Any) -> list[Any]:
     if x_typed == y_typed and (not x_typed[1] or x_typed[0] != np.bool_):
         return [x, y]  # (but two weak bools make a strong bool: the lattice says so)
     typed = dtypes.promote_types(x_typed, y_typed)
+    if config.jax_numpy_dtype_promotion == "strict":
+        _check_strict([x_typed, y_typed], typed[0])
     return [x if x_typed == typed else convert(x, *typed),
             y if y_typed == typed else convert(y, *typed)]
+
+
+config.define("jax_numpy_dtype_promotion", "standard",
+              "'strict': an operation on arrays of different dtypes raises TypePromotionError "
+              "instead of promoting (a Python number still takes an array's dtype of its kind "
+              "or above).", on_update=one_of("jax_numpy_dtype_promotion", "standard", "strict"),
+              changes_tracing=True)
+numpy_dtype_promotion = State("jax_numpy_dtype_promotion")
+"""``jax_numpy_dtype_promotion`` for a block: ``with jax.numpy_dtype_promotion("strict"):``."""
+
+
+def _check_strict(typed: list[tuple[np.dtype, bool]], result: np.dtype) -> None:
+    """Strict promotion: the result must be the one dtype of the strongly typed operands (a
+    weak one, such as a Python number, may join it; ``int32_array + 1.5`` may not)."""
+    strong = {np.dtype(d) for d, weak in typed if not weak}
+    if not strong or strong == {np.dtype(result)}:
+        return
+    names = ", ".join(sorted({str(np.dtype(d)) if not w else f"weak {np.dtype(d)}"
+                              for d, w in typed}))
+    raise dtypes.TypePromotionError(
+        f"No implicit dtype promotion for operands of types {names}: "
+        f"jax_numpy_dtype_promotion is 'strict'. Convert them to the dtype you mean first "
+        f"(x.astype(jnp.float32)), or set the option to 'standard'.")
 
 
 def promote_inexact(*args: Any) -> list[Any]:
@@ -177,19 +204,11 @@ def promote_and_broadcast(op_name: str, *args: Any, inexact: bool = False,
     return [broadcast_to_shape(v, shape) for v in values]
 
 
-_RANK_PROMOTION = ("allow", "warn", "raise")
-
-
-def _check_rank_promotion_mode(mode: Any) -> None:
-    if mode not in _RANK_PROMOTION:
-        raise ValueError(f"jax_numpy_rank_promotion takes one of {list(_RANK_PROMOTION)}, "
-                         f"not {mode!r}.")
-
-
 config.define("jax_numpy_rank_promotion", "allow",
               "What an elementwise op does when its operands' ranks differ (NumPy adds leading "
               "dims): 'allow' it, 'warn' or 'raise'. A scalar beside an array is always "
-              "allowed.", on_update=_check_rank_promotion_mode, changes_tracing=True)
+              "allowed.", on_update=one_of("jax_numpy_rank_promotion", "allow", "warn", "raise"),
+              changes_tracing=True)
 numpy_rank_promotion = State("jax_numpy_rank_promotion")
 """``jax_numpy_rank_promotion`` for a block: ``with jax.numpy_rank_promotion("raise"): ...``."""
 
