@@ -661,11 +661,12 @@ def test_vmap_equals_loop(prim, data):
 
 # Primitives whose rules and laws are tested elsewhere (test_vmap_api.py, test_collectives.py,
 # test_control_flow_batching.py, stage 4's tests for its own primitives, and
-# tests/differential/test_pure_callback_against_jax.py for pure_callback's vmap methods).
+# tests/differential/test_pure_callback_against_jax.py for pure_callback's vmap methods,
+# test_io_callback_against_jax.py for io_callback's calls once per example).
 ELSEWHERE = {"jit", "custom_vjp_call", "psum", "pmax", "pmin", "all_gather", "axis_index",
              "psum_scatter", "ppermute", "all_to_all", "cond", "while", "scan",
              "shard_slice", "reshard", "shard_map", "custom_jvp_call", "remat2",
-             "pure_callback"}
+             "pure_callback", "io_callback"}
 
 
 def test_every_primitive_has_a_batching_rule():

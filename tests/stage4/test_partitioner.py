@@ -283,8 +283,8 @@ def test_the_cases_bind_every_primitive_with_a_sharding_rule():
         with jax.set_mesh(mesh_for("1-D (8)")):
             closed = jax.make_jaxpr(fun)(*inputs)
         bound |= {eqn.primitive for eqn in closed.jaxpr.eqns}
-    # tested in test_shard_map.py etc., pure_callback in test_pure_callback_against_jax.py
-    programs = {"debug_print", "reshard", "shard_map", "pure_callback"}
+    # tested in test_shard_map.py etc., the callbacks in test_*_callback_against_jax.py
+    programs = {"debug_print", "reshard", "shard_map", "pure_callback", "io_callback"}
     missing = {p.name for p in sharding_rules if p not in bound} - programs
     assert not missing
 

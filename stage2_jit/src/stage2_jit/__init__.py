@@ -52,6 +52,7 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
 from . import (  # noqa: E402
     debug,
     errors,
+    experimental,
     lax,
     nn,
     numpy,

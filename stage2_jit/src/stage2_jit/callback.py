@@ -158,3 +158,56 @@ def pure_callback_vjp(cts, *primals, out, **params):
 vjp_rules[pure_callback_p] = pure_callback_vjp
 # --8<-- [end:pure_callback_jvp]
 
+
+
+# --8<-- [start:io_callback]
+io_callback_p = Primitive("io_callback", multiple_results=True)
+
+
+def io_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: Any,
+                sharding: Any = None, ordered: bool = False, **kwargs: Any) -> Any:
+    """Calls ``callback(*args, **kwargs)`` on the host for its effect (writing a file,
+    logging a metric), also from inside ``jit``; ``result_shape_dtypes`` declares its results
+    as for ``pure_callback`` (None: it returns None). Unlike a pure callback, it is called
+    exactly once per call of the program, even when its results are unused, and never merged
+    with an identical one. ``vmap`` calls it once per example, in order; ``ordered=True``
+    refuses ``vmap``, as in JAX. It has no derivative.
+
+    Example:
+        >>> import numpy as np
+        >>> import stage2_jit as jax, stage2_jit.numpy as jnp
+        >>> from stage2_jit.experimental import io_callback
+        >>> seen = []
+        >>> @jax.jit
+        ... def f(x):
+        ...     io_callback(lambda v: seen.append(float(v)), None, x)  # result unused
+        ...     return x + 1
+        >>> print(f(1.0), f(2.0), seen)
+        2.0 3.0 [1.0, 2.0]
+    """
+    flat_args, in_tree = tree_flatten((args, kwargs))
+    result_leaves, out_tree = tree_flatten(result_shape_dtypes)
+    result_avals = tuple(_result_aval(leaf) for leaf in result_leaves)
+    outs = io_callback_p.bind(*flat_args, callback=_FlatCallback(callback, in_tree),
+                              result_avals=result_avals, sharding=sharding,
+                              ordered=bool(ordered))
+    return tree_unflatten(out_tree, outs)
+
+
+def io_callback_impl(*args: np.ndarray, callback: _FlatCallback,
+                     result_avals: tuple[ShapedArray, ...], sharding: Any,
+                     ordered: bool) -> list[Array]:
+    outs = callback(*args)
+    return [Array(value, weak_type=False) for value in _checked(outs, result_avals)]
+
+
+def _io_no_derivative(*args, **params):
+    raise ValueError("IO callbacks do not support JVP: the function's derivative is unknown, "
+                     "and an effect has none. Call it on values that are not differentiated "
+                     "(lax.stop_gradient), or use pure_callback in a custom_jvp.")
+
+
+impl_rules[io_callback_p] = io_callback_impl
+abstract_eval_rules[io_callback_p] = lambda *avals, result_avals, **params: list(result_avals)
+jvp_rules[io_callback_p] = vjp_rules[io_callback_p] = _io_no_derivative
+# --8<-- [end:io_callback]

@@ -16,7 +16,7 @@ from stage1_autodiff.fft import fft_p
 from stage1_autodiff import linalg, random_distributions
 from stage1_autodiff import prims as p
 
-from .callback import pure_callback_p
+from .callback import io_callback_p, pure_callback_p
 from .debug import debug_print_p
 
 # --8<-- [start:cpu_coverage]
@@ -41,6 +41,8 @@ CPU_FALLBACK: dict[Primitive, str] = {
     debug_print_p: "an effect (printing on every call), which a compiled kernel cannot do",
     pure_callback_p: "a call of a Python function, which a compiled kernel cannot make; the "
                      "interpreter calls it with NumPy arrays",
+    io_callback_p: "a call of a Python function for its effect, which a compiled kernel "
+                   "cannot make; the interpreter calls it, once per call",
     **dict.fromkeys(random_distributions.RANDOM_LOOPS,
                     "rejection loops whose step count depends on the numbers drawn (and, for "
                     "the gamma gradient, a series whose length depends on x); NumPy's impl runs"),
@@ -75,6 +77,8 @@ CUDA_MISSING: dict[Primitive, str] = {
     debug_print_p: "an effect (printing on every call), which a kernel cannot do",
     pure_callback_p: "a call of a Python function, which a kernel cannot make; the host "
                      "calls it with NumPy arrays",
+    io_callback_p: "a call of a Python function for its effect, which a kernel cannot make; "
+                   "the host calls it, once per call",
     p.cbrt_p: "numba-cuda has no cube root in its math module (libdevice's cbrtf is not "
               "exposed the same way under the simulator), and pow(x, 1/3) is not exact",
     **dict.fromkeys(linalg.LINALG, "a matrix decomposition or triangular solve per matrix: "

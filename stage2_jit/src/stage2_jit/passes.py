@@ -51,6 +51,7 @@ from stage1_autodiff.primitives import broadcast_in_dim_p
 from stage1_autodiff import prims as p
 from stage1_autodiff import windowed
 
+from .callback import io_callback_p
 from .debug import debug_print_p
 from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from .tracing import _dynamic, trace_to_jaxpr
@@ -63,7 +64,7 @@ class UnsupportedError(Exception):
 # --8<-- [start:effects]
 # Primitives that do something besides computing their results. Passes never remove,
 # merge or fold them. Later stages add theirs (``effectful_primitives.add(...)``).
-effectful_primitives: set[Primitive] = {debug_print_p}
+effectful_primitives: set[Primitive] = {debug_print_p, io_callback_p}
 
 # The most elements constant folding may write into the program for one equation.
 MAX_FOLDED_SIZE = 1_000

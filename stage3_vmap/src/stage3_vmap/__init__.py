@@ -74,6 +74,7 @@ from . import (  # noqa: F401
     control_flow_batching,  # noqa: F401 -- and those of cond, while and scan
     debug,
     errors,
+    experimental,
     lax,
     nn,
     numpy,

@@ -30,7 +30,7 @@ from stage1_autodiff.slicing import (
     ScatterDimensionNumbers,
     window_operand_dims,
 )
-from stage2_jit.callback import pure_callback_p
+from stage2_jit.callback import io_callback_p, pure_callback_p
 from stage2_jit.control_flow import scan
 from stage2_jit.debug import debug_print_p
 
@@ -567,7 +567,8 @@ def pure_callback_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dim
     return list(outs), [0] * len(outs)
 
 
-def _callback_loop(vals: list, dims: Dims, result_avals, params: dict) -> list:
+def _callback_loop(vals: list, dims: Dims, result_avals, params: dict,
+                   prim: Any = pure_callback_p) -> list:
     """A scan over the batched operands (batch in front); the unbatched ones are closed
     over, so the loop's program takes them as constants."""
     batched = [x for x, d in zip(vals, dims) if d is not not_mapped]
@@ -575,15 +576,32 @@ def _callback_loop(vals: list, dims: Dims, result_avals, params: dict) -> list:
     def step(carry, xs):
         xs = iter(xs)
         operands = [next(xs) if d is not not_mapped else x for x, d in zip(vals, dims)]
-        return carry, pure_callback_p.bind(*operands, result_avals=result_avals, **params)
+        return carry, prim.bind(*operands, result_avals=result_avals, **params)
 
-    unroll = params["vmap_method"] == "sequential_unrolled"
+    unroll = params.get("vmap_method") == "sequential_unrolled"
     _, outs = scan(step, (), batched, unroll=unroll)
     return outs
 
 
 batching_rules[pure_callback_p] = pure_callback_batching_rule
 # --8<-- [end:pure_callback_batching_rule]
+
+
+def io_callback_batching_rule(axis_data: AxisData, vals_in: list, dims_in: Dims, *,
+                              ordered: bool, result_avals, **params: Any):
+    """An effect per example, in order: a loop, as ``vmap_method="sequential"``. An ordered
+    callback is refused, as in JAX (its order with the other effects would be the loop's)."""
+    if ordered:
+        raise ValueError("Cannot vmap an ordered io_callback: its calls would be reordered "
+                         "among the program's other effects. Pass ordered=False, or call it "
+                         "in a Python loop over the examples.")
+    vals = [x if d is not_mapped else moveaxis(x, d, 0) for x, d in zip(vals_in, dims_in)]
+    outs = _callback_loop(vals, dims_in, result_avals, dict(params, ordered=False),
+                          io_callback_p)
+    return list(outs), [0] * len(outs)
+
+
+batching_rules[io_callback_p] = io_callback_batching_rule
 
 
 # ------------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ from stage1_autodiff.custom_derivatives import custom_jvp_call_p
 from stage1_autodiff.fft import fft_p
 from stage1_autodiff.slicing import window_operand_dims
 from stage2_jit.abstract_eval import abstract_eval_rules
-from stage2_jit.callback import pure_callback_p
+from stage2_jit.callback import io_callback_p, pure_callback_p
 from stage2_jit.debug import debug_print_p
 from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from stage2_jit.jit import jit_p
@@ -757,13 +757,17 @@ partition_rules[remat_p] = jit_partition_rule  # a call too (stage 2's remat.py)
 # --8<-- [end:inline_rules]
 
 
-def debug_print_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, **params):
-    """The global values on every device; the runtime prints them ``once`` (its host rule)."""
-    whole = [ctx.convert(v, s, unsplit(len(s))) for v, s in zip(vals, specs)]
-    return _bind(debug_print_p, whole, {**params, "once": True})
+def _once_rule(prim):
+    """The global values on every device; the runtime runs the effect ``once`` (its host
+    rule): a print, or an io_callback, whose results every device gets."""
+    def rule(ctx, vals, specs, out_specs, avals_in, avals_out, **params):
+        whole = [ctx.convert(v, s, unsplit(len(s))) for v, s in zip(vals, specs)]
+        return _bind(prim, whole, {**params, "once": True})
+    return rule
 
 
-partition_rules[debug_print_p] = debug_print_partition_rule
+partition_rules[debug_print_p] = _once_rule(debug_print_p)
+partition_rules[io_callback_p] = _once_rule(io_callback_p)
 # A callback is called with the global values on every device, each getting the whole
 # (replicated) results. NB: XLA calls it once, on one device, and sends the results on.
 partition_rules[pure_callback_p] = generic_rule(pure_callback_p)

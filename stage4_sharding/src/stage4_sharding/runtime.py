@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from stage1_autodiff.core import Device, Primitive, impl_rules
 from stage2_jit.buffers import allocating_for
+from stage2_jit.callback import io_callback_p
 from stage2_jit.control_flow import cond_p, scan_p, while_p
 from stage2_jit.debug import debug_print_p
 from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
@@ -198,7 +199,7 @@ def _shard_slice(mesh_groups: MeshGroups, blocks: Blocks, axes) -> Blocks:
 
 
 # debug_print (and jax.debug.callback) is run once, by the runtime (see its host rule).
-DEVICE_PRIMITIVES = {*device_ops, axis_index_p, shard_slice_p, debug_print_p}
+DEVICE_PRIMITIVES = {*device_ops, axis_index_p, shard_slice_p, debug_print_p, io_callback_p}
 
 
 # ------------------------------------------------------------------------------------------
@@ -478,6 +479,30 @@ def debug_print_host_rule(ex: SpmdExecutable, operands: list[Blocks], *, once: b
 
 
 host_rules[debug_print_p] = debug_print_host_rule
+
+
+def io_callback_host_rule(ex: SpmdExecutable, operands: list[Blocks], *, once: bool = False,
+                          **params: Any) -> list:
+    """An io_callback of the whole program runs once, with device 0's (whole) values, as a
+    print does, and every device gets its results; in a ``shard_map`` body, once per device
+    with its block. Results made in one process would have to be sent to the others, which
+    is not written: refused there, with a clear error."""
+    if once and params["result_avals"] and not all(ex.mine):
+        raise NotImplementedError("An io_callback with results in a program over several "
+                                  "processes is not supported: its results would have to be "
+                                  "sent from the process that calls it. Return nothing from "
+                                  "it, or call it in a shard_map body.")
+    calls = {i: impl_rules[io_callback_p](*[blocks[i] for blocks in operands], **params)
+             for i in ([0] if once else range(ex.n)) if ex.mine[i]}
+    outs = [[None] * ex.n for _ in params["result_avals"]]
+    for d in range(ex.n):
+        if ex.mine[d]:
+            for k, out in enumerate(calls[0 if once else d]):
+                outs[k][d] = np.array(out._value)
+    return outs
+
+
+host_rules[io_callback_p] = io_callback_host_rule
 
 
 _executables: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

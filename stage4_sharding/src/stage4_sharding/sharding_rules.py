@@ -595,7 +595,7 @@ def pure_callback_sharding_rule(avals, specs, *, result_avals, sharding, **param
 def _register_program_rules() -> None:
     from stage1_autodiff.autodiff import custom_vjp_call_p
     from stage1_autodiff.custom_derivatives import custom_jvp_call_p
-    from stage2_jit.callback import pure_callback_p
+    from stage2_jit.callback import io_callback_p, pure_callback_p
     from stage2_jit.debug import debug_print_p
     from stage2_jit.jit import jit_p
     from stage2_jit.remat import remat_p
@@ -606,6 +606,7 @@ def _register_program_rules() -> None:
     sharding_rules[remat_p] = sharding_rules[jit_p]
     sharding_rules[debug_print_p] = lambda avals, specs, **params: []
     sharding_rules[pure_callback_p] = pure_callback_sharding_rule
+    sharding_rules[io_callback_p] = pure_callback_sharding_rule
 
 
 def fft_sharding_rule(avals, specs, *, fft_type, fft_lengths):
