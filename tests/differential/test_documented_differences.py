@@ -1797,3 +1797,15 @@ def test_one_random_generator() -> None:
         jax.config.update("jax_default_prng_impl", "threefry2x32")
     raises(NotImplementedError, sj.config.update, "jax_default_prng_impl", "rbg",
            match="threefry2x32")
+
+
+def test_bitcast_convert_type_between_widths_is_several_equations() -> None:
+    x = np.ones(2, np.float32)
+    theirs = jax.make_jaxpr(lambda a: lax.bitcast_convert_type(a, np.uint8))(x).jaxpr.eqns
+    ours = sj.make_jaxpr(lambda a: slax.bitcast_convert_type(a, np.uint8))(x).jaxpr.eqns
+    assert [e.primitive.name for e in theirs] == ["bitcast_convert_type"]
+    assert len(ours) > 1 and ours[0].primitive.name == "bitcast_convert_type"
+    np.testing.assert_array_equal(np.asarray(slax.bitcast_convert_type(x, np.uint8)),
+                                  np.asarray(lax.bitcast_convert_type(x, np.uint8)))
+    same = sj.make_jaxpr(lambda a: slax.bitcast_convert_type(a, np.int32))(x).jaxpr.eqns
+    assert [e.primitive.name for e in same] == ["bitcast_convert_type"]

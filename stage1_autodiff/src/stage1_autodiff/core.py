@@ -608,6 +608,8 @@ class ArrayMethods:
     def conj(self): return jnp.conj(self)
     def conjugate(self): return jnp.conjugate(self)
     def copy(self): return jnp.copy(self)
+    def clone(self): return jnp.copy(self)
+    def view(self, dtype=None, type=None): return jnp.bits.view(self, dtype, type)  # noqa: A002
     # A new array, as JAX's: donating the copy (of a parameter tree, say) leaves the original.
     def __copy__(self): return jnp.copy(self)
     def __deepcopy__(self, memo): return jnp.copy(self)

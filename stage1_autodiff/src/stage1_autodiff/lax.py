@@ -30,6 +30,7 @@ from .fft import FftType, fft
 from .lax_composed import (
     RoundingMethod,
     batch_matmul,
+    bitcast_convert_type,
     broadcast,
     broadcast_shapes,
     broadcast_to_rank,
@@ -60,7 +61,6 @@ from .prims import (
     argmax,
     argmin,
     atan2,
-    bitcast_convert_type,
     bitwise_and,
     bitwise_not,
     bitwise_or,

@@ -124,6 +124,63 @@ def is_finite(x: Any) -> Any:
     return lax.lt(lax.abs(x), _full_like(x, np.inf))
 
 
+def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
+    """``operand``'s bits read as ``new_dtype``. To a narrower type, each element becomes a
+    new last dim of ``itemsize`` ratio pieces (low bits first, as on a little-endian machine);
+    to a wider one, the last dim (of that ratio) is read as one element. Booleans and complex
+    numbers only to their own type, as in JAX (``x.view`` converts them).
+
+    Example:
+        >>> import stage1_autodiff as jax, numpy as np
+        >>> jax.lax.bitcast_convert_type(np.float32([1.0, 2.0]), np.uint8)
+        Array([[  0,   0, 128,  63],
+               [  0,   0,   0,  64]], dtype=uint8)
+    """
+    operand = as_value(operand)
+    old, new = get_aval(operand).dtype, dtypes.check_and_canonicalize_user_dtype(
+        new_dtype, "bitcast_convert_type")
+    if old == new:
+        return lax.bitcast_convert_type(operand, new)
+    if old.kind in "bc" or new.kind in "bc":
+        raise TypeError(f"lax.bitcast_convert_type does not take bool or complex values unless "
+                        f"both types are the same: got {old} to {new}. Use x.view({new}), "
+                        f"which converts them.")
+    if old.itemsize == new.itemsize:
+        return lax.bitcast_convert_type(operand, new)
+    if old.itemsize > new.itemsize:
+        return _split_words(operand, old, new)
+    return _join_words(operand, old, new)
+
+
+def _split_words(x: Any, old: np.dtype, new: np.dtype) -> Any:
+    """Each element's bits as ``old.itemsize // new.itemsize`` pieces, a new last dim."""
+    ratio, shape = old.itemsize // new.itemsize, get_aval(x).shape
+    words, wide = _unsigned(x)
+    narrow = np.dtype(f"uint{8 * new.itemsize}")
+    spread = lax.broadcast_in_dim(words, (*shape, ratio), tuple(range(len(shape))))
+    shifts = lax.broadcast_in_dim(lax.mul(lax.iota(wide, (ratio,)), np.array(8 * new.itemsize,
+                                                                            wide)),
+                                  (*shape, ratio), (len(shape),))
+    pieces = lax.convert_element_type(lax.shift_right_logical(spread, shifts), narrow)
+    return pieces if narrow == new else lax.bitcast_convert_type(pieces, new)
+
+
+def _join_words(x: Any, old: np.dtype, new: np.dtype) -> Any:
+    """The last dim (``new.itemsize // old.itemsize`` pieces, low bits first) as one element."""
+    ratio, shape = new.itemsize // old.itemsize, get_aval(x).shape
+    if not shape or shape[-1] != ratio:
+        raise ValueError(f"bitcast_convert_type from {old} to {new} reads {ratio} elements as "
+                         f"one, so the operand's last dim must be {ratio}; its shape is {shape}.")
+    pieces, _ = _unsigned(x)
+    wide = np.dtype(f"uint{8 * new.itemsize}")
+    shifts = lax.broadcast_in_dim(lax.mul(lax.iota(wide, (ratio,)), np.array(8 * old.itemsize,
+                                                                            wide)),
+                                  shape, (len(shape) - 1,))
+    placed = lax.shift_left(lax.convert_element_type(pieces, wide), shifts)
+    words = lax.reduce_sum(placed, (len(shape) - 1,))  # the pieces' bits do not overlap
+    return words if wide == new else lax.bitcast_convert_type(words, new)
+
+
 def _unsigned(x: Any) -> tuple[Any, np.dtype]:
     """``x``'s bits as the unsigned integer type of its width, and that type."""
     dtype = get_aval(x).dtype

@@ -586,7 +586,13 @@ jvp_rules[convert_element_type_p] = convert_element_type_jvp
 
 bitcast_convert_type_p = Primitive("bitcast_convert_type", kind=ELEMENTWISE)
 def bitcast_convert_type(x, new_dtype):
-    return bitcast_convert_type_p.bind(x, new_dtype=np.dtype(new_dtype))
+    """The bits of each element as ``new_dtype``, of the same width (``lax``'s function of
+    this name, in lax_composed.py, also splits and joins words of other widths)."""
+    new_dtype = np.dtype(new_dtype)
+    if get_aval(x).dtype.itemsize != new_dtype.itemsize:
+        raise ValueError(f"bitcast_convert_type_p keeps each element's width: "
+                         f"{get_aval(x).dtype} to {new_dtype} is lax.bitcast_convert_type's.")
+    return bitcast_convert_type_p.bind(x, new_dtype=new_dtype)
 impl_rules[bitcast_convert_type_p] = lambda x, *, new_dtype: x.view(new_dtype)
 vjp_rules[bitcast_convert_type_p] = _zero_vjp
 jvp_rules[bitcast_convert_type_p] = _zero_jvp(bitcast_convert_type_p)

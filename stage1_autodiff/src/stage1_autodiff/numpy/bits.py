@@ -1,6 +1,7 @@
 """The bits of integers: ``bitwise_count``, the number of ones in the binary form of each
 element's absolute value (NumPy's and JAX's population count); ``packbits`` and
-``unpackbits``, between arrays of bits and bytes (uint8).
+``unpackbits``, between arrays of bits and bytes (uint8); ``view``, an array's bytes read as
+another dtype (``x.view(dtype)``).
 
 Example:
     >>> import stage1_autodiff.numpy as jnp
@@ -13,14 +14,15 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from .. import prims as lax
 from ..core import get_aval
-from ..lax_composed import population_count
+from ..lax_composed import bitcast_convert_type, population_count
 from .arrangement import pad
 from .creation import arange
 from .promotion import as_value
 from .reductions import sum
-from .shapes import ravel, reshape, swapaxes
-from .ufuncs import abs, astype, bitwise_and, left_shift, right_shift
+from .shapes import ravel, reshape, stack, swapaxes
+from .ufuncs import abs, astype, bitwise_and, left_shift, not_equal, right_shift
 
 
 def bitwise_count(x, /):
@@ -101,3 +103,50 @@ def unpackbits(a, axis: int | None = None, count: int | None = None, bitorder: s
         bits = pad(bits, [(0, 0)] * (get_aval(bits).ndim - 1) + [(0, count - have)]) \
             if count > have else bits[..., :count]
     return swapaxes(bits, axis, -1)
+
+
+def view(x, dtype=None, type=None):  # noqa: A002 -- NumPy's name
+    """``x``'s bytes read as ``dtype``, as NumPy's ``view`` of a C-contiguous array: the last
+    dim grows or shrinks by the ratio of the widths. A bool is its byte, nonzero as True; a
+    complex number its real and imaginary parts side by side.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.array([1.0], jnp.float32).view(jnp.uint16)
+        Array([    0, 16256], dtype=uint16)
+    """
+    if type is not None:
+        raise NotImplementedError("x.view(dtype, type=...) is not supported: arrays here have "
+                                  "one type. Pass only the dtype.")
+    x = as_value(x)
+    if dtype is None:
+        return x
+    new = dtypes.check_and_canonicalize_user_dtype(dtype, "view")
+    old = get_aval(x).dtype
+    if old == new:
+        return x
+    if new == np.bool_:
+        return not_equal(view(x, np.uint8), 0)
+    if old == np.bool_:
+        return view(astype(x, np.uint8), new)
+    if old.kind == "c":  # the parts side by side, in the float of half the width
+        parts = stack([lax.real(x), lax.imag(x)], axis=-1)
+        return view(reshape(parts, (*get_aval(x).shape[:-1], -1)), new)
+    if new.kind == "c":
+        pairs = view(x, np.dtype(f"float{4 * new.itemsize}"))
+        pairs = reshape(pairs, (*get_aval(pairs).shape[:-1], -1, 2))
+        return lax.complex(pairs[..., 0], pairs[..., 1])
+    return _view_words(x, old, new)
+
+
+def _view_words(x, old: np.dtype, new: np.dtype):
+    shape = get_aval(x).shape
+    if old.itemsize >= new.itemsize:  # each element's pieces join the last dim
+        out = bitcast_convert_type(x, new)
+        return out if old.itemsize == new.itemsize else reshape(out, (*shape[:-1], -1))
+    ratio = new.itemsize // old.itemsize
+    if not shape or shape[-1] % ratio:
+        raise ValueError(f"x.view({new}) of an array of {old} and shape {shape}: its last dim "
+                         f"must hold a whole number of {new} values ({ratio} elements each).")
+    grouped = reshape(x, (*shape[:-1], shape[-1] // ratio, ratio))
+    return bitcast_convert_type(grouped, new)
