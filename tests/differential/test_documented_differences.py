@@ -1809,3 +1809,15 @@ def test_bitcast_convert_type_between_widths_is_several_equations() -> None:
                                   np.asarray(lax.bitcast_convert_type(x, np.uint8)))
     same = sj.make_jaxpr(lambda a: slax.bitcast_convert_type(a, np.int32))(x).jaxpr.eqns
     assert [e.primitive.name for e in same] == ["bitcast_convert_type"]
+
+
+def test_an_array_made_inside_jit_from_python_values_is_a_constant() -> None:
+    calls = {"int": lambda np_: np_.ones(int(np_.array(3))),
+             "nonzero": lambda np_: np_.nonzero(np_.array([0, 1, 2]))[0],
+             "unique": lambda np_: np_.unique(np_.array([2, 2, 1])),
+             "repeat": lambda np_: np_.repeat(np_.arange(2), np_.array([1, 2]))}
+    for name, call in calls.items():
+        raises(jax.errors.ConcretizationTypeError, jax.jit(lambda: call(jnp)))
+        np.testing.assert_array_equal(np.asarray(sj.jit(lambda: call(sjnp))()),
+                                      np.asarray(call(jnp)), err_msg=name)
+    raises(sj.errors.TracerBoolConversionError, sj.jit(lambda: 1 if sjnp.array(2) > 1 else 0))

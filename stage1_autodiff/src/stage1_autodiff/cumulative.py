@@ -349,9 +349,10 @@ def top_k(operand: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
                          f"k={k} with shape={list(shape)} and axis={axis}")
     return top_k_p.bind(operand, k=k, axis=axis)
 def top_k_impl(x, *, k, axis):
-    if x.dtype.kind == "f":  # NaN first, then descending, 0.0 before -0.0 (XLA's total
-        # order, as JAX's); ties stay in order (stable)
-        order = np.lexsort((np.signbit(x), -x, ~np.isnan(x)), axis=axis)
+    if x.dtype.kind == "f":  # XLA's total order, as JAX's: a NaN first, then descending,
+        # 0.0 before -0.0, a NaN with its sign bit set last; ties stay in order (stable)
+        nan, sign = np.isnan(x), np.signbit(x)
+        order = np.lexsort((sign, -x, ~(nan & ~sign), nan & sign), axis=axis)
     else:  # ~x reverses the order of integers and booleans without overflow
         order = np.argsort(~x, axis=axis, kind="stable")
     order = np.take(order, np.arange(k), axis=axis)

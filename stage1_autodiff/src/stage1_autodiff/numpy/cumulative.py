@@ -23,7 +23,7 @@ import numpy as np
 from .. import dtypes
 from .. import prims as lax
 from ..core import get_aval
-from .concrete import concrete_array
+from .concrete import concrete_array, evaluated_now
 from .promotion import as_value, canonicalize_axis, convert
 from .reductions import _accumulation_dtype, _check_no_out, any, sum
 from .shapes import concatenate, expand_dims, moveaxis, ravel, reshape
@@ -129,9 +129,19 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
     traceable (see the module docstring); ``fill_value`` defaults to the smallest value."""
     del sorted
     ar = as_value(ar)
-    if size is None:  # its size is read from the values, constants then (no gradient, as JAX)
-        ar = concrete_array(ar, "jnp.unique without size=", "The number of unique values "
-                            "depends on the data: pass size= (a Python int), as JAX asks.")
+    options = (return_index, return_inverse, return_counts, axis, equal_nan, size, fill_value)
+    if size is not None:
+        return _unique(ar, *options)
+    # its size is read from the values, constants then (no gradient, as JAX), and the whole
+    # result is a constant: computed now, even inside a jit that stages every operation
+    ar = concrete_array(ar, "jnp.unique without size=", "The number of unique values depends "
+                        "on the data: pass size= (a Python int), as JAX asks.")
+    with evaluated_now():
+        return _unique(ar, *options)
+
+
+def _unique(ar, return_index, return_inverse, return_counts, axis, equal_nan, size,
+            fill_value):
     shape = get_aval(ar).shape if axis is None else None  # the inverse's, flattened
     if axis is None:
         ar, axis = ravel(ar), 0

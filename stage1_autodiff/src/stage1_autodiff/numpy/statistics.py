@@ -338,8 +338,11 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
     if sorter is not None:
         a = take(a, sorter)
     a, v = promote(a, v)
-    a, v = as_value(a), as_value(v)
-    below = (less if side == "left" else less_equal)(a, expand_dims(v, -1))
+    a, v = as_value(a), expand_dims(as_value(v), -1)
+    below = (less if side == "left" else less_equal)(a, v)
+    if dtypes.is_inexact(get_aval(a).dtype):  # NaN sorts last: every number is below it
+        nan_v = isnan(v)
+        below = logical_or(below, logical_and(nan_v, ~isnan(a)) if side == "left" else nan_v)
     return sum(below, axis=-1, dtype=np.int32)  # int32 even with x64, as in JAX
 
 
