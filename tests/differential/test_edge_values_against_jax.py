@@ -1,8 +1,9 @@
 """Edge values against JAX 0.10.2, where NumPy's and XLA's semantics part: NaNs (with either
 sign) in orderings, shifts past the bit width, out-of-range conversions, integer overflow and
-division by zero, rounding of halves. Found by a probe: ``searchsorted`` of a NaN gave 0 (JAX
-and NumPy: after every number) and ``top_k`` put a NaN with its sign bit set first (XLA's total
-order puts it last)."""
+division by zero, rounding of halves, a variance with no degrees of freedom. Found by a probe:
+``searchsorted`` of a NaN gave 0 (JAX and NumPy: after every number), ``top_k`` put a NaN with
+its sign bit set first (XLA's total order puts it last), and ``var`` with ``ddof`` past the
+count gave inf or a negative number (JAX: NaN)."""
 
 import numpy as np
 import pytest
@@ -71,6 +72,11 @@ def _cases(lib):
         "population_count and clz": (lambda x: (lax.population_count(x), lax.clz(x)),
                                      np.array([0, 1, -1], np.int32)),
         "mean of uint32": (jnp.mean, np.array([2**32 - 1, 1], np.uint32)),
+        "var with no degrees of freedom": (
+            lambda x: (jnp.var(x, ddof=3), jnp.var(x, ddof=4), jnp.std(x[:, None], axis=0, ddof=5),
+                       jnp.var(x, ddof=2, where=x > 0)), np.arange(3, dtype=np.float32)),
+        "gradient of a var with no degrees of freedom": (
+            lib.grad(lambda x: jnp.var(x, ddof=3)), np.arange(3, dtype=np.float32)),
     }
 
 

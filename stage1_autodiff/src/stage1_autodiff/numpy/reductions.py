@@ -185,11 +185,16 @@ def var(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: boo
     else:
         squares = lax.mul(centered, centered)
     total = sum(squares, axes, keepdims=keepdims, where=where)
+    # n - ddof <= 0 leaves no degrees of freedom: NaN (and a NaN gradient), as JAX's where
+    # gives (NumPy: inf, and a plain quotient would be a negative "variance")
     if where is None:
-        return narrowed(lax.div(total, lax.full_like(total, _count(shape, axes) - ddof)),
-                         narrow)
-    count = _kept(where, shape, axes, keepdims, get_aval(total).dtype)
-    return narrowed(lax.div(total, lax.sub(count, lax.full_like(count, ddof))), narrow)
+        degrees = lax.full_like(total, _count(shape, axes) - ddof)
+    else:
+        degrees = lax.sub(_kept(where, shape, axes, keepdims, get_aval(total).dtype),
+                          lax.full_like(total, ddof))
+    positive = lax.gt(degrees, lax.full_like(degrees, 0))
+    return narrowed(lax.select_n(positive, lax.full_like(total, np.nan), lax.div(total, degrees)),
+                    narrow)
 
 
 _mean = mean
