@@ -140,13 +140,13 @@ def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
     old, new = get_aval(operand).dtype, dtypes.check_and_canonicalize_user_dtype(
         new_dtype, "bitcast_convert_type")
     if old == new:
-        return lax.bitcast_convert_type(operand, new)
+        return lax.bitcast_convert_type_p.bind(operand, new_dtype=new)
     if old.kind in "bc" or new.kind in "bc":
         raise TypeError(f"lax.bitcast_convert_type does not take bool or complex values unless "
                         f"both types are the same: got {old} to {new}. Use x.view({new}), "
                         f"which converts them.")
     if old.itemsize == new.itemsize:
-        return lax.bitcast_convert_type(operand, new)
+        return lax.bitcast_convert_type_p.bind(operand, new_dtype=new)
     if old.itemsize > new.itemsize:
         return _split_words(operand, old, new)
     return _join_words(operand, old, new)
@@ -162,7 +162,7 @@ def _split_words(x: Any, old: np.dtype, new: np.dtype) -> Any:
                                                                             wide)),
                                   (*shape, ratio), (len(shape),))
     pieces = lax.convert_element_type(lax.shift_right_logical(spread, shifts), narrow)
-    return pieces if narrow == new else lax.bitcast_convert_type(pieces, new)
+    return pieces if narrow == new else bitcast_convert_type(pieces, new)
 
 
 def _join_words(x: Any, old: np.dtype, new: np.dtype) -> Any:
@@ -178,14 +178,14 @@ def _join_words(x: Any, old: np.dtype, new: np.dtype) -> Any:
                                   shape, (len(shape) - 1,))
     placed = lax.shift_left(lax.convert_element_type(pieces, wide), shifts)
     words = lax.reduce_sum(placed, (len(shape) - 1,))  # the pieces' bits do not overlap
-    return words if wide == new else lax.bitcast_convert_type(words, new)
+    return words if wide == new else bitcast_convert_type(words, new)
 
 
 def _unsigned(x: Any) -> tuple[Any, np.dtype]:
     """``x``'s bits as the unsigned integer type of its width, and that type."""
     dtype = get_aval(x).dtype
     unsigned = np.dtype(f"uint{dtype.itemsize * 8}")
-    return (x if dtype == unsigned else lax.bitcast_convert_type(x, unsigned)), unsigned
+    return (x if dtype == unsigned else bitcast_convert_type(x, unsigned)), unsigned
 
 
 def _as_type_of(x: Any, count: Any) -> Any:
@@ -193,7 +193,7 @@ def _as_type_of(x: Any, count: Any) -> Any:
     weak type."""
     aval = get_aval(x)
     if get_aval(count).dtype != aval.dtype:
-        count = lax.bitcast_convert_type(count, aval.dtype)
+        count = bitcast_convert_type(count, aval.dtype)
     return lax.convert_element_type(count, aval.dtype, aval.weak_type) if aval.weak_type else count
 
 

@@ -585,14 +585,8 @@ def convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
 jvp_rules[convert_element_type_p] = convert_element_type_jvp
 
 bitcast_convert_type_p = Primitive("bitcast_convert_type", kind=ELEMENTWISE)
-def bitcast_convert_type(x, new_dtype):
-    """The bits of each element as ``new_dtype``, of the same width (``lax``'s function of
-    this name, in lax_composed.py, also splits and joins words of other widths)."""
-    new_dtype = np.dtype(new_dtype)
-    if get_aval(x).dtype.itemsize != new_dtype.itemsize:
-        raise ValueError(f"bitcast_convert_type_p keeps each element's width: "
-                         f"{get_aval(x).dtype} to {new_dtype} is lax.bitcast_convert_type's.")
-    return bitcast_convert_type_p.bind(x, new_dtype=new_dtype)
+# (bound with the same width only: lax.bitcast_convert_type, in lax_composed.py, splits and
+# joins words of other widths around it)
 impl_rules[bitcast_convert_type_p] = lambda x, *, new_dtype: x.view(new_dtype)
 vjp_rules[bitcast_convert_type_p] = _zero_vjp
 jvp_rules[bitcast_convert_type_p] = _zero_jvp(bitcast_convert_type_p)

@@ -31,6 +31,7 @@ from . import numpy as jnp
 from . import prims as lax
 from .config import config
 from .core import Array, Tracer, get_aval
+from .lax_composed import bitcast_convert_type
 from .numpy.promotion import as_value, canonicalize_axis, convert
 from .tree_util import register_pytree_node
 
@@ -417,8 +418,8 @@ def uniform(key: Any, shape: Shape = (), dtype: Any = float, minval: Any = 0.0,
     random = convert(bits(key, shape, np.dtype(f"uint{rng_bits}")), uint)
     mantissa = lax.shift_right_logical(random, lax.full_like(random, rng_bits - nmant))
     one_bits = np.array(1.0, dtype).view(uint)
-    floats = lax.bitcast_convert_type(lax.bitwise_or(mantissa, lax.full_like(mantissa, one_bits)),
-                                      dtype)
+    floats = bitcast_convert_type(lax.bitwise_or(mantissa, lax.full_like(mantissa, one_bits)),
+                                  dtype)
     floats = lax.sub(floats, lax.full_like(floats, 1.0))
     minval = jnp.broadcast_to(convert(as_value(minval), dtype), shape)
     maxval = jnp.broadcast_to(convert(as_value(maxval), dtype), shape)
@@ -611,7 +612,7 @@ def _float_of_fraction(words: Any) -> Any:
     leading = jnp.where(hi_empty, 32 + lo_zeros, hi_zeros)
     exponent = lax.shift_left(126 - leading, lax.full_like(top, 23))
     exponent = exponent & np.uint32(2 ** 30 - 2 ** 22)
-    return lax.bitcast_convert_type(exponent | mantissa, dtypes.float32)
+    return bitcast_convert_type(exponent | mantissa, dtypes.float32)
 
 
 def categorical(key: Any, logits: Any, axis: int = -1, shape: Shape | None = None,

@@ -17,6 +17,7 @@ from .. import complex_numbers, dtypes
 from .. import prims as lax
 from ..core import get_aval
 from ..custom_derivatives import custom_jvp
+from ..lax_composed import bitcast_convert_type
 from .promotion import as_value, promote, promote_inexact, real_only
 from .ufuncs import (
     abs,
@@ -189,7 +190,7 @@ def signbit(x):
         return lax.full_like(x, False, np.dtype(np.bool_))
     if not dtypes.is_float(dtype):
         return less(x, 0)
-    bits = lax.bitcast_convert_type(x, np.dtype(f"int{dtype.itemsize * 8}"))
+    bits = bitcast_convert_type(x, np.dtype(f"int{dtype.itemsize * 8}"))
     return less(bits, 0)
 
 
