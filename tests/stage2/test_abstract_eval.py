@@ -147,7 +147,7 @@ def convert_element_type_case(data, dtype):
 
 def bitcast_convert_type_case(data, dtype):
     new_dtype = data.draw(st.sampled_from([f32, i32, u32]))
-    fn = lambda x: lax.bitcast_convert_type(x, new_dtype)
+    fn = lambda x: lax.bitcast_convert_type_p.bind(x, new_dtype=np.dtype(new_dtype))
     return fn, [values(data, data.draw(shapes()), dtype)]
 
 
