@@ -1706,8 +1706,15 @@ def test_debug_nans_checks_operations_not_the_creation_of_an_array() -> None:
     nan = float("nan")
     jax.config.update("jax_debug_nans", True)
     sj.config.update("jax_debug_nans", True)
+    # JAX's check of a new array is in its dispatch path, so it is asked in a process of its
+    # own, where no earlier test has left the path warm
+    script = ("import jax, jax.numpy as jnp\njax.config.update('jax_debug_nans', True)\n"
+              "try:\n    jnp.array(float('nan'))\nexcept FloatingPointError:\n"
+              "    print('raised')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert done.stdout.strip() == "raised", done.stderr[-2000:]
     try:
-        raises(FloatingPointError, jnp.array, nan)
         made = sjnp.array(nan)  # no operation yet: no error
         raises(FloatingPointError, sjnp.add, made, 1.0, match="came in with the inputs")
         raises(FloatingPointError, sjnp.log, sjnp.array(-1.0), match="encountered in log")
