@@ -1828,3 +1828,13 @@ def test_an_array_made_inside_jit_from_python_values_is_a_constant() -> None:
         np.testing.assert_array_equal(np.asarray(sj.jit(lambda: call(sjnp))()),
                                       np.asarray(call(jnp)), err_msg=name)
     raises(sj.errors.TracerBoolConversionError, sj.jit(lambda: 1 if sjnp.array(2) > 1 else 0))
+
+
+def test_cond_and_switch_with_a_concrete_predicate_run_one_branch() -> None:
+    raises(TypeError, lax.cond, True, lambda: 1.0, lambda: jnp.ones(2))
+    out = slax.cond(True, lambda: 1.0, lambda: sjnp.ones(2))
+    assert isinstance(out, sj.Array) and out.weak_type and float(out) == 1.0
+    ran = []
+    slax.switch(1, [lambda: ran.append(0) or 0.0, lambda: ran.append(1) or 1.0])
+    assert ran == [1]
+    raises(TypeError, sj.jit(lambda p: slax.cond(p, lambda: 1.0, lambda: sjnp.ones(2))), True)

@@ -166,7 +166,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
         raise TypeError(f"switch's index must be a scalar, got an array of shape {shape}.")
     if _concrete(index, operands):
         i = int(np.clip(int(np.asarray(index)), 0, len(branches) - 1))
-        return branches[i](*operands)
+        return tree_map(asarray, branches[i](*operands))  # arrays, as a traced switch returns
     index = lax.convert_element_type(index, np.dtype(np.int32), False)
     index = lax.min(lax.max(index, np.int32(0)), np.int32(len(branches) - 1))
     return _bind_cond(index, branches, operands, [f"branch {i}" for i in range(len(branches))])
@@ -199,7 +199,8 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
                         f"Reduce it first (jnp.all, jnp.any), or use jnp.where for an "
                         f"elementwise choice.")
     if _concrete(pred, operands):
-        return true_fun(*operands) if bool(np.asarray(pred)) else false_fun(*operands)
+        chosen = true_fun if bool(np.asarray(pred)) else false_fun
+        return tree_map(asarray, chosen(*operands))  # arrays, as a traced cond returns
     index = lax.convert_element_type(pred, np.dtype(np.int32), False)
     return _bind_cond(index, [false_fun, true_fun], operands, ["false_fun", "true_fun"])
 # --8<-- [end:cond]
