@@ -240,6 +240,19 @@ def new_main(trace_type: type[Trace], global_data: Any = None) -> Iterator[MainT
         stack.pop()
 
 
+@contextmanager
+def dynamic_trace(main: MainTrace) -> Iterator[None]:
+    """Makes ``main`` the interpreter every operation goes to, constants included: stage 2's
+    ``make_jaxpr`` stages with it, and the eval interpreter (``trace_state.trace_stack[0]``)
+    makes operations on concrete values run now again inside a trace."""
+    previous = trace_state.dynamic_trace
+    trace_state.dynamic_trace = main
+    try:
+        yield
+    finally:
+        trace_state.dynamic_trace = previous
+
+
 class numpy_warnings_off:  # noqa: N801 -- used as a function: ``with numpy_warnings_off():``
     """NaN and inf propagate silently, as in JAX: NumPy's floating-point warnings are off
     inside every transformation (entered once here rather than once per primitive).

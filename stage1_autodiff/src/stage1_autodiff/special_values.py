@@ -99,7 +99,12 @@ def check_results(prim: Any, outs: Sequence[Any], operands: Sequence[Any],
         cause = ("An operand already held one: it came in with the inputs." if came_in else
                  "Its operands held none, so this operation made it.")
     name = f"{prim}({params['name']})" if "name" in params else prim
-    raise FloatingPointError(
-        f"invalid value ({kind}) encountered in {name}: a result holds {_A[kind]} and "
+    raise special_value_error(kind, name, cause)
+
+
+def special_value_error(kind: str, where: Any, cause: str) -> FloatingPointError:
+    """The error for a ``kind`` ("nan" or "inf") that operation ``where`` made."""
+    return FloatingPointError(
+        f"invalid value ({kind}) encountered in {where}: a result holds {_A[kind]} and "
         f"jax_debug_{kind}s is on. {cause} The traceback shows the line of your code that ran "
         f"it; jax.config.update('jax_debug_{kind}s', False) turns the check off.")

@@ -76,12 +76,19 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args:
     if vmap_method not in VMAP_METHODS:
         raise ValueError(f"vmap_method must be on of the allowed methods {list(VMAP_METHODS)}, "
                          f"but got: {vmap_method}")
+    return _bind_callback(pure_callback_p, callback, result_shape_dtypes, args, kwargs,
+                          sharding=sharding, vmap_method=vmap_method)
+
+
+def _bind_callback(prim: Primitive, callback: Callable[..., Any], result_shape_dtypes: Any,
+                   args: tuple, kwargs: dict, **params: Any) -> Any:
+    """Binds a callback primitive (pure or io) on the flat arguments, with the declared
+    results' types; the results come back in ``result_shape_dtypes``' structure."""
     flat_args, in_tree = tree_flatten((args, kwargs))
     result_leaves, out_tree = tree_flatten(result_shape_dtypes)
     result_avals = tuple(_result_aval(leaf) for leaf in result_leaves)
-    outs = pure_callback_p.bind(*flat_args, callback=_FlatCallback(callback, in_tree),
-                                result_avals=result_avals, sharding=sharding,
-                                vmap_method=vmap_method)
+    outs = prim.bind(*flat_args, callback=_FlatCallback(callback, in_tree),
+                     result_avals=result_avals, **params)
     return tree_unflatten(out_tree, outs)
 
 
@@ -95,14 +102,14 @@ def _result_aval(leaf: Any) -> ShapedArray:
     return ShapedArray(tuple(leaf.shape), dtype)
 
 
-def pure_callback_impl(*args: np.ndarray, callback: _FlatCallback,
-                       result_avals: tuple[ShapedArray, ...], sharding: Any,
-                       vmap_method: str | None) -> list[Array]:
+def callback_impl(*args: np.ndarray, callback: _FlatCallback,
+                  result_avals: tuple[ShapedArray, ...], **params: Any) -> list[Array]:
+    """Calls the function with NumPy arrays; its results, checked, as strong arrays."""
     outs = callback(*args)
     return [Array(value, weak_type=False) for value in _checked(outs, result_avals)]
 
 
-impl_rules[pure_callback_p] = pure_callback_impl
+impl_rules[pure_callback_p] = callback_impl
 abstract_eval_rules[pure_callback_p] = lambda *avals, result_avals, **params: list(result_avals)
 # --8<-- [end:pure_callback]
 
@@ -185,20 +192,8 @@ def io_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: A
         >>> print(f(1.0), f(2.0), seen)
         2.0 3.0 [1.0, 2.0]
     """
-    flat_args, in_tree = tree_flatten((args, kwargs))
-    result_leaves, out_tree = tree_flatten(result_shape_dtypes)
-    result_avals = tuple(_result_aval(leaf) for leaf in result_leaves)
-    outs = io_callback_p.bind(*flat_args, callback=_FlatCallback(callback, in_tree),
-                              result_avals=result_avals, sharding=sharding,
-                              ordered=bool(ordered))
-    return tree_unflatten(out_tree, outs)
-
-
-def io_callback_impl(*args: np.ndarray, callback: _FlatCallback,
-                     result_avals: tuple[ShapedArray, ...], sharding: Any,
-                     ordered: bool) -> list[Array]:
-    outs = callback(*args)
-    return [Array(value, weak_type=False) for value in _checked(outs, result_avals)]
+    return _bind_callback(io_callback_p, callback, result_shape_dtypes, args, kwargs,
+                          sharding=sharding, ordered=bool(ordered))
 
 
 def _io_no_derivative(*args, **params):
@@ -207,7 +202,7 @@ def _io_no_derivative(*args, **params):
                      "(lax.stop_gradient), or use pure_callback in a custom_jvp.")
 
 
-impl_rules[io_callback_p] = io_callback_impl
-abstract_eval_rules[io_callback_p] = lambda *avals, result_avals, **params: list(result_avals)
+impl_rules[io_callback_p] = callback_impl
+abstract_eval_rules[io_callback_p] = abstract_eval_rules[pure_callback_p]
 jvp_rules[io_callback_p] = vjp_rules[io_callback_p] = _io_no_derivative
 # --8<-- [end:io_callback]

@@ -40,7 +40,12 @@ from stage1_autodiff.core import (
     vjp_rules_take_needs,
 )
 from stage1_autodiff.linear_transpose import inline_rules
-from stage1_autodiff.special_values import CHECKS, rerun_rules, special_value_in
+from stage1_autodiff.special_values import (
+    CHECKS,
+    rerun_rules,
+    special_value_error,
+    special_value_in,
+)
 from stage1_autodiff.tree_util import (
     keystr,
     tree_flatten,
@@ -476,11 +481,9 @@ def _checked_call(jitted: Jitted, args: tuple[Any, ...], kwargs: dict[str, Any])
         kind = special_value_in(tree_leaves(out))
         if kind is None:
             return out
-        error = FloatingPointError(
-            f"invalid value ({kind}) encountered in jit({jitted._name}): an output holds "
-            f"{'an inf' if kind == 'inf' else 'a nan'} and jax_debug_{kind}s is on, but the "
-            f"function run again without jit made none. The compiled program may compute "
-            f"differently, or a {kind} may be a constant output (jit(lambda: jnp.nan)).")
+        error = special_value_error(
+            kind, f"jit({jitted._name})", f"Run again without jit, the function made none: the "
+            f"compiled program computes differently, or a {kind} is a constant output.")
     except FloatingPointError as found_in_program:
         error = found_in_program
     with disable_jit():

@@ -8,23 +8,21 @@ come from ``abstract_eval_rules``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from stage1_autodiff.core import (
     Array,
     ConcretizationTypeError,
-    MainTrace,
     Primitive,
     ShapedArray,
     Trace,
     Tracer,
     asarray,
+    dynamic_trace,
     full_raise,
     new_main,
-    trace_state,
 )
 from stage1_autodiff.extension import set_program_runner
 
@@ -210,15 +208,7 @@ class JaxprTrace(Trace):
         return self.process_primitive(prim, [*const_tracers, *tracers], params)
 
 
-@contextmanager
-def _dynamic(main: MainTrace) -> Iterator[None]:
-    """Makes ``main`` the default interpreter, so constants get staged too (omnistaging)."""
-    previous = trace_state.dynamic_trace
-    trace_state.dynamic_trace = main
-    try:
-        yield
-    finally:
-        trace_state.dynamic_trace = previous
+_dynamic = dynamic_trace  # ``main`` the default interpreter: constants staged too (omnistaging)
 
 
 # --8<-- [start:trace_to_jaxpr]

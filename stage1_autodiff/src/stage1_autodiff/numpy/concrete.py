@@ -14,13 +14,11 @@ Example:
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-from ..core import get_aval, trace_state
+from ..core import get_aval
 from ..errors import ConcretizationTypeError
 from .promotion import as_value, convert
 
@@ -52,15 +50,3 @@ def concrete_array(x: Any, what: str, instead: str) -> Any:
     value = concrete_value(x, what, instead)
     return convert(as_value(value, aval.dtype), aval.dtype, aval.weak_type)
 
-
-@contextmanager
-def evaluated_now() -> Iterator[None]:
-    """Operations on concrete values run now inside the block, even while ``jit`` stages
-    every operation: for a function whose result's size is read from concrete values
-    (``jnp.unique`` without ``size=``), whose whole result is then a constant."""
-    previous = trace_state.dynamic_trace
-    trace_state.dynamic_trace = trace_state.trace_stack[0]
-    try:
-        yield
-    finally:
-        trace_state.dynamic_trace = previous

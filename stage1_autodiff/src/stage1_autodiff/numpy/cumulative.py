@@ -22,8 +22,8 @@ import numpy as np
 
 from .. import dtypes
 from .. import prims as lax
-from ..core import get_aval
-from .concrete import concrete_array, evaluated_now
+from ..core import dynamic_trace, get_aval, trace_state
+from .concrete import concrete_array
 from .promotion import as_value, canonicalize_axis, convert
 from .reductions import _accumulation_dtype, _check_no_out, any, sum
 from .shapes import concatenate, expand_dims, moveaxis, ravel, reshape
@@ -136,7 +136,7 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
     # result is a constant: computed now, even inside a jit that stages every operation
     ar = concrete_array(ar, "jnp.unique without size=", "The number of unique values depends "
                         "on the data: pass size= (a Python int), as JAX asks.")
-    with evaluated_now():
+    with dynamic_trace(trace_state.trace_stack[0]):  # the eval interpreter: run now
         return _unique(ar, *options)
 
 
