@@ -11,7 +11,6 @@ import stage4_sharding as ours
 
 real = pytest.importorskip("jax")
 from jax.experimental import io_callback as real_io_callback  # noqa: E402
-
 from stage4_sharding.experimental import io_callback as ours_io_callback  # noqa: E402
 
 F32 = np.float32

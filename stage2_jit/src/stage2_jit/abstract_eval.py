@@ -375,7 +375,7 @@ def dot_general_abstract_eval(x: ShapedArray, y: ShapedArray, *, dimension_numbe
                               out_sharding: Any = None) -> ShapedArray:
     # --8<-- [start:task2_1]
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
-    _check_kinds(p.dot_general_p, _NUMERIC, x, y)
+    _check_kinds(p.dot_general_p, _ANY, x, y)
     if x.dtype != y.dtype:
         raise TypeError(f"dot_general requires operands of one dtype, got {_types([x, y])}.")
     _check_dims(p.dot_general_p, "contracting and batch dims", x_contract + x_batch, x)

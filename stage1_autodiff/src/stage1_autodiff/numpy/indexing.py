@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import prims as lax
-from ..core import Array, Tracer, get_aval
+from ..core import Array, Tracer, dynamic_trace, get_aval, trace_state
 from ..errors import ConcretizationTypeError, NonConcreteBooleanIndexError
 from .promotion import as_value, broadcast_shapes, broadcast_to_shape, convert
 
@@ -308,6 +308,39 @@ class IndexUpdateRef:
         x = as_value(self.array)
         divisors = _scatter(lax.full_like(x, 1), self.idx, values, lax.scatter_mul, mode)
         return true_divide(x, divisors)
+
+    def power(self, values: Any, *, indices_are_sorted: bool = False,
+              unique_indices: bool = False, mode: Any = None) -> Any:
+        """``x[idx] **= values``; a repeated index multiplies its exponents, as in JAX."""
+        from .ufuncs import power
+        x = as_value(self.array)
+        exponents = _scatter(lax.full_like(x, 1), self.idx, values, lax.scatter_mul, mode)
+        return power(x, exponents)
+
+    def apply(self, func: Any, *, indices_are_sorted: bool = False,
+              unique_indices: bool = False, mode: Any = None) -> Any:
+        """``func`` applied at ``x[idx]``, once per time an element is indexed (NumPy's
+        ``ufunc.at``): ``func`` maps arrays elementwise."""
+        x = as_value(self.array)
+        aval = get_aval(x)
+        entries = self.idx if isinstance(self.idx, tuple) else (self.idx,)
+        static = not any(isinstance(entry, Tracer) for entry in entries)
+        with dynamic_trace(trace_state.trace_stack[0] if static else trace_state.dynamic_trace):
+            counts = _scatter(lax.full(aval.shape, 0, np.dtype(np.int32)), self.idx, 1,
+                              lax.scatter_add, mode)  # how often each element is indexed
+        if static:
+            times = int(np.max(np.asarray(counts), initial=0))
+        elif unique_indices:
+            times = 1
+        else:
+            raise ConcretizationTypeError(
+                "at[].apply with traced indices cannot know how often an element is indexed: "
+                "pass unique_indices=True if no index repeats, or apply the function in a "
+                "lax.fori_loop.")
+        for time in range(times):
+            x = lax.select_n(lax.gt(counts, lax.full(aval.shape, time, np.dtype(np.int32))),
+                             x, convert(func(x), aval.dtype, aval.weak_type))
+        return x
 
     def min(self, values: Any, *, indices_are_sorted: bool = False,  # noqa: A003
             unique_indices: bool = False, mode: Any = None) -> Any:
