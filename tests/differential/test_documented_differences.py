@@ -173,6 +173,20 @@ def test_unique_indices_and_indices_are_sorted_are_ignored() -> None:
             == [2.0, 0.0]
 
 
+def test_apply_at_traced_indices_needs_unique_indices() -> None:
+    """JAX applies the function at traced indices as a scatter's combiner; here the count of
+    each element's indices decides how often, and a traced index has none to read."""
+    x, k = np.arange(3.0, dtype=np.float32), np.array([1, 1])
+    theirs = jax.jit(lambda x, k: x.at[k].apply(jnp.exp))(x, k)
+    np.testing.assert_allclose(theirs, [0.0, np.exp(np.e), 2.0], rtol=1e-6)
+    raises(sj.errors.ConcretizationTypeError, sj.jit(lambda x, k: x.at[k].apply(sjnp.exp)),
+           x, k, match="unique_indices=True")
+    got = sj.jit(lambda x, k: x.at[k].apply(sjnp.exp, unique_indices=True))(x, k[:1])
+    np.testing.assert_allclose(got, [0.0, np.e, 2.0], rtol=1e-6)
+    static = sj.jit(lambda x: x.at[np.array([1, 1])].apply(sjnp.exp))(x)  # counted: twice
+    np.testing.assert_allclose(static, theirs, rtol=1e-6)
+
+
 def test_gather_and_scatter_print_without_jaxs_extra_params() -> None:
     x, i = np.zeros(3, np.float32), np.array([0, 2], np.int32)
     theirs = str(jax.make_jaxpr(lambda x: x.at[i].add(1.0))(x))
