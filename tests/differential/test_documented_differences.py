@@ -262,10 +262,46 @@ def test_precision_is_checked_and_changes_nothing() -> None:
     raises(ValueError, sjnp.dot, x, x, precision="fast", match="not a precision")
 
 
-def test_pad_has_no_negative_padding() -> None:
+def test_pad_with_negative_padding_is_a_pad_and_a_slice() -> None:
     x = np.arange(4.0, dtype=np.float32)
-    assert np.asarray(lax.pad(x, 0.0, [(-1, 1, 0)])).tolist() == [1.0, 2.0, 3.0, 0.0]
-    raises(ValueError, slax.pad, sjnp.asarray(x), 0.0, [(-1, 1, 0)], match="negative padding")
+    config = [(-1, 2, 1)]
+    assert np.asarray(slax.pad(sjnp.asarray(x), 0.0, config)).tolist() \
+        == np.asarray(lax.pad(x, 0.0, config)).tolist() == [0, 1, 0, 2, 0, 3, 0, 0]
+    theirs = jax.make_jaxpr(lambda x: lax.pad(x, 0.0, config))(x)
+    ours = sj.make_jaxpr(lambda x: slax.pad(x, 0.0, config))(x)
+    assert [e.primitive.name for e in theirs.jaxpr.eqns] == ["pad"]
+    assert "(-1, 2, 1)" in str(theirs)
+    assert [e.primitive.name for e in ours.jaxpr.eqns] == ["pad", "slice"]
+    assert ours.jaxpr.eqns[0].params["padding_config"] == ((0, 2, 1),)
+
+
+def test_approx_top_k_is_exact_with_nans_last() -> None:
+    x = np.array([3.0, 1.0, np.nan, 5.0], np.float32)
+    theirs = [np.asarray(v).tolist() for v in lax.approx_max_k(x, 2)]
+    assert str(theirs) == "[[nan, 5.0], [2, 3]]"  # aggregated: a NaN is the largest
+    theirs = [np.asarray(v).tolist() for v in lax.approx_max_k(x, 4, aggregate_to_topk=False)]
+    assert str(theirs) == "[[5.0, 3.0, 1.0, nan], [3, 0, 1, 2]]"  # not aggregated: the least
+    for k, aggregate in ((2, True), (4, False)):
+        ours = slax.approx_max_k(x, k, aggregate_to_topk=aggregate)
+        assert str([np.asarray(v).tolist() for v in ours]) \
+            == str([[5.0, 3.0, 1.0, np.nan][:k], [3, 0, 1, 2][:k]])
+    ours = slax.approx_min_k(x, 3)
+    assert str([np.asarray(v).tolist() for v in ours]) == "[[1.0, 3.0, 5.0], [1, 0, 3]]"
+
+
+def test_pow_by_an_integer_and_reduce_xor_are_compositions() -> None:
+    x, n = np.float32([2.0, 3.0]), np.int32([3, -1])
+    theirs = jax.make_jaxpr(lax.pow)(x, n)
+    ours = sj.make_jaxpr(slax.pow)(x, n)
+    assert [e.primitive.name for e in theirs.jaxpr.eqns] == ["pow"]
+    assert [e.primitive.name for e in ours.jaxpr.eqns] == ["convert_element_type", "pow"]
+    np.testing.assert_allclose(slax.pow(x, n), lax.pow(x, n))
+    i = np.array([5, 3, 6, 9], np.int32)
+    theirs = jax.make_jaxpr(lambda i: lax.reduce_xor(i, (0,)))(i)
+    assert [e.primitive.name for e in theirs.jaxpr.eqns] == ["reduce_xor"]
+    ours = sj.make_jaxpr(lambda i: slax.reduce_xor(i, (0,)))(i)
+    assert {e.primitive.name for e in ours.jaxpr.eqns} >= {"slice", "xor"}
+    assert int(slax.reduce_xor(i, (0,))) == int(lax.reduce_xor(i, (0,))) == 5 ^ 3 ^ 6 ^ 9
 
 
 @pytest.mark.parametrize("name", ["add", "mul"])

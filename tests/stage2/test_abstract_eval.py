@@ -446,6 +446,8 @@ LAW_CASES: dict[str, tuple[tuple[np.dtype, ...], Case]] = {
     "regularized_incomplete_beta": (FLOAT, binary(lambda a, x: lax.betainc(a, a, x))),
     "hyp1f1": (FLOAT, binary(lambda a, x: lax.hyp1f1(a, a, x))),
     "hyp2f1": (FLOAT, binary(lambda a, x: lax.hyp2f1(a, a, a, x))),
+    "random_gamma_grad": (FLOAT, binary(lambda a, x: lax.random_gamma_grad(abs(a) + 0.5,
+                                                                           abs(x) + 0.5))),
     "clamp": (NUMBERS, binary(lambda x, y: lax.clamp(lax.min(x, y), x, lax.max(x, y)))),
     "not": ((i32, b1), unary(lax.bitwise_not)),
     "add": (NUMBERS, binary(lax.add)),

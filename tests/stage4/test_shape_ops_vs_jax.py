@@ -7,7 +7,7 @@ expand_dims and broadcast_in_dim), each split of its operand on the 1-D (8,) mes
 (``float32[24@data]``) as JAX, or a ``ShardingTypeError`` where JAX raises (where it asks for
 ``out_sharding``); and the gathers and scatters of indexing and ``.at[]`` updates, indices out
 of bounds included. There is no ``dynamic_slice`` primitive here yet, so dynamic slicing is not
-among them; negative padding is not supported here at all (sharded or not), so it is not either.
+among them. Negative padding is a pad and then a slice here (JAX: one pad).
 """
 
 import numpy as np
@@ -45,6 +45,8 @@ PROGRAMS = {
     "pad rows 4, 4": lambda lax: lambda v: lax.pad(v, ZERO, ((4, 4, 0), (0, 0, 0))),
     "pad cols 2, 6 interior": lambda lax: lambda v: lax.pad(v, ZERO, ((0, 0, 0), (2, 6, 1))),
     "pad both 1, 2": lambda lax: lambda v: lax.pad(v, ZERO, ((1, 2, 0), (1, 2, 0))),
+    "pad rows -1, 3 interior": lambda lax: lambda v: lax.pad(v, ZERO, ((-1, 3, 1), (0, 0, 0))),
+    "pad cols -2, -1": lambda lax: lambda v: lax.pad(v, ZERO, ((0, 0, 0), (-2, -1, 0))),
     "concatenate rows": lambda lax: lambda v: lax.concatenate([v, v * 2.0], 0),
     "concatenate cols": lambda lax: lambda v: lax.concatenate([v, -v, v], 1),
     "transpose": lambda lax: lambda v: lax.transpose(v, (1, 0)),

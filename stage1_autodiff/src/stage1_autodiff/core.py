@@ -398,6 +398,11 @@ def run_on_host(prim: Primitive, arrays: Sequence[Array], params: dict[str, Any]
                 ) -> list[Array]:
     """``prim``'s NumPy implementation on host arrays, its results typed as Arrays."""
     values = [a._value for a in arrays]
+    if len(values) == 2 and values[0].dtype != values[1].dtype \
+            and prim.kind is PrimitiveKind.ELEMENTWISE and prim.name != "select_n":
+        raise TypeError(f"lax.{prim.name} requires arguments of one dtype, got "
+                        f"{values[0].dtype.name} and {values[1].dtype.name}. lax does not "
+                        f"promote: convert one (x.astype(...)), or call jnp's function.")
     if trace_state.numpy_quiet or prim.kind is PrimitiveKind.SHAPE:  # (moves no arithmetic)
         outs = impl_rules[prim](*values, **params)
     elif prim.kind is PrimitiveKind.ELEMENTWISE:  # NumPy's arithmetic, and nothing else

@@ -29,6 +29,8 @@ from .dynamic_slicing import (
 from .fft import FftType, fft
 from .lax_composed import (
     RoundingMethod,
+    approx_max_k,
+    approx_min_k,
     batch_matmul,
     bitcast_convert_type,
     broadcast,
@@ -44,8 +46,11 @@ from .lax_composed import (
     iota,
     is_finite,
     optimization_barrier,
+    pad,
     population_count,
+    pow,
     reciprocal,
+    reduce_xor,
     round,
     scatter_sub,
     slice_in_dim,
@@ -94,8 +99,6 @@ from .prims import (
     mul,
     ne,
     neg,
-    pad,
-    pow,
     reduce_and,
     reduce_max,
     reduce_min,
@@ -173,6 +176,7 @@ from .special_functions import (
     igamma_p,
     igammac,
     igammac_p,
+    random_gamma_grad,
     regularized_incomplete_beta_p,
     zeta,
     zeta_p,
@@ -208,7 +212,8 @@ __all__ += ["clamp", "digamma", "erf", "erfc", "lgamma", "nextafter", "polygamma
             "reduce_precision", "rsqrt"]  # special.py
 __all__ += ["bessel_i0e", "bessel_i0e_p", "bessel_i1e", "bessel_i1e_p", "betainc", "igamma",
             "igamma_grad_a", "igamma_grad_a_p", "igamma_p", "igammac", "igammac_p",
-            "regularized_incomplete_beta_p", "zeta", "zeta_p"]  # special_functions.py
+            "random_gamma_grad", "regularized_incomplete_beta_p", "zeta",
+            "zeta_p"]  # special_functions.py
 __all__ += ["associative_scan", "cummax", "cummin", "cumprod", "cumsum", "reduce",
             "top_k"]  # cumulative.py
 __all__ += ["dynamic_index_in_dim", "dynamic_slice", "dynamic_slice_in_dim",
@@ -222,11 +227,11 @@ __all__ += ["padtype_to_pads", "reduce_window", "reduce_window_max", "reduce_win
             "reduce_window_sum"]  # windowed.py
 __all__ += ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
             "conv_transpose", "conv_with_general_padding"]  # convolution.py
-__all__ += ["RoundingMethod", "batch_matmul", "broadcast", "broadcast_shapes",
-            "broadcast_to_rank", "broadcasted_iota", "clz", "collapse", "cumlogsumexp", "dot",
-            "dtype", "index_in_dim", "is_finite", "optimization_barrier", "population_count",
-            "reciprocal", "round", "scatter_sub", "slice_in_dim", "sort_key_val", "split",
-            "square"]  # lax_composed.py
+__all__ += ["RoundingMethod", "approx_max_k", "approx_min_k", "batch_matmul", "broadcast",
+            "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "clz", "collapse",
+            "cumlogsumexp", "dot", "dtype", "index_in_dim", "is_finite", "optimization_barrier",
+            "population_count", "reciprocal", "reduce_xor", "round", "scatter_sub",
+            "slice_in_dim", "sort_key_val", "split", "square"]  # lax_composed.py
 # the primitives themselves
 __all__ += ["abs_p", "acos_p", "acosh_p", "add_p", "and_p", "argmax_p", "argmin_p",
             "asin_p", "asinh_p", "atan2_p", "atan_p", "atanh_p",

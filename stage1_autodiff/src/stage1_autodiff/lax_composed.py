@@ -23,11 +23,12 @@ from . import prims as lax
 from .core import get_aval
 from .numpy.promotion import as_value
 
-__all__ = ["RoundingMethod", "batch_matmul", "broadcast", "broadcast_shapes",
-           "broadcast_to_rank", "broadcasted_iota", "clz", "collapse", "cumlogsumexp", "dot",
-           "dtype", "index_in_dim", "iota", "is_finite", "optimization_barrier", "population_count",
-           "reciprocal", "round", "scatter_sub", "slice_in_dim", "sort_key_val", "split",
-           "square"]
+__all__ = ["RoundingMethod", "approx_max_k", "approx_min_k", "batch_matmul",
+           "broadcast", "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota",
+           "clz", "collapse", "cumlogsumexp", "dot", "dtype", "index_in_dim", "iota",
+           "is_finite", "optimization_barrier", "pad", "population_count", "pow",
+           "reciprocal", "reduce_xor", "round", "scatter_sub", "slice_in_dim",
+           "sort_key_val", "split", "square"]
 
 
 def _check_kind(name: str, x: Any, kinds: str, accepted: str) -> Any:
@@ -478,3 +479,83 @@ def scatter_sub(operand: Any, scatter_indices: Any, updates: Any, dimension_numb
     return scatter_add(operand, scatter_indices, lax.neg(as_value(updates)), dimension_numbers,
                        mode=mode, indices_are_sorted=indices_are_sorted,
                        unique_indices=unique_indices)
+
+
+def pow(x: Any, y: Any) -> Any:  # noqa: A001 -- lax's name
+    """``x ** y`` elementwise. An integer ``y`` may raise a float or complex ``x``, as in JAX,
+    where ``pow`` takes it as it is: here it is converted to ``x``'s dtype first, so the
+    primitive sees one dtype (the derivative by an integer ``y`` is none, as in JAX)."""
+    x, y = as_value(x), as_value(y)
+    x_aval, y_aval = get_aval(x), get_aval(y)
+    if dtypes.kind(y_aval.dtype) in "iu" and dtypes.kind(x_aval.dtype) in "fc":
+        y = lax.convert_element_type(y, x_aval.dtype, y_aval.weak_type)
+    return lax.pow(x, y)
+
+
+def reduce_xor(operand: Any, axes: Sequence[int]) -> Any:
+    """The exclusive or of ``operand``'s elements over ``axes`` (booleans or integers)."""
+    operand = _check_kind("reduce_xor", operand, "biu", "integer or bool")
+    from .cumulative import reduce
+
+    return reduce(operand, np.zeros((), get_aval(operand).dtype), lax.bitwise_xor, axes)
+
+
+def approx_max_k(operand: Any, k: int, reduction_dimension: int = -1,
+                 recall_target: float = 0.95, reduction_input_size_override: int = -1,
+                 aggregate_to_topk: bool = True) -> tuple[Any, Any]:
+    """The ``k`` largest values along ``reduction_dimension`` and their indices. XLA's CPU
+    backend computes them exactly, and so does this: a stable sort with the NaNs last and
+    -0 equal to 0, from which ``aggregate_to_topk=False`` keeps every element."""
+    return _sorted_k(operand, k, reduction_dimension, aggregate_to_topk, "approx_max_k")
+
+
+def approx_min_k(operand: Any, k: int, reduction_dimension: int = -1,
+                 recall_target: float = 0.95, reduction_input_size_override: int = -1,
+                 aggregate_to_topk: bool = True) -> tuple[Any, Any]:
+    """The ``k`` smallest values along ``reduction_dimension`` and their indices (see
+    ``approx_max_k``)."""
+    return _sorted_k(operand, k, reduction_dimension, aggregate_to_topk, "approx_min_k")
+
+
+def _sorted_k(operand: Any, k: int, dim: int, aggregate: bool, name: str) -> tuple[Any, Any]:
+    operand = as_value(operand)
+    aval = get_aval(operand)
+    if dtypes.kind(aval.dtype) != "f":
+        raise ValueError(f"{name}: operand must be a floating type, got {aval.dtype.name}.")
+    if not -aval.ndim <= dim < aval.ndim:
+        raise ValueError(f"{name}: reduction_dimension {dim} is out of range for an operand of "
+                         f"rank {aval.ndim}.")
+    dim %= aval.ndim
+    if not 0 < operator.index(k) <= aval.shape[dim]:
+        raise ValueError(f"{name}: k must be in [1, {aval.shape[dim]}] (the size of dimension "
+                         f"{dim} of {aval.str_short()}), got {k}.")
+    zero = _full_like(operand, 0)
+    key = lax.neg(operand) if name == "approx_max_k" else operand
+    is_nan = lax.ne(operand, operand)
+    key = lax.select_n(lax.bitwise_or(is_nan, lax.eq(key, zero)), key, zero)  # -0 as 0, NaN aside
+    index = lax.iota(np.dtype(np.int32), aval.shape, dim)
+    _, _, values, indices = lax.sort((is_nan, key, operand, index), dim, num_keys=2)
+    count = k if aggregate else aval.shape[dim]
+    return slice_in_dim(values, 0, count, axis=dim), slice_in_dim(indices, 0, count, axis=dim)
+
+
+def pad(operand: Any, padding_value: Any, padding_config: Sequence[tuple[int, int, int]]) -> Any:
+    """Pads each dim of ``operand`` with ``(low, high, interior)`` copies of
+    ``padding_value``. A negative ``low`` or ``high``, as in JAX, removes that many elements
+    from that end once the interior padding is in: here the ``pad`` primitive takes the
+    non-negative parts, and a ``slice`` removes the rest."""
+    operand = as_value(operand)
+    config = [tuple(operator.index(n) for n in c) for c in padding_config]
+    if any(interior < 0 for _, _, interior in config):
+        raise ValueError(f"pad: interior padding must be non-negative, got {config}.")
+    if all(lo >= 0 and hi >= 0 for lo, hi, _ in config):
+        return lax.pad(operand, padding_value, config)
+    padded = lax.pad(operand, padding_value,
+                     [(max(lo, 0), max(hi, 0), interior) for lo, hi, interior in config])
+    shape = get_aval(padded).shape
+    starts = [max(-lo, 0) for lo, _, _ in config]
+    limits = [n - max(-hi, 0) for n, (_, hi, _) in zip(shape, config)]
+    if any(limit < start for start, limit in zip(starts, limits)):
+        raise ValueError(f"pad: padding {config} of {get_aval(operand).str_short()} removes "
+                         f"more elements than a dimension has (a negative size).")
+    return lax.slice(padded, starts, limits)

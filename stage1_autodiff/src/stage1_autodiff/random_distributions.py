@@ -54,6 +54,7 @@ from .random import (
     split,
     uniform,
 )
+from .special_functions import random_gamma_grad, random_gamma_grad_p
 
 __all__ = ["ball", "beta", "binomial", "cauchy", "chisquare", "choice", "dirichlet",
            "double_sided_maxwell", "exponential", "f", "gamma", "generalized_normal", "geometric",
@@ -176,62 +177,6 @@ def random_gamma_jvp(primals, tangents, *, log_space):
         return out, lax.zeros_like(out)
     return out, random_gamma_vjp(a_dot, *primals, out=out, log_space=log_space)[2]
 jvp_rules[random_gamma_p] = random_gamma_jvp
-
-
-random_gamma_grad_p = Primitive("random_gamma_grad", kind=ELEMENTWISE)
-
-
-def random_gamma_grad(a: Any, x: Any) -> Any:
-    """d x / d a for a Gamma(a) sample x, holding its CDF value fixed."""
-    return random_gamma_grad_p.bind(a, x)
-
-
-def _digamma(x: np.ndarray) -> np.ndarray:
-    """psi(x) for x > 0: the recurrence up to x >= 6, then the asymptotic series."""
-    shift = np.zeros_like(x)
-    while (x < 6).any():
-        small = x < 6
-        shift = shift - np.where(small, 1 / np.where(small, x, 1), 0)
-        x = np.where(small, x + 1, x)
-    inv2 = 1 / (x * x)
-    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240))))
-    return shift + np.log(x) - 0.5 / x - series
-
-
-def random_gamma_grad_impl(a, x):
-    """With P(a, x) = sum_n exp(-x + (a + n) log x - lgamma(a + n + 1)), dP/da sums each
-    term times (log x - psi(a + n + 1)); dP/dx is the density. Both in float64, the terms
-    scaled by their largest so that none overflows."""
-    dtype = np.result_type(a, x)
-    a64, x64 = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
-    safe_x = np.where(x64 > 0, x64, 1.0)
-    lgamma = np.frompyfunc(math.lgamma, 1, 1)
-    n = np.arange(int(np.max(safe_x, initial=0) + 12 * np.sqrt(np.max(safe_x, initial=0))) + 40)
-    a_n = a64[..., None] + n  # a + n, for n = 0, 1, ...
-    log_terms = (-safe_x[..., None] + a_n * np.log(safe_x)[..., None]
-                 - np.asarray(lgamma(a64 + 1), np.float64)[..., None]
-                 - np.concatenate([np.zeros_like(a_n[..., :1]),
-                                   np.cumsum(np.log(a_n[..., 1:]), -1)], -1))
-    psi = _digamma(a64 + 1)[..., None] + np.concatenate(
-        [np.zeros_like(a_n[..., :1]), np.cumsum(1 / a_n[..., 1:], -1)], -1)
-    top = log_terms.max(-1, keepdims=True)
-    weighted = (np.exp(log_terms - top) * (np.log(safe_x)[..., None] - psi)).sum(-1)
-    log_density = -safe_x + (a64 - 1) * np.log(safe_x) - np.asarray(lgamma(a64), np.float64)
-    grad = -weighted * np.exp(top[..., 0] - log_density)
-    return np.where(x64 > 0, grad, 0.0).astype(dtype)
-impl_rules[random_gamma_grad_p] = random_gamma_grad_impl
-
-
-def random_gamma_grad_vjp(ct, a, x, *, out):
-    raise NotImplementedError(
-        "random_gamma_grad has no derivative (as in JAX): the gradient of a gamma sample "
-        "with respect to its shape `a` can be taken once, not twice.")
-vjp_rules[random_gamma_grad_p] = random_gamma_grad_vjp
-
-
-def random_gamma_grad_jvp(primals, tangents):
-    return random_gamma_grad_vjp(None, *primals, out=None)
-jvp_rules[random_gamma_grad_p] = random_gamma_grad_jvp
 
 
 # ------------------------------------------------------------------------------------------

@@ -476,7 +476,7 @@ impl_rules[sort_p] = sort_impl
 def _sort_permutation(operands, dimension, num_keys):
     shape = get_aval(operands[0]).shape
     return sort([*operands[:num_keys], iota(np.int32, shape, dimension)],
-                dimension, num_keys)[-1]
+                dimension, num_keys=num_keys)[-1]
 def sort_vjp(cts, *operands, out, dimension, num_keys):
     # Each output element came from position perm[i]: send its cotangent back there.
     shape = get_aval(operands[0]).shape
@@ -488,7 +488,7 @@ vjp_rules[sort_p] = sort_vjp
 def sort_jvp(primals, tangents, *, dimension, num_keys):
     shape = get_aval(primals[0]).shape
     indices = index_grid(shape, dimension, _sort_permutation(primals, dimension, num_keys))
-    outs = sort(primals, dimension, num_keys)
+    outs = sort(primals, dimension, num_keys=num_keys)
     return outs, [point_gather(t, indices) for t in tangents]
 jvp_rules[sort_p] = sort_jvp
 

@@ -491,8 +491,8 @@ abstract_eval_rules[p.sort_p] = sort_abstract_eval
 def tile_abstract_eval(x: ShapedArray, *, reps: tuple[int, ...]) -> ShapedArray:
     return ShapedArray(tuple(r * n for r, n in zip(reps, x.shape)), x.dtype, x.weak_type)
 abstract_eval_rules[p.tile_p] = tile_abstract_eval
-for prim in p.MORE_MATH:  # made after slicing.py's primitives
-    abstract_eval_rules[prim] = _unary(prim, _FLOAT)
+for prim in p.MORE_MATH:  # made after slicing.py's primitives; complex but for cbrt
+    abstract_eval_rules[prim] = _unary(prim, _FLOAT if prim is p.cbrt_p else _INEXACT)
 
 
 def clamp_abstract_eval(low: ShapedArray, x: ShapedArray, high: ShapedArray) -> ShapedArray:
@@ -527,6 +527,8 @@ for prim in p.SPECIAL_FUNCTIONS:
         _nary(prim, _FLOAT) if prim in (p.regularized_incomplete_beta_p, p.hyp1f1_p,
                                         p.hyp2f1_p) else
         _binary(prim, _FLOAT))
+# the derivative of a gamma sample by its shape (random.gamma's gradient): binary on floats
+abstract_eval_rules[p.random_gamma_grad_p] = _binary(p.random_gamma_grad_p, _FLOAT)
 
 
 
@@ -733,8 +735,6 @@ def random_gamma_abstract_eval(k1: ShapedArray, k2: ShapedArray, a: ShapedArray,
     _check_kinds(random_distributions.random_gamma_p, _FLOAT, a)
     return ShapedArray(a.shape, a.dtype, _weak_type(a.dtype, k1, k2, a))
 abstract_eval_rules[random_distributions.random_gamma_p] = random_gamma_abstract_eval
-abstract_eval_rules[random_distributions.random_gamma_grad_p] = _binary(
-    random_distributions.random_gamma_grad_p, _FLOAT)
 
 
 def random_poisson_abstract_eval(key_data: ShapedArray, lam: ShapedArray, *,
