@@ -304,6 +304,15 @@ def test_pow_by_an_integer_and_reduce_xor_are_compositions() -> None:
     assert int(slax.reduce_xor(i, (0,))) == int(lax.reduce_xor(i, (0,))) == 5 ^ 3 ^ 6 ^ 9
 
 
+def test_an_integer_linear_ramp_is_numpys() -> None:
+    x = np.array([[1], [4], [0]], np.int32)
+    theirs = np.asarray(jnp.pad(x, ((0, 5), (0, 0)), mode="linear_ramp", end_values=5))
+    ours = np.asarray(sjnp.pad(x, ((0, 5), (0, 0)), mode="linear_ramp", end_values=5))
+    assert theirs[3:, 0].tolist() == [0, 1, 3, 4, 5]  # float32 0.99999994 and 1.9999999
+    assert ours[3:, 0].tolist() == np.pad(x, ((0, 5), (0, 0)), mode="linear_ramp",
+                                          end_values=5)[3:, 0].tolist() == [1, 2, 3, 4, 5]
+
+
 @pytest.mark.parametrize("name", ["add", "mul"])
 def test_lax_add_and_mul_take_bools(name: str) -> None:
     """``lax.add`` of bools is a logical or, ``lax.mul`` a logical and; JAX's refuse bools

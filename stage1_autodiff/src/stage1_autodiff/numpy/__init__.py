@@ -28,7 +28,6 @@ from .arrangement import (
     kron,
     matrix_transpose,
     meshgrid,
-    pad,
     repeat,
     roll,
     rot90,
@@ -192,6 +191,7 @@ from .ordering import (
     partition,
     sort_complex,
 )
+from .padding import pad
 from .polynomials import (
     poly,
     polyadd,

@@ -36,7 +36,7 @@ from .shapes import (
     split,
     swapaxes,
 )
-from .ufuncs import astype, not_equal, where
+from .ufuncs import not_equal, where
 
 
 def _static_int(value: Any, what: str, name: str) -> int:
@@ -349,112 +349,6 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
         grids.append(grid if sparse else lax.broadcast_in_dim(
             grid, tuple(shape), tuple(range(n))))
     return grids
-
-
-# ------------------------------------------------------------------------------------------
-# Padding
-# ------------------------------------------------------------------------------------------
-
-
-def _pad_widths(pad_width: Any, ndim: int) -> list[tuple[int, int]]:
-    """``pad_width`` as one (before, after) pair per dim, as NumPy broadcasts it."""
-    if isinstance(pad_width, Tracer):
-        raise TypeError("pad: pad_width must be concrete integers, not a traced value.")
-    widths = np.asarray(pad_width)
-    if widths.dtype.kind not in "iu":
-        raise TypeError(f"pad: pad_width must be integers, got {pad_width!r}.")
-    try:
-        widths = np.broadcast_to(widths, (ndim, 2))
-    except ValueError:
-        raise ValueError(f"pad: pad_width {pad_width!r} does not fit an array of {ndim} "
-                         f"dimensions: give one int, one (before, after) pair, or a pair per "
-                         f"dimension.") from None
-    if (widths < 0).any():
-        raise ValueError(f"pad: pad_width must be non-negative, got {pad_width!r}.")
-    return [(int(b), int(a)) for b, a in widths]
-
-
-def _edge_block(x, axis: int, count: int, at_end: bool, mode: str):
-    """The ``count`` elements ``mode`` puts before (or after) ``x`` along ``axis``."""
-    n = get_aval(x).shape[axis]
-    if mode == "edge":
-        end = _slice_in_dim(x, n - 1, n, axis) if at_end else _slice_in_dim(x, 0, 1, axis)
-        shape = list(get_aval(x).shape)
-        shape[axis] = count
-        return lax.broadcast_in_dim(end, tuple(shape), tuple(range(len(shape))))
-    if mode == "wrap":
-        blocks, left = [], count
-        while left > 0:
-            take_now = min(left, n)
-            blocks.append(_slice_in_dim(x, 0, take_now, axis) if at_end
-                          else _slice_in_dim(x, n - take_now, n, axis))
-            left -= take_now
-        return concatenate(blocks if at_end else blocks[::-1], axis=axis)
-    # reflect (the edge not repeated) and symmetric (the edge repeated), period by period
-    skip = 1 if mode == "reflect" else 0
-    blocks, left, current = [], count, x
-    while left > 0:
-        n = get_aval(current).shape[axis]
-        size = min(left, n - skip)
-        if size <= 0:
-            raise ValueError(f"pad: mode {mode!r} needs at least 2 elements along axis "
-                             f"{axis}.")
-        if at_end:
-            block = flip(_slice_in_dim(current, n - skip - size, n - skip, axis), axis)
-        else:
-            block = flip(_slice_in_dim(current, skip, skip + size, axis), axis)
-        blocks.append(block)
-        current = concatenate([current, block] if at_end else [block, current], axis=axis)
-        left -= size
-    return concatenate(blocks if at_end else blocks[::-1], axis=axis)
-
-
-def pad(array, pad_width, mode: str = "constant", **kwargs):
-    """``array`` padded by ``pad_width`` (an int, a (before, after) pair, or a pair per dim):
-    with ``constant_values`` (mode "constant", the default, or "empty"), the edge values
-    ("edge"), a mirror image ("reflect" without the edge, "symmetric" with it) or the other end
-    ("wrap")."""
-    x = as_value(array)
-    ndim = get_aval(x).ndim
-    widths = _pad_widths(pad_width, ndim)
-    allowed = {"constant": {"constant_values"}, "empty": set(), "edge": set(),
-               "wrap": set(), "reflect": {"reflect_type"}, "symmetric": {"reflect_type"}}
-    if mode not in allowed:
-        raise NotImplementedError(f"pad: mode {mode!r} is not implemented; the modes are "
-                                  f"{', '.join(allowed)}.")
-    unknown = set(kwargs) - allowed[mode]
-    if unknown or kwargs.get("reflect_type", "even") != "even":
-        raise ValueError(f"pad: unsupported arguments for mode {mode!r}: {sorted(kwargs)}.")
-    if mode in ("constant", "empty"):
-        return _pad_constant(x, widths, kwargs.get("constant_values", 0))
-    for axis, (before, after) in enumerate(widths):
-        if get_aval(x).shape[axis] == 0 and (before or after):
-            raise ValueError(f"pad: can't extend an empty axis {axis} using mode {mode!r}.")
-        parts = [_edge_block(x, axis, before, False, mode)] if before else []
-        parts.append(x)
-        if after:
-            parts.append(_edge_block(x, axis, after, True, mode))
-        x = concatenate(parts, axis=axis) if len(parts) > 1 else x
-    return x
-
-
-def _pad_constant(x, widths: list[tuple[int, int]], values: Any):
-    """``x`` padded with ``values`` (one scalar, or one per dim and side), in ``x``'s dtype."""
-    dtype = get_aval(x).dtype
-    if isinstance(values, Tracer) or np.ndim(values) == 0:
-        fill = astype(values, dtype) if isinstance(values, Tracer) else \
-            lax.full((), values, dtype, False)
-        if get_aval(fill).ndim:
-            raise ValueError("pad: traced constant_values must be a scalar.")
-        return lax.pad(x, fill, [(b, a, 0) for b, a in widths])
-    ndim = get_aval(x).ndim
-    per_side = np.broadcast_to(np.asarray(values), (ndim, 2))
-    for axis, (before, after) in enumerate(widths):
-        for side, count in enumerate((before, after)):
-            config = [(0, 0, 0)] * ndim
-            config[axis] = (count, 0, 0) if side == 0 else (0, count, 0)
-            x = lax.pad(x, lax.full((), per_side[axis][side], dtype, False), config)
-    return x
 
 
 def matrix_transpose(x):

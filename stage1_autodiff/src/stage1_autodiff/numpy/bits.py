@@ -17,8 +17,8 @@ from .. import dtypes
 from .. import prims as lax
 from ..core import get_aval
 from ..lax_composed import bitcast_convert_type, population_count
-from .arrangement import pad
 from .creation import arange
+from .padding import pad
 from .promotion import as_value
 from .reductions import sum
 from .shapes import ravel, reshape, stack, swapaxes

@@ -30,8 +30,9 @@ from .. import prims as lax
 from ..core import get_aval
 from ..fft import FftType
 from ..fft import fft as lax_fft
-from .arrangement import pad, roll
+from .arrangement import roll
 from .creation import arange
+from .padding import pad
 from .promotion import as_value, canonicalize_axes
 from .shapes import moveaxis
 
