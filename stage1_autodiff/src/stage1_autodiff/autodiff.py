@@ -771,6 +771,36 @@ class custom_vjp:  # noqa: N801 -- JAX's name
         return fun_flat, fwd_flat, bwd_flat
 
 
+def custom_gradient(fun: Callable) -> Callable:
+    """A function that returns its own reverse-mode rule: ``fun(*args)`` returns ``(out,
+    vjp)``, where ``vjp(ct_out)`` gives one cotangent per argument (a tuple; one argument's
+    may be bare). A ``custom_vjp`` whose ``fwd`` keeps ``vjp`` as its residual, so it closes
+    over ``fun``'s intermediate values, as JAX's.
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> @jax.custom_gradient
+        ... def log1pexp(x):
+        ...     e = jnp.exp(x)
+        ...     return jnp.log1p(e), lambda g: (g * (1 - 1 / (1 + e)),)
+        >>> print(jax.grad(log1pexp)(100.0))
+        1.0
+    """
+    def fwd(*args: Any) -> tuple[Any, Any]:
+        return fun(*args)
+
+    def bwd(vjp: Callable, ct: Any) -> tuple[Any, ...]:
+        cts = vjp(ct)
+        return cts if isinstance(cts, tuple) else (cts,)
+
+    wrapped = custom_vjp(lambda *args: fun(*args)[0])
+    wrapped.defvjp(fwd, bwd)
+    wrapped.__name__ = fwd.__name__ = getattr(fun, "__name__", "custom_gradient_fun")
+    bwd.__name__ = f"{wrapped.__name__}_vjp"
+    wrapped.__wrapped__ = fun
+    return wrapped
+
+
 def stop_gradient(x: Any) -> Any:
     """Returns ``x`` unchanged, but with no gradient flowing through it (a pytree).
 

@@ -25,6 +25,7 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
     block_until_ready,
     check_grads,
     config,
+    custom_gradient,
     custom_jvp,
     custom_vjp,
     debug_infs,

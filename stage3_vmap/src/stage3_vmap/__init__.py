@@ -27,6 +27,7 @@ from stage2_jit import (  # noqa: F401
     checkpoint_policies,
     clear_caches,
     config,
+    custom_gradient,
     custom_jvp,
     custom_vjp,
     debug_infs,

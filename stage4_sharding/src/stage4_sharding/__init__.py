@@ -26,6 +26,7 @@ from stage3_vmap import (  # noqa: F401
     checkpoint_policies,
     clear_caches,
     config,
+    custom_gradient,
     custom_jvp,
     custom_vjp,
     debug_infs,
