@@ -1783,6 +1783,30 @@ def test_debug_nans_checks_operations_not_the_creation_of_an_array() -> None:
         sj.config.update("jax_debug_nans", False)
 
 
+def test_three_options_choose_nothing_here() -> None:
+    """``jax_check_tracer_leaks``, ``jax_traceback_filtering`` and
+    ``jax_use_shardy_partitioner`` take JAX's values (and refuse others) and change nothing:
+    a leaked tracer is reported when it is used, with the check on or off."""
+    for name, value, bad in (("jax_check_tracer_leaks", True, "yes"),
+                             ("jax_traceback_filtering", "off", "none"),
+                             ("jax_use_shardy_partitioner", False, 1)):
+        assert getattr(sj.config, name) == getattr(jax.config, name)  # the same defaults
+        before = getattr(sj.config, name)
+        with pytest.raises((TypeError, ValueError)):
+            sj.config.update(name, bad)
+        sj.config.update(name, value)
+        try:
+            leaked: list = []
+            sj.jit(lambda x: (leaked.append(x), x * 3)[1])(1.0)  # JAX, checking: Exception
+            raises(sj.errors.UnexpectedTracerError, lambda: leaked[0] * 2)
+        finally:
+            sj.config.update(name, before)
+    leaked = []
+    with jax.checking_leaks():
+        raises(Exception, jax.jit(lambda x: (leaked.append(x), x * 3)[1]), 1.0,
+               match="Leaked trace")
+
+
 def test_a_platform_that_cannot_run_is_refused_when_named() -> None:
     before = jax.config.values["jax_platforms"]
     jax.config.update("jax_platforms", "tpu")  # JAX's backends are up: ignored

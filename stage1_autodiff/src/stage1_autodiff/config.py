@@ -165,3 +165,25 @@ config.define("jax_platforms", None,
 config.define("jax_platform_name", "",
               "The default platform, e.g. 'cpu' (the older spelling of jax_platforms).",
               on_update=_check_platforms)
+
+
+def _check_bool(name: str) -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} takes True or False, not {value!r}.")
+    return check
+
+
+# Options that JAX programs set and that choose nothing here (each on "Differences from JAX").
+config.define("jax_check_tracer_leaks", False,
+              "JAX checks for a leaked tracer when its trace ends. Here a leaked tracer is "
+              "reported when it is used (UnexpectedTracerError), with this option on or off.",
+              on_update=_check_bool("jax_check_tracer_leaks"))
+config.define("jax_traceback_filtering", "auto",
+              "JAX hides its own frames from tracebacks. Here every frame is kept (they are the "
+              "course's code), whatever the value.",
+              on_update=one_of("jax_traceback_filtering", "off", "tracebackhide",
+                               "remove_frames", "quiet_remove_frames", "auto"))
+config.define("jax_use_shardy_partitioner", True,
+              "Chooses between XLA's two SPMD partitioners. Stage 4 has one, whatever the value.",
+              on_update=_check_bool("jax_use_shardy_partitioner"))
