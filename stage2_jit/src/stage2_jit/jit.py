@@ -407,6 +407,13 @@ class Jitted:
         """How many signatures have been traced and kept (JAX has the same private helper)."""
         return len(self._cache)
 
+    def trace(self, *args: Any, **kwargs: Any) -> Traced:
+        """Traces for these arguments, JAX's first ahead-of-time stage: the jaxpr and the
+        results' types, and ``.lower()`` for the next stage. ShapeDtypeStructs may stand for
+        arrays."""
+        entry, _ = self._lookup(*stand_ins((args, kwargs)))
+        return Traced(self, entry, args, kwargs)
+
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Traces for these arguments without running: JAX's ahead-of-time first step.
         ShapeDtypeStructs may stand for arrays: only their types are used."""
@@ -556,6 +563,20 @@ def jit(fun: Callable = _DECORATOR, *, static_argnums: int | Sequence[int] | Non
 
 
 # --8<-- [start:stages]
+class Traced:
+    """A traced program for one signature: ``.jaxpr``, ``.out_info`` (the results'
+    ShapeDtypeStructs) and ``.lower()``."""
+
+    def __init__(self, jitted: Jitted, entry: _CacheEntry, args: tuple, kwargs: dict) -> None:
+        self._jitted, self._args, self._kwargs = jitted, args, kwargs
+        self.jaxpr = ClosedJaxpr(entry.jaxpr, entry.consts)
+        self.out_info = entry.results([struct_of(v.aval) for v in entry.jaxpr.outvars])
+        self.fun_name = jitted._name
+
+    def lower(self) -> Any:
+        return self._jitted.lower(*self._args, **self._kwargs)
+
+
 class Lowered:
     """A traced program, not yet compiled: ``.as_text()`` and ``.compile()``."""
 
