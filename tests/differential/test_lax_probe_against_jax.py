@@ -121,3 +121,22 @@ def test_refused_as_jax(name, how):
         run(real)
     with pytest.raises(theirs.type, match=match):
         run(ours)
+
+
+def test_dynamic_slicing_in_dim_with_int32_indices_under_x64():
+    """Under x64 the zero start of the other dims was an int64 beside an int32 index, which
+    dynamic_slice refused (JAX takes the index's type for them)."""
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    k = np.int32(-1)
+
+    def calls(jax):
+        lax = jax.lax
+        return [lax.dynamic_slice_in_dim(x, k, 1, axis=1),
+                lax.dynamic_index_in_dim(x, k, axis=1, keepdims=False),
+                lax.dynamic_update_slice_in_dim(x, np.ones((3, 1), np.float32), k, axis=1),
+                lax.dynamic_update_index_in_dim(x, np.ones(3, np.float32), k, axis=1),
+                jax.jit(lambda x, k: lax.dynamic_slice_in_dim(x, k, 2, axis=1))(x, k)]
+
+    with ours.enable_x64(True), real.enable_x64(True):
+        for got, expected in zip(calls(ours), calls(real)):
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))

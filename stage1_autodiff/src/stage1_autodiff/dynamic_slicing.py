@@ -211,7 +211,12 @@ def _in_dim(operand: Any, start: Any, axis: int) -> tuple[list[Any], int]:
     """Starts that are ``start`` along ``axis`` and zeros (of its type) elsewhere."""
     ndim = get_aval(operand).ndim
     axis = int(axis) % ndim if -ndim <= int(axis) < ndim else int(axis)
-    zero = zeros_like(start) if isinstance(start, (Array, Tracer)) else 0
+    if isinstance(start, (Array, Tracer)):
+        zero = zeros_like(start)
+    elif isinstance(start, (np.integer, np.ndarray)):  # (a NumPy int32 under x64)
+        zero = np.zeros((), np.asarray(start).dtype)[()]
+    else:
+        zero = 0
     return [start if d == axis else zero for d in range(ndim)], axis
 
 
