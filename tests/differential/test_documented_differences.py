@@ -250,6 +250,13 @@ def test_einsum_contracts_left_to_right() -> None:
     assert [e.outvars[0].aval.shape for e in ours] == [(2, 40), (2, 1)]  # (x y) z
     theirs = jax.make_jaxpr(lambda *a: jnp.einsum("ij,jk,kl", *a))(x, y, z).jaxpr.eqns
     assert [e.outvars[0].aval.shape for e in theirs] == [(1, 30), (2, 1)]  # x (y z)
+    assert jnp.einsum_path("ij,jk,kl", x, y, z)[0] == [(1, 2), (0, 1)]  # opt_einsum's
+    assert sjnp.einsum_path("ij,jk,kl", x, y, z)[0] == [(0, 1), (0, 1)]  # the one taken
+    w = np.ones((1, 3), np.float32)
+    assert sjnp.einsum_path("ij,jk,kl,lm", x, y, z, w)[0] == [(0, 1), (0, 2), (0, 1)]
+    np.testing.assert_allclose(np.einsum("ij,jk,kl,lm", x, y, z, w, optimize=[
+        "einsum_path", *sjnp.einsum_path("ij,jk,kl,lm", x, y, z, w)[0]]),
+        sjnp.einsum("ij,jk,kl,lm", x, y, z, w))  # (NumPy follows the path)
 
 
 def test_precision_is_checked_and_changes_nothing() -> None:

@@ -59,7 +59,7 @@ from .assembly import (
     unstack,
 )
 from .bits import bitwise_count, packbits, unpackbits
-from .contractions import dot, einsum, inner, matmul, outer, tensordot, vdot
+from .contractions import dot, einsum, einsum_path, inner, matmul, outer, tensordot, vdot
 from .covariance import (
     corrcoef,
     cov,

@@ -10,7 +10,7 @@ from .. import dtypes
 from .. import prims as lax
 from ..core import get_aval
 from ..precision import canonicalize_precision
-from .promotion import broadcast_shapes, broadcast_to_shape, convert, promote
+from .promotion import as_value, broadcast_shapes, broadcast_to_shape, convert, promote
 from .reductions import sum as _sum
 from .shapes import ravel, reshape, transpose
 
@@ -161,6 +161,35 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
 
 
 # --8<-- [start:einsum]
+def einsum_path(subscripts: str, *operands: Any, optimize: Any = "greedy"
+                ) -> tuple[list[tuple[int, ...]], str]:
+    """The order ``einsum`` contracts ``operands`` in, as NumPy's and JAX's ``einsum_path``
+    give it: a list of pairs of positions in the list of operands not yet contracted (each
+    contraction's result goes last), and a description. Here the order is always left to
+    right (``optimize`` is accepted), so the path is ``[(0, 1), (0, 1), ...]``.
+
+    Example:
+        >>> import stage1_autodiff.numpy as jnp
+        >>> jnp.einsum_path("ij,jk,kl->il", jnp.ones((2, 3)), jnp.ones((3, 4)),
+        ...                 jnp.ones((4, 5)))[0]
+        [(0, 1), (0, 1)]
+    """
+    inputs, output = _parse_einsum(subscripts, [get_aval(as_value(v)).ndim for v in operands])
+    # In opt_einsum's convention a contraction's result goes last in the list, so the
+    # running result is contracted with the first of the operands left: (0, last).
+    path = [(0, 1)] + [(0, m - 1) for m in range(len(inputs) - 1, 1, -1)]
+    steps, spec = [], inputs[0]
+    for k, other in enumerate(inputs[1:], 1):
+        needed = set(output).union(*inputs[k + 1:])
+        kept = "".join(c for c in dict.fromkeys(spec + other) if c in needed)
+        steps.append(f"  {spec},{other}->{kept}")
+        spec = kept
+    text = (f"  Complete contraction:  {','.join(inputs)}->{output}\n"
+            f"  Contracted left to right, two operands at a time (optimize={optimize!r} is "
+            f"accepted):\n" + "\n".join(steps))
+    return (path if len(inputs) > 1 else [(0,)]), text
+
+
 def einsum(subscripts: str, *operands: Any, out=None, optimize: Any = "auto", precision=None,
            preferred_element_type=None, out_sharding=None):
     """Einstein summation: ``einsum("ij,jk->ik", a, b)`` is ``a @ b``.
