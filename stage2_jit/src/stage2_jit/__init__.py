@@ -69,6 +69,7 @@ from .devices import default_backend, device_put, devices  # noqa: E402
 from .everyday import (  # noqa: E402
     ShapeDtypeStruct,
     clear_caches,
+    closure_convert,
     device_count,
     ensure_compile_time_eval,
     eval_shape,

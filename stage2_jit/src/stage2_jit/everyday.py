@@ -55,6 +55,49 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
 # --8<-- [end:eval_shape]
 
 
+def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list[Any]]:
+    """``fun`` with the traced floats it closes over made explicit: returns
+    ``(converted, consts)``, where ``converted(*args, *consts)`` is ``fun(*args)``. Traced on
+    ``example_args``; a ``custom_vjp`` takes ``consts`` as arguments, so it can give them
+    cotangents (it refuses to differentiate what its function closes over). Concrete values
+    and traced integers stay closed over, as in JAX.
+
+    Example:
+        >>> import stage2_jit as jax, stage2_jit.numpy as jnp
+        >>> def f(x, y):
+        ...     converted, consts = jax.closure_convert(lambda z: z * y, x)
+        ...     return converted(x, *consts), len(consts)
+        >>> f(2.0, 3.0)[1], jax.grad(lambda y: f(2.0, y)[0])(3.0)
+        (0, Array(2., dtype=float32, weak_type=True))
+    """
+    leaves, in_tree = tree_flatten(example_args)
+    avals = [x.aval if isinstance(x, (ShapeDtypeStruct, Tracer)) else as_value(x).aval
+             for x in leaves]
+    out_tree_box: list[Any] = []
+
+    def flat_fun(*xs):
+        outs, out_tree = tree_flatten(fun(*tree_unflatten(in_tree, xs)))
+        out_tree_box.append(out_tree)
+        return outs
+
+    jaxpr, consts = trace_to_jaxpr(flat_fun, avals)
+    hoisted = [isinstance(c, Tracer) and dtypes.is_inexact(get_aval(c).dtype) for c in consts]
+    count = sum(hoisted)
+
+    def converted(*args_and_consts: Any) -> Any:
+        args, explicit = args_and_consts[:len(args_and_consts) - count], \
+            iter(args_and_consts[len(args_and_consts) - count:])
+        xs, tree = tree_flatten(args)
+        if tree != in_tree:
+            raise TypeError(f"closure_convert's function takes arguments shaped as {in_tree} "
+                            f"and then its {count} constants, got {tree}.")
+        values = [next(explicit) if h else c for c, h in zip(consts, hoisted)]
+        return tree_unflatten(out_tree_box[0], eval_jaxpr(jaxpr, values, xs))
+
+    converted.__name__ = getattr(fun, "__name__", "converted")
+    return converted, [c for c, h in zip(consts, hoisted) if h]
+
+
 # --8<-- [start:linearize]
 def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """``fun``'s output at ``primals`` and its linear approximation there: a function of

@@ -26,6 +26,7 @@ from stage2_jit import (  # noqa: F401
     checkpoint,
     checkpoint_policies,
     clear_caches,
+    closure_convert,
     config,
     custom_gradient,
     custom_jvp,

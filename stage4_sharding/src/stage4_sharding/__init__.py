@@ -25,6 +25,7 @@ from stage3_vmap import (  # noqa: F401
     checkpoint,
     checkpoint_policies,
     clear_caches,
+    closure_convert,
     config,
     custom_gradient,
     custom_jvp,
