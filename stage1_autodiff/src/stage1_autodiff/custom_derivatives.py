@@ -28,7 +28,7 @@ from typing import Any
 
 from . import dtypes
 from . import prims as lax
-from .autodiff import (
+from .autodiff import (  # noqa: F401 (custom_gradient, custom_vjp: as in JAX's module)
     JVPTracer,
     Tape,
     TapeTrace,
@@ -36,6 +36,8 @@ from .autodiff import (
     _as_value,
     _zero_cotangent,
     backward_pass,
+    custom_gradient,
+    custom_vjp,
     merge_nondiff,
     nondiff_positions,
     split_nondiff,

@@ -372,3 +372,38 @@ def inexact_dtype(dtype: np.dtype) -> np.dtype:
         return dtype
     return default_float_dtype() if dtype.itemsize == 8 else np.dtype(np.float32)
 
+
+
+# ------------------------------------------------------------------------------------------
+# The rest of jax.dtypes' names
+# ------------------------------------------------------------------------------------------
+
+
+class extended:  # noqa: N801 -- JAX's name
+    """The abstract type above the dtypes that are not NumPy's (``jnp.issubdtype(key.dtype,
+    jax.dtypes.extended)`` is True for a typed key array)."""
+
+
+class prng_key(extended):  # noqa: N801 -- JAX's name
+    """The abstract type of typed PRNG keys' dtypes (``key<fry>``)."""
+
+
+def itemsize_bits(dtype: Any) -> int:
+    """How many bits one element of ``dtype`` takes (a bool: 8)."""
+    return np.dtype(dtype).itemsize * 8
+
+
+def scalar_type_of(x: Any) -> type:
+    """The Python scalar type of ``x``'s dtype: ``bool``, ``int``, ``float`` or ``complex``."""
+    kind = np.dtype(getattr(x, "dtype", None) or np.result_type(x)).kind
+    return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[
+        "f" if np.dtype(getattr(x, "dtype", np.float32)) == bfloat16 else kind]
+
+
+def __getattr__(name: str) -> Any:
+    """``jax.dtypes.finfo``, ``iinfo``, ``issubdtype`` and ``result_type``: jnp's functions
+    (imported when first asked for, since the numpy layer imports this module)."""
+    if name in ("finfo", "iinfo", "issubdtype", "result_type"):
+        from . import numpy as jnp
+        return getattr(jnp, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,6 +6,8 @@ Example:
     Array([2., 2.], dtype=float32)
 """
 
+import sys as _sys
+
 from . import linalg  # lax.linalg, as jax.lax.linalg
 from .autodiff import stop_gradient
 from .complex_numbers import complex, conj, imag, real
@@ -253,3 +255,5 @@ __all__ += ["abs_p", "acos_p", "acosh_p", "add_p", "and_p", "argmax_p", "argmin_
             "shift_right_arithmetic_p", "shift_right_logical_p", "sign_p", "sin_p",
             "sinh_p", "slice_p", "sort_p", "sqrt_p", "squeeze_p", "stop_gradient_p",
             "sub_p", "tan_p", "tanh_p", "tile_p", "top_k_p", "transpose_p", "xor_p"]
+
+_sys.modules[f"{__name__}.linalg"] = linalg  # so that ``import <stage>.lax.linalg`` works

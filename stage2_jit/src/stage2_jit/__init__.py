@@ -10,6 +10,7 @@ Use it as JAX:
 """
 
 import os
+import sys as _sys
 
 # Generated kernels mix Numba's OpenMP loops with BLAS calls (np.dot). By default OpenMP's
 # threads keep spinning after each loop and take the cores from BLAS's threads: on 2 cores an
@@ -51,6 +52,7 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
 )
 
 from . import (  # noqa: E402
+    custom_derivatives,
     debug,
     errors,
     experimental,
@@ -85,3 +87,6 @@ from .jit import disable_jit, jit, log_compiles, make_jaxpr  # noqa: E402
 from .remat import checkpoint, checkpoint_policies, remat  # noqa: E402
 
 __version__ = "0.1.0"
+
+# ``import jax.dtypes`` as well as ``from jax import dtypes``: stage 1's module, by this name.
+_sys.modules[f"{__name__}.dtypes"] = dtypes

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import sys as _sys
+
 # Private names: stages 3 and 4 take this module with ``import *``, which must not export them.
 from collections.abc import Callable as _Callable
 from typing import Any as _Any
@@ -67,3 +69,5 @@ def _map_batched(f: _Callable[[_Any], _Any], xs: _Any, batch_size: int) -> _Any:
         parts.append(step((), tree_map(lambda x: x[whole:], xs))[1])
     return parts[0] if len(parts) == 1 else tree_map(
         lambda *p: _jnp.concatenate(p), *parts)
+
+_sys.modules[f"{__name__}.linalg"] = linalg  # noqa: F405 (``import <stage>.lax.linalg``)

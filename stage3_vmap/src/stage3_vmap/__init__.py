@@ -10,6 +10,8 @@ Use it as JAX:
     Array([2., 2., 2.], dtype=float32)
 """
 
+import sys as _sys
+
 from stage2_jit import (  # noqa: F401
     Array,
     ClosedJaxpr,
@@ -28,6 +30,7 @@ from stage2_jit import (  # noqa: F401
     clear_caches,
     closure_convert,
     config,
+    custom_derivatives,
     custom_gradient,
     custom_jvp,
     custom_vjp,
@@ -62,6 +65,7 @@ from stage2_jit import (  # noqa: F401
     process_index,
     pure_callback,
     remat,
+    stages,
     tree_flatten,
     tree_leaves,
     tree_map,
@@ -91,3 +95,8 @@ from .batching import vmap  # noqa: F401
 from .jacobians import hessian, jacfwd, jacobian, jacrev  # noqa: F401
 
 __version__ = "0.1.0"
+
+# ``import jax.dtypes`` (and the others) as well as ``from jax import dtypes``: the modules of
+# the stages before, by this package's names.
+_sys.modules.update({f"{__name__}.{name}": module for name, module in (
+    ("dtypes", dtypes), ("custom_derivatives", custom_derivatives), ("stages", stages))})

@@ -1,5 +1,7 @@
 """``jax.lax``: stage 2's primitive wrappers, plus the collectives over named axes."""
 
+import sys as _sys
+
 from stage2_jit.lax import *  # noqa: F403
 
 from .collectives import (  # noqa: F401
@@ -14,3 +16,5 @@ from .collectives import (  # noqa: F401
     psum,
     psum_scatter,
 )
+
+_sys.modules[f"{__name__}.linalg"] = linalg  # noqa: F405 (``import <stage>.lax.linalg``)

@@ -9,6 +9,8 @@ Use it as JAX:
     8
 """
 
+import sys as _sys
+
 from stage3_vmap import (  # noqa: F401
     Array,
     ClosedJaxpr,
@@ -27,6 +29,7 @@ from stage3_vmap import (  # noqa: F401
     clear_caches,
     closure_convert,
     config,
+    custom_derivatives,
     custom_gradient,
     custom_jvp,
     custom_vjp,
@@ -57,6 +60,7 @@ from stage3_vmap import (  # noqa: F401
     numpy_rank_promotion,
     pure_callback,
     remat,
+    stages,
     tree_flatten,
     tree_leaves,
     tree_map,
@@ -111,3 +115,8 @@ from .reshard import reshard  # noqa: F401
 from .shard_map import shard_map  # noqa: F401
 
 __version__ = "0.1.0"
+
+# ``import jax.dtypes`` (and the others) as well as ``from jax import dtypes``: the modules of
+# the stages before, by this package's names.
+_sys.modules.update({f"{__name__}.{name}": module for name, module in (
+    ("dtypes", dtypes), ("custom_derivatives", custom_derivatives), ("stages", stages))})

@@ -1,5 +1,9 @@
 """``jax.lax``: stage 3's, and ``with_sharding_constraint`` (a ``reshard``)."""
 
+import sys as _sys
+
 from stage3_vmap.lax import *  # noqa: F403
 
 from .reshard import with_sharding_constraint  # noqa: F401
+
+_sys.modules[f"{__name__}.linalg"] = linalg  # noqa: F405 (``import <stage>.lax.linalg``)

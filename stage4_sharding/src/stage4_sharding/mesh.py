@@ -94,7 +94,9 @@ class AxisType(enum.Enum):
 
 
 class Mesh:
-    """Devices arranged in a grid with named axes.
+    """Devices arranged in a grid with named axes, each ``Auto`` unless ``axis_types`` says
+    otherwise, as JAX's constructor (``make_mesh`` makes ``Explicit`` axes by default, as
+    JAX's does).
 
     Example:
         >>> import stage4_sharding as jax
@@ -112,7 +114,8 @@ class Mesh:
                              f"{len(names)}: {names}.")
         if len(set(names)) != len(names):
             raise ValueError(f"Mesh axis names must be distinct, got {names}.")
-        types = tuple(axis_types) if axis_types is not None else (AxisType.Explicit,) * len(names)
+        # Auto unless told, as JAX's constructor (make_mesh makes Explicit axes, as JAX's)
+        types = tuple(axis_types) if axis_types is not None else (AxisType.Auto,) * len(names)
         if len(types) != len(names):
             raise ValueError(f"Mesh axis_types {types} do not match the axis names {names}.")
         self.devices = grid
@@ -213,7 +216,8 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
     pool = pool[:math.prod(shape)]
     grid = np.empty(len(pool), dtype=object)
     grid[:] = pool
-    return Mesh(grid.reshape(shape), axis_names, axis_types)
+    return Mesh(grid.reshape(shape), axis_names,
+                (AxisType.Explicit,) * len(shape) if axis_types is None else axis_types)
 
 
 class _MeshContext(threading.local):

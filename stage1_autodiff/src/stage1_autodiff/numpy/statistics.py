@@ -198,7 +198,7 @@ def _typed(x: Any) -> tuple[np.dtype, bool]:
         return dtypes.python_scalar_dtype(x), True
     if isinstance(x, (Array, Tracer)):
         return get_aval(x).dtype, get_aval(x).weak_type
-    if hasattr(x, "dtype"):
+    if hasattr(x, "dtype") and not isinstance(x, type):  # (np.int8.dtype is a descriptor)
         return dtypes.canonicalize_dtype(np.dtype(x.dtype)), False
     return dtypes.canonicalize_dtype(np.dtype(x)), False
 
@@ -245,6 +245,11 @@ def issubdtype(arg1: Any, arg2: Any) -> bool:
     ``jnp.integer``...)."""
     def as_type(x: Any) -> Any:
         return x if isinstance(x, type) and issubclass(x, np.generic) else dtype(x)
+    extended = [isinstance(a, type) and issubclass(a, dtypes.extended)
+                or type(getattr(a, "dtype", a)).__name__ == "KeyDtype" for a in (arg1, arg2)]
+    if any(extended):  # a key's dtype is below prng_key and extended, and nothing else
+        kinds = [dtypes.prng_key if not isinstance(a, type) else a for a in (arg1, arg2)]
+        return all(extended) and issubclass(kinds[0], kinds[1])
     first, second = as_type(arg1), as_type(arg2)
     if first is not np.generic and first == dtypes.bfloat16 and second in (
             np.floating, np.inexact, np.number):
