@@ -296,3 +296,23 @@ def test_register_pytree_node_takes_key_paths_as_jax() -> None:
     ours = _registered_with_keys(sj)
     theirs = _registered_with_keys(jax)
     assert ours == theirs == (["[0].x", "[0].y"], [1, 2], [30, 40])
+
+
+def test_option_context_managers_set_and_restore_as_jax() -> None:
+    """``checking_leaks``, ``check_tracer_leaks``, ``threefry_partitionable`` and
+    ``default_prng_impl`` as blocks (they were missing names), and ``effects_barrier``."""
+    for lib in (sj, jax):
+        with lib.checking_leaks():
+            assert lib.config.jax_check_tracer_leaks is True
+        assert lib.config.jax_check_tracer_leaks is False
+        with lib.check_tracer_leaks(True):
+            assert lib.config.jax_check_tracer_leaks is True
+        with lib.default_prng_impl("threefry2x32"):
+            assert lib.config.jax_default_prng_impl == "threefry2x32"
+        lib.effects_barrier()
+    bits = []
+    for lib in (sj, jax):
+        with lib.threefry_partitionable(False):
+            bits.append(np.asarray(lib.random.bits(lib.random.key(0), (4,))).tolist())
+        assert lib.config.jax_threefry_partitionable is True
+    assert bits[0] == bits[1]

@@ -11,7 +11,15 @@ Use it as JAX:
 
 from . import core, dtypes, errors, lax, nn, numpy, ops, random, scipy, tree, tree_util, typing
 from .autodiff import custom_gradient, custom_vjp, grad, jvp, value_and_grad, vjp
-from .config import config, default_matmul_precision, enable_x64
+from .config import (
+    check_tracer_leaks,
+    checking_leaks,
+    config,
+    default_matmul_precision,
+    default_prng_impl,
+    enable_x64,
+    threefry_partitionable,
+)
 from .core import Array, Device
 from .custom_derivatives import custom_jvp
 from .dtypes import float0

@@ -179,6 +179,20 @@ config.define("jax_check_tracer_leaks", False,
               "JAX checks for a leaked tracer when its trace ends. Here a leaked tracer is "
               "reported when it is used (UnexpectedTracerError), with this option on or off.",
               on_update=_check_bool("jax_check_tracer_leaks"))
+# (random.py defines these two options; a State needs only the name)
+threefry_partitionable = State("jax_threefry_partitionable")
+"""``jax_threefry_partitionable`` for a block: ``with jax.threefry_partitionable(False): ...``."""
+default_prng_impl = State("jax_default_prng_impl")
+"""``jax_default_prng_impl`` for a block (``'threefry2x32'``, the one generator here)."""
+check_tracer_leaks = State("jax_check_tracer_leaks")
+"""``jax_check_tracer_leaks`` for a block (accepted; it changes nothing here)."""
+
+
+def checking_leaks() -> Any:
+    """``with jax.checking_leaks(): ...``: ``jax_check_tracer_leaks`` on for the block."""
+    return check_tracer_leaks(True)
+
+
 config.define("jax_traceback_filtering", "auto",
               "JAX hides its own frames from tracebacks. Here every frame is kept (they are the "
               "course's code), whatever the value.",

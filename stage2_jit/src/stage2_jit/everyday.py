@@ -98,6 +98,13 @@ def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list[A
     return converted, [c for c, h in zip(consts, hoisted) if h]
 
 
+def effects_barrier() -> None:
+    """Waits until the side effects of the programs called so far have happened: JAX runs
+    programs asynchronously, so a callback's effect may still be to come. Here a program's
+    callbacks run during its call, so when the call has returned there is nothing to wait
+    for."""
+
+
 # --8<-- [start:linearize]
 def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """``fun``'s output at ``primals`` and its linear approximation there: a function of
