@@ -21,6 +21,7 @@ MODULES = {
     "custom_derivatives": ["custom_jvp", "custom_vjp", "custom_gradient", "closure_convert"],
     "stages": ["Traced", "Lowered", "Compiled", "Wrapped"],
     "experimental.mesh_utils": ["create_device_mesh"],
+    "image": ["resize", "scale_and_translate", "ResizeMethod"],
 }
 
 

@@ -9,7 +9,21 @@ Use it as JAX:
     0.41997433
 """
 
-from . import core, dtypes, errors, lax, nn, numpy, ops, random, scipy, tree, tree_util, typing
+from . import (
+    core,
+    dtypes,
+    errors,
+    image,
+    lax,
+    nn,
+    numpy,
+    ops,
+    random,
+    scipy,
+    tree,
+    tree_util,
+    typing,
+)
 from .autodiff import custom_gradient, custom_vjp, grad, jvp, value_and_grad, vjp
 from .config import (
     check_tracer_leaks,

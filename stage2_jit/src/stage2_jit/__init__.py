@@ -40,6 +40,7 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
     enable_x64,
     float0,
     grad,
+    image,
     jvp,
     linear_transpose,
     named_call,
@@ -94,4 +95,4 @@ from .remat import checkpoint, checkpoint_policies, remat  # noqa: E402
 __version__ = "0.1.0"
 
 # ``import jax.dtypes`` as well as ``from jax import dtypes``: stage 1's module, by this name.
-_sys.modules[f"{__name__}.dtypes"] = dtypes
+_sys.modules.update({f"{__name__}.dtypes": dtypes, f"{__name__}.image": image})

@@ -53,6 +53,7 @@ from stage2_jit import (  # noqa: F401
     eval_shape,
     float0,
     grad,
+    image,
     jit,
     jvp,
     linear_transpose,
@@ -104,4 +105,5 @@ __version__ = "0.1.0"
 # ``import jax.dtypes`` (and the others) as well as ``from jax import dtypes``: the modules of
 # the stages before, by this package's names.
 _sys.modules.update({f"{__name__}.{name}": module for name, module in (
-    ("dtypes", dtypes), ("custom_derivatives", custom_derivatives), ("stages", stages))})
+    ("dtypes", dtypes), ("custom_derivatives", custom_derivatives), ("stages", stages),
+    ("image", image))})

@@ -50,6 +50,7 @@ from stage3_vmap import (  # noqa: F401
     float0,
     grad,
     hessian,
+    image,
     jacfwd,
     jacobian,
     jacrev,
@@ -124,4 +125,5 @@ __version__ = "0.1.0"
 # ``import jax.dtypes`` (and the others) as well as ``from jax import dtypes``: the modules of
 # the stages before, by this package's names.
 _sys.modules.update({f"{__name__}.{name}": module for name, module in (
-    ("dtypes", dtypes), ("custom_derivatives", custom_derivatives), ("stages", stages))})
+    ("dtypes", dtypes), ("custom_derivatives", custom_derivatives), ("stages", stages),
+    ("image", image))})
