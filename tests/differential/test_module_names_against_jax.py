@@ -22,6 +22,7 @@ MODULES = {
     "stages": ["Traced", "Lowered", "Compiled", "Wrapped"],
     "experimental.mesh_utils": ["create_device_mesh"],
     "image": ["resize", "scale_and_translate", "ResizeMethod"],
+    "scipy.signal": ["convolve", "correlate", "convolve2d", "correlate2d", "fftconvolve"],
 }
 
 
