@@ -11,7 +11,6 @@ import stage4_sharding as ours
 
 real = pytest.importorskip("jax")
 import jax.scipy.signal as theirs  # noqa: E402
-
 import stage4_sharding.scipy.signal as signal  # noqa: E402
 
 RNG = np.random.default_rng(0)
