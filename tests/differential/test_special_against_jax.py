@@ -136,7 +136,7 @@ GRAD_CASES = {
     "erfc": (lambda x: s1.lax.erfc(x), EDGES[1:-2]),
     "lgamma": (lambda x: s1.lax.lgamma(x), POSITIVE[1:6]),
     "digamma": (lambda x: s1.lax.digamma(x), np.float32([-0.5, 0.3, 1.5, 4.0, 12.0])),
-    "polygamma": (lambda x: s1.lax.polygamma(np.float32(1.0), x), POSITIVE[2:7]),
+    "polygamma": (lambda x: s1.lax.polygamma(s1.numpy.ones_like(x), x), POSITIVE[2:7]),
     "clamp": (lambda x: s1.lax.clamp(-1.0, x, 2.0), np.float32([-1.7, -0.3, 0.4, 1.9, 2.6])),
     "logsumexp": (lambda x: s1.scipy.special.logsumexp(x.reshape(2, 2), axis=1,
                                                        b=np.float32([2.0, 0.5])),
