@@ -173,6 +173,17 @@ def test_unique_indices_and_indices_are_sorted_are_ignored() -> None:
             == [2.0, 0.0]
 
 
+def test_the_magnitude_of_a_complex_infinity_is_infinite() -> None:
+    z = np.array([complex(np.inf, np.nan), complex(np.nan, -np.inf), complex(np.nan, 1)],
+                 np.complex64)
+    assert str(np.asarray(jnp.abs(z)).tolist()) == "[nan, nan, nan]"
+    assert str(np.asarray(jnp.hypot(np.float32(np.inf), np.float32(np.nan)))) == "inf"
+    expected = np.abs(z).tolist()
+    assert str(expected) == "[inf, inf, nan]"
+    assert str(np.asarray(sjnp.abs(z)).tolist()) == str(expected)
+    assert str(np.asarray(sj.jit(sjnp.abs)(z)).tolist()) == str(expected)
+
+
 def test_apply_at_traced_indices_needs_unique_indices() -> None:
     """JAX applies the function at traced indices as a scatter's combiner; here the count of
     each element's indices decides how often, and a traced index has none to read."""
