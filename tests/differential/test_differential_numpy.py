@@ -202,6 +202,9 @@ CALLS: dict[str, list[Call]] = {
                # an index of size 1 in one operand broadcasts against the other's
                call("jnp.einsum('ij,ij->ij', a, b)", a="f@1,3", b="f@4,3"),
                call("jnp.einsum('ij,jk->ik', a, b)", a="f@2,1", b="f@4,5")],
+    # (two operands: one path in both; with more, JAX's is opt_einsum's, a documented
+    # difference, and the descriptions differ)
+    "einsum_path": [call("jnp.einsum_path('ij,jk->ik', a, b)[0]", a="f@2,3", b="f@3,4")],
     "tensordot": [call("jnp.tensordot(a, b)", a="f@2,3,4", b="f@3,4,2"),
                   call("jnp.tensordot(a, b, axes=([0], [1]))", a="f@3,2", b="f@4,3"),
                   call("jnp.tensordot(a, b, 1, precision='float32', preferred_element_type="
