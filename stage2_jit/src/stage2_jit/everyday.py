@@ -39,6 +39,13 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
         >>> jax.eval_shape(jnp.dot, jax.ShapeDtypeStruct((2, 3), jnp.float32), jnp.ones(3))
         ShapeDtypeStruct(shape=(2,), dtype=float32)
     """
+    jaxpr, _, _, out_tree = trace_pytree(fun, args, kwargs)
+    return tree_unflatten(out_tree, [struct_of(v.aval) for v in jaxpr.outvars])
+
+
+def trace_pytree(fun: Callable, args: tuple, kwargs: dict) -> tuple[Jaxpr, list, Any, Any]:
+    """``fun`` traced on pytrees of arrays, scalars or ShapeDtypeStructs: its jaxpr (flat
+    arguments in, flat results out), the constants, and the arguments' and results' trees."""
     leaves, in_tree = tree_flatten((args, kwargs))
     avals = [x.aval if isinstance(x, (ShapeDtypeStruct, Tracer)) else as_value(x).aval
              for x in leaves]
@@ -50,8 +57,8 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
         out_tree_box.append(out_tree)
         return outs
 
-    jaxpr, _ = trace_to_jaxpr(flat_fun, avals)
-    return tree_unflatten(out_tree_box[0], [struct_of(v.aval) for v in jaxpr.outvars])
+    jaxpr, consts = trace_to_jaxpr(flat_fun, avals)
+    return jaxpr, consts, in_tree, out_tree_box[0]
 # --8<-- [end:eval_shape]
 
 
@@ -70,29 +77,19 @@ def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list[A
         >>> f(2.0, 3.0)[1], jax.grad(lambda y: f(2.0, y)[0])(3.0)
         (0, Array(2., dtype=float32, weak_type=True))
     """
-    leaves, in_tree = tree_flatten(example_args)
-    avals = [x.aval if isinstance(x, (ShapeDtypeStruct, Tracer)) else as_value(x).aval
-             for x in leaves]
-    out_tree_box: list[Any] = []
-
-    def flat_fun(*xs):
-        outs, out_tree = tree_flatten(fun(*tree_unflatten(in_tree, xs)))
-        out_tree_box.append(out_tree)
-        return outs
-
-    jaxpr, consts = trace_to_jaxpr(flat_fun, avals)
+    jaxpr, consts, in_tree, out_tree = trace_pytree(fun, example_args, {})
     hoisted = [isinstance(c, Tracer) and dtypes.is_inexact(get_aval(c).dtype) for c in consts]
     count = sum(hoisted)
 
     def converted(*args_and_consts: Any) -> Any:
         args, explicit = args_and_consts[:len(args_and_consts) - count], \
             iter(args_and_consts[len(args_and_consts) - count:])
-        xs, tree = tree_flatten(args)
+        xs, tree = tree_flatten((args, {}))
         if tree != in_tree:
             raise TypeError(f"closure_convert's function takes arguments shaped as {in_tree} "
                             f"and then its {count} constants, got {tree}.")
         values = [next(explicit) if h else c for c, h in zip(consts, hoisted)]
-        return tree_unflatten(out_tree_box[0], eval_jaxpr(jaxpr, values, xs))
+        return tree_unflatten(out_tree, eval_jaxpr(jaxpr, values, xs))
 
     converted.__name__ = getattr(fun, "__name__", "converted")
     return converted, [c for c, h in zip(consts, hoisted) if h]
