@@ -569,3 +569,12 @@ def shrink(mismatch: Mismatch, tol: Tolerance = Tolerance()) -> Mismatch:
         if found is not None:
             return found
     return mismatch
+
+
+def assert_leaves_as_jax(got: Any, expected: Any, rtol: float = 1e-6) -> None:
+    """Two results, leaf by leaf: the same dtypes, and values within ``rtol``."""
+    import jax
+    got, expected = jax.tree.leaves(got), jax.tree.leaves(expected)
+    assert [np.asarray(g).dtype for g in got] == [np.asarray(e).dtype for e in expected]
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=rtol)
