@@ -52,6 +52,7 @@ FLOAT_CASES = [
     ("chisquare", (4.0, (30,)), {}),
     ("f", (3.0, 7.0, (30,)), {}),
     ("double_sided_maxwell", (1.0, 2.0, (12,)), {}),
+    ("normal", ((4, 5),), {"dtype": np.complex64}),  # real and imaginary parts from 2 keys
 ]
 
 
@@ -135,6 +136,8 @@ def test_x64_gamma_and_exponential_follow_jax():
 BIT_EXACT_CALLS = [
     "uniform(k, (9,))", "randint(k, (9,), 0, 10)", "randint(k, (9,), -7, 1000)", "bits(k, (5,))",
     "choice(k, 5, (3,))", "permutation(k, 6)", "bernoulli(k, 0.3, (8,))",
+    "permutation(k, jnp.arange(12).reshape(3, 4), axis=1, independent=True)",
+    "permutation(k, jnp.arange(12.0).reshape(4, 3), independent=True)",
     "categorical(k, jnp.zeros(4))", "bits(k, (5,), jnp.uint8)", "bits(k, (5,), jnp.uint16)",
     "uniform(k, (9,), jnp.float16)", "uniform(k, (9,), jnp.bfloat16)",
     "randint(k, (9,), 0, 5, jnp.int8)", "randint(k, (9,), 0, 300, jnp.int8)",

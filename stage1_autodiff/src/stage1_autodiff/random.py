@@ -429,13 +429,21 @@ def uniform(key: Any, shape: Shape = (), dtype: Any = float, minval: Any = 0.0,
 
 
 def normal(key: Any, shape: Shape = (), dtype: Any = float) -> Any:
-    """Standard normal samples: sqrt(2) erfinv(u) for u uniform in (-1, 1).
+    """Standard normal samples: sqrt(2) erfinv(u) for u uniform in (-1, 1). A complex dtype
+    takes its real and imaginary parts from two keys, each of variance 1/2.
 
     Example:
         >>> import stage1_autodiff as jax
         >>> jax.random.normal(jax.random.key(0), (2, 3)).shape
         (2, 3)
     """
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "normal")
+    if dtypes.is_complex(dtype):  # independent real and imaginary parts, each of variance 1/2
+        real_dtype = np.empty((), dtype).real.dtype
+        key_re, key_im = split(key)
+        re, im = (convert(normal(k, shape, real_dtype), dtype) for k in (key_re, key_im))
+        z = lax.add(re, lax.mul(im, lax.full_like(im, 1j)))
+        return lax.div(z, lax.full_like(z, np.sqrt(2)))
     dtype = _float_dtype(dtype, "normal")
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
     u = uniform(key, shape, dtype, lo, 1.0)
@@ -522,7 +530,8 @@ def _clamped_int(value: Any, info: np.iinfo, dtype: np.dtype, shape: tuple[int, 
 
 
 def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
-    """A random permutation of ``range(x)`` for an int ``x``, else of ``x`` along ``axis``.
+    """A random permutation of ``range(x)`` for an int ``x``, else of ``x`` along ``axis``;
+    with ``independent=True``, each slice along ``axis`` in its own order.
 
     Each round sorts by fresh random words; enough rounds make ties (which would bias the
     result) improbable.
@@ -532,25 +541,25 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
         >>> sorted(jax.random.permutation(jax.random.key(0), 5).tolist())
         [0, 1, 2, 3, 4]
     """
-    if independent:
-        raise NotImplementedError("permutation(independent=True) is not supported.")
     if isinstance(x, (int, np.integer)):
-        return _shuffle(key, jnp.arange(int(x)))
+        return _shuffle(key, jnp.arange(int(x)), 0)
     x = as_value(x)
     shape = get_aval(x).shape
     if not shape:
         raise TypeError("permutation: x must be an integer or an array with at least 1 dim.")
     axis = canonicalize_axis(axis, len(shape), "permutation")
-    return jnp.take(x, _shuffle(key, jnp.arange(shape[axis])), axis=axis)
+    if independent:  # each slice along the other axes gets its own order
+        return _shuffle(key, x, axis)
+    return jnp.take(x, _shuffle(key, jnp.arange(shape[axis]), 0), axis=axis)
 
 
-def _shuffle(key: Any, x: Any) -> Any:
+def _shuffle(key: Any, x: Any, axis: int) -> Any:
     n = get_aval(x).size
     rounds = math.ceil(3 * math.log(max(1, n)) / math.log(2 ** 32 - 1))
     for _ in range(rounds):
         key, subkey = split(key)
         sort_keys = bits(subkey, get_aval(x).shape, dtypes.uint32)
-        _, x = lax.sort([sort_keys, x], dimension=0, num_keys=1)
+        _, x = lax.sort([sort_keys, x], dimension=axis, num_keys=1)
     return x
 
 
