@@ -1933,3 +1933,9 @@ def test_cond_and_switch_with_a_concrete_predicate_run_one_branch() -> None:
     slax.switch(1, [lambda: ran.append(0) or 0.0, lambda: ran.append(1) or 1.0])
     assert ran == [1]
     raises(TypeError, sj.jit(lambda p: slax.cond(p, lambda: 1.0, lambda: sjnp.ones(2))), True)
+    x = np.ones(2, np.float32)
+    assert not lax.cond(True, lambda: 1.0, lambda: jnp.asarray(x).sum()).weak_type
+    assert slax.cond(True, lambda: 1.0, lambda: sjnp.asarray(x).sum()).weak_type
+    steps = []  # a loop's body is traced once, eagerly as in JAX
+    slax.fori_loop(0, 3, lambda i, c: steps.append(i) or c + i, 0)
+    assert len(steps) == 1

@@ -1,5 +1,5 @@
 """Structured control flow (issue 7): ``cond``, ``switch``, ``while_loop``, ``fori_loop`` and
-``scan`` against their Python meaning, eagerly (plain Python) and under ``jit`` (one
+``scan`` against their Python meaning, eagerly and under ``jit`` (one
 primitive holding jaxprs); their printed jaxprs; their type errors; and their derivatives
 (``check_grads``: JVP and VJP against numerical ones, to second order), including an RNN and
 an RK4 pendulum integrator checked against NumPy."""
@@ -204,8 +204,30 @@ def test_a_long_scan_is_one_equation():
 def test_scan_errors_name_the_carry_leaf():
     with pytest.raises(TypeError, match=r"f must keep the carry's types: the initial carry "
                                         r"gives i32\[\] at \[0\], but f gives f32\[\] there"):
-        jax.jit(lambda xs: lax.scan(lambda c, x: ((c[0] * 1.5, c[1]), x), (1, 0.0), xs))(
-            jnp.ones(3))
+        jax.jit(lambda xs: lax.scan(lambda c, x: ((c[0] * 1.5, c[1]), x),
+                                    (jnp.int32(1), 0.0), xs))(jnp.ones(3))
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_a_python_number_carry_takes_the_bodys_type(jit):
+    """A weakly typed initial carry (a Python number) of another dtype than the body returns
+    becomes that dtype, and the body is traced again (JAX's rule), eagerly as under jit: so
+    a float sum may start from 0. The same body runs once per trace, not once per step."""
+    calls = []
+
+    def total(xs):
+        def step(i, s):
+            calls.append(i)
+            return s + xs[i]
+        return lax.fori_loop(0, 3, step, 0), lax.while_loop(lambda c: c < 2, lambda c: c + 0.5, 0)
+
+    xs = jnp.asarray([0.5, 1.5, 2.5])
+    loop_sum, count = (jax.jit(total) if jit else total)(xs)
+    assert (loop_sum.dtype, float(loop_sum), count.dtype, float(count)) == (
+        np.float32, 4.5, np.float32, 2.0)
+    assert len(calls) == 2  # traced on the int carry, then again on the float one
+    with pytest.raises(TypeError, match="must have equal types, got int16 and int32"):
+        lax.fori_loop(jnp.int16(0), jnp.int32(3), lambda i, s: s + i, 0)
 
 
 # map, a scan with an empty carry: Task 2.10.

@@ -10,10 +10,11 @@ functions instead, trace them to jaxprs, and bind one primitive that holds them:
 - ``scan_p``: a body over (carry, x) -> (carry, y), run ``length`` times along the leading
   dim of the ``xs``, stacking the ``ys``.
 
-On concrete values, outside any transformation, they run as the Python they stand for (an
-``if``, a ``while``, a ``for``), so stage-1 code is unchanged. Once any operand is traced
-(``jit``, ``grad``, ``vmap``), they bind their primitive, and each primitive has a rule for
-every interpreter, like any other.
+On concrete values, outside any transformation, ``cond`` and ``switch`` run as the ``if``
+they stand for, so stage-1 code is unchanged. Once any operand is traced (``jit``, ``grad``,
+``vmap``), they bind their primitive. The loops always trace their bodies and bind theirs, as
+JAX's do, so a loop's carry is typed (and checked) the same way eagerly and under ``jit``.
+Each primitive has a rule for every interpreter, like any other.
 
 What a body closes over (values of an enclosing trace, constants) becomes leading operands
 of the primitive (``*_consts``), as ``jit_p`` does with its constants.
@@ -53,7 +54,6 @@ from stage1_autodiff.tree_util import (
 )
 
 from stage1_autodiff import dtypes
-from stage1_autodiff import numpy as jnp
 from stage1_autodiff import prims as lax
 
 from .abstract_eval import abstract_eval_rules
@@ -295,21 +295,21 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         ...     c[1] * 2.0), (0, 1.0)))(10)
         (Array(10, dtype=int32, weak_type=True), Array(1024., dtype=float32, weak_type=True))
     """
-    if _concrete(init_val):
-        val = init_val
-        while bool(np.asarray(cond_fun(val))):
-            val = body_fun(val)
-        return tree_map(asarray, val)  # arrays, as a traced loop returns
     leaves, tree = tree_flatten(init_val)
     leaves = [x if isinstance(x, (Array, Tracer)) else asarray(x) for x in leaves]
     avals = [get_aval(x) for x in leaves]
     one_argument = tree_flatten((init_val,))[1]
     cond_program, cond_consts, _ = trace_function(cond_fun, one_argument, avals)
+    body_program, body_consts, body_tree = trace_function(body_fun, one_argument, avals)
+    leaves, changed = _promote_weak_carry(leaves, body_program.out_avals)
+    if changed:
+        avals = [get_aval(x) for x in leaves]
+        cond_program, cond_consts, _ = trace_function(cond_fun, one_argument, avals)
+        body_program, body_consts, body_tree = trace_function(body_fun, one_argument, avals)
     outs = cond_program.out_avals
     if len(outs) != 1 or outs[0].shape != () or outs[0].dtype != np.dtype(np.bool_):
         raise TypeError(f"while_loop's cond_fun must return a boolean scalar, got "
                         f"{[a.str_short() for a in outs]}.")
-    body_program, body_consts, body_tree = trace_function(body_fun, one_argument, avals)
     _check_carry("while_loop", "body_fun", tree, avals, body_tree,
                  body_program.out_avals[:len(avals)])
     outs = while_p.bind(*cond_consts, *body_consts, *leaves, cond_jaxpr=cond_program,
@@ -317,6 +317,22 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
                         body_nconsts=len(body_consts))
     return tree_unflatten(tree, outs)
 # --8<-- [end:while_loop]
+
+
+def _promote_weak_carry(leaves: list[Any], out_avals: Sequence[ShapedArray]
+                        ) -> tuple[list[Any], bool]:
+    """JAX's rule for a loop's initial carry: a weakly typed leaf (a Python number) of another
+    type than the body returns is converted to the type the two promote to, and the loop's
+    body is traced again on it. So ``fori_loop(0, n, lambda i, s: s + x[i], 0)`` sums floats.
+    Returns the leaves, and whether any changed."""
+    new = []
+    for x, out in zip(leaves, out_avals):
+        a = get_aval(x)
+        if a.weak_type and (a.shape, a.dtype) != (out.shape, out.dtype):
+            dtype, _ = dtypes.promote_types((a.dtype, True), (out.dtype, out.weak_type))
+            x = lax.convert_element_type(x, dtype, False)
+        new.append(x)
+    return new + list(leaves[len(new):]), any(n is not x for n, x in zip(new, leaves))
 
 
 def _check_carry(name: str, fun_name: str, tree, avals, out_tree, out_avals) -> None:
@@ -334,7 +350,7 @@ def while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     carry = list(args[cond_nconsts + body_nconsts:])
     while bool(np.asarray(eval_jaxpr(cond_jaxpr.jaxpr, [], [*cond_consts, *carry])[0])):
         carry = eval_jaxpr(body_jaxpr.jaxpr, [], [*body_consts, *carry])
-    return _typed(carry, body_jaxpr.in_avals[body_nconsts:], body_jaxpr.out_avals)
+    return _typed(carry, body_jaxpr.out_avals)
 
 
 def while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -342,8 +358,7 @@ def while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     if _types(body_jaxpr.out_avals) != _types(carry):
         raise TypeError(f"while's body returns {[a.str_short() for a in body_jaxpr.out_avals]}"
                         f" for a carry of {[a.str_short() for a in carry]}.")
-    return [a._replace(weak_type=a.weak_type and b.weak_type)
-            for a, b in zip(carry, body_jaxpr.out_avals)]
+    return list(body_jaxpr.out_avals)  # weak as the body returns it (JAX's rule)
 
 
 impl_rules[while_p] = while_impl
@@ -425,6 +440,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,
         >>> jax.jit(lambda x: jax.lax.fori_loop(0, 5, lambda i, v: v * 2.0 + i, x))(1.0)
         Array(58., dtype=float32, weak_type=True)
     """
+    lower, upper, dtype = _fori_bounds(lower, upper)
     if not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
         lo, hi = int(np.asarray(lower)), int(np.asarray(upper))
 
@@ -432,18 +448,35 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,
             i, val = carry
             return (i + 1, body_fun(i, val)), None
 
-        start = lower if isinstance(lower, int) else asarray(lower)
-        (_, val), _ = scan(step, (start, init_val), None, length=max(hi - lo, 0),
+        # The index starts as a Python int, weakly typed, whatever the bounds' type (JAX's).
+        (_, val), _ = scan(step, (lo, init_val), None, length=max(hi - lo, 0),
                            unroll=unroll or 1)
         return val
     if unroll not in (None, False, 1):
         raise ValueError("fori_loop: unroll needs loop bounds known when tracing (Python "
                          "ints): with traced bounds the loop is a while_loop, which has no "
                          "fixed number of steps to unroll.")
+    lower, upper = (lax.convert_element_type(b, dtype, False) if get_aval(b).dtype != dtype
+                    else b for b in (lower, upper))
     (_, _, val) = while_loop(lambda c: c[0] < c[1],
                              lambda c: (c[0] + 1, c[1], body_fun(c[0], c[2])),
                              (lower, upper, init_val))
     return val
+
+
+def _fori_bounds(lower: Any, upper: Any) -> tuple[Any, Any, np.dtype]:
+    """The bounds as arrays, and the index's dtype: theirs, when they agree or one of them
+    is weakly typed (a Python int) and the other is not; otherwise a TypeError, as JAX's."""
+    lower, upper = (b if isinstance(b, (Array, Tracer)) else asarray(b) for b in (lower, upper))
+    (lo, hi) = (get_aval(b) for b in (lower, upper))
+    if lo.dtype == hi.dtype:
+        return lower, upper, lo.dtype
+    signed = all(np.issubdtype(a.dtype, np.signedinteger) for a in (lo, hi))
+    if signed and lo.weak_type != hi.weak_type:
+        return lower, upper, hi.dtype if lo.weak_type else lo.dtype
+    raise TypeError(f"lower and upper arguments to fori_loop must have equal types, got "
+                    f"{lo.dtype.name} and {hi.dtype.name}. Cast one of them, or pass a Python "
+                    f"int.")
 # --8<-- [end:fori_loop]
 
 
@@ -473,25 +506,20 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
                          f"{length}: they must all be equal." if lengths else
                          "scan needs length= when xs is None (nothing to scan over).")
     n = lengths.pop()
-    if _concrete(init, xs) and n > 0:
-        carry, ys = init, []
-        for i in (range(n - 1, -1, -1) if reverse else range(n)):
-            carry, y = f(carry, tree_unflatten(x_tree, [x[i] for x in x_leaves]))
-            ys.append(y)
-        if reverse:
-            ys.reverse()
-        leaves = [tree_flatten(y)[0] for y in ys]
-        return tree_map(asarray, carry), tree_unflatten(
-            tree_flatten(ys[0])[1], [jnp.stack(column) for column in zip(*leaves)])
     init_leaves, carry_tree = tree_flatten(init)
     init_leaves = [x if isinstance(x, (Array, Tracer)) else asarray(x) for x in init_leaves]
     x_leaves = [x if isinstance(x, (Array, Tracer)) else asarray(x) for x in x_leaves]
     carry_avals = [get_aval(x) for x in init_leaves]
     x_avals = [step_aval(get_aval(x)) for x in x_leaves]
     in_tree = tree_flatten((init, xs))[1]
-    program, consts, out_tree = trace_function(f, in_tree,
-                                               [*carry_avals, *x_avals])
+    program, consts, out_tree = trace_function(f, in_tree, [*carry_avals, *x_avals])
     carry_out, y_tree = _split_out_tree(out_tree)
+    if carry_out == carry_tree:
+        init_leaves, changed = _promote_weak_carry(init_leaves, program.out_avals)
+        if changed:
+            carry_avals = [get_aval(x) for x in init_leaves]
+            program, consts, out_tree = trace_function(f, in_tree, [*carry_avals, *x_avals])
+            carry_out, y_tree = _split_out_tree(out_tree)
     _check_carry("scan", "f", carry_tree, carry_avals, carry_out,
                  program.out_avals[:len(carry_avals)])
     outs = scan_p.bind(*consts, *init_leaves, *x_leaves, jaxpr=program, length=n,
@@ -542,8 +570,7 @@ def scan_impl(*args, jaxpr, length, reverse, num_consts, num_carry, linear, unro
     y_avals = jaxpr.out_avals[num_carry:]
     stacked = [np.stack([np.asarray(y[k]) for y in ys]) if ys else
                np.zeros((0, *a.shape), a.dtype) for k, a in enumerate(y_avals)]
-    carry_avals = jaxpr.in_avals[num_consts:num_consts + num_carry]
-    return [*_typed(carry, carry_avals, jaxpr.out_avals[:num_carry]),
+    return [*_typed(carry, jaxpr.out_avals[:num_carry]),
             *_typed(stacked, y_avals)]
 
 
@@ -562,8 +589,7 @@ def scan_abstract_eval(*avals, jaxpr, length, reverse, num_consts, num_carry, li
     if _types(outs[:num_carry]) != _types(carry):
         raise TypeError(f"scan's body returns the carry {[a.str_short() for a in outs]}, "
                         f"for a carry of {[a.str_short() for a in carry]}.")
-    return [*[a._replace(weak_type=a.weak_type and b.weak_type)
-              for a, b in zip(carry, outs[:num_carry])],
+    return [*outs[:num_carry],  # weak as the body returns it (JAX's rule)
             *[ShapedArray((length, *y.shape), y.dtype, y.weak_type) for y in outs[num_carry:]]]
 
 
