@@ -96,7 +96,7 @@ def logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False,
     if where is not None:
         a = jnp.where(where, a, -np.inf)
     complex_ = dtypes.is_complex(jnp.result_type(a))  # shifted by the real parts' max
-    top = stop_gradient(jnp.max(jnp.real(a), axis, keepdims=True))
+    top = stop_gradient(jnp.max(jnp.real(a), axis, keepdims=True, initial=-np.inf))
     top = jnp.where(jnp.isfinite(top), top, jnp.zeros_like(top))  # all -inf, inf or NaN
     terms = jnp.exp(a - top)
     total = jnp.sum(terms if b is None else terms * b, axis, keepdims=True)

@@ -439,6 +439,9 @@ def point_gather(operand, indices, mode=GatherScatterMode.PROMISE_IN_BOUNDS, fil
     """``operand[indices[..., 0], ..., indices[..., ndim-1]]``: one element per vector."""
     ndim = get_aval(operand).ndim
     dims = tuple(range(ndim))
+    batch = get_aval(indices).shape[:-1]
+    if 0 in batch:  # nothing to read (a slice of an empty operand dim would not fit)
+        return full_like(operand, 0, shape=batch)
     return gather(operand, indices, GatherDimensionNumbers((), dims, dims), (1,) * ndim,
                   mode=mode, fill_value=fill_value)
 

@@ -154,6 +154,8 @@ def _unique(ar, return_index, return_inverse, return_counts, axis, equal_nan, si
     count = int(np.count_nonzero(np.asarray(mask))) if size is None else size
     ind = nonzero(mask, size=count)[0]
     result = aux[ind] if n else aux
+    if n == 0 and size:  # JAX's result: the fill value, size times (and no index or count)
+        result = lax.full((size, *get_aval(aux).shape[1:]), fill_value, get_aval(aux).dtype)
     if size is not None and fill_value is not None and n:
         valid = expand_dims(lax.iota(np.int32, (size,)) < sum(mask),
                             tuple(range(1, get_aval(result).ndim)))
@@ -165,7 +167,7 @@ def _unique(ar, return_index, return_inverse, return_counts, axis, equal_nan, si
         inverse = _inverse(mask, perm, n)
         ret.append(inverse if shape is None else reshape(inverse, shape))  # as JAX shapes it
     if return_counts:
-        ret.append(_counts(mask, size, n))
+        ret.append(_counts(mask, size, n) if n else lax.full((0,), 0, dtypes.default_int_dtype()))
     return ret[0] if len(ret) == 1 else tuple(ret)
 # --8<-- [end:unique]
 

@@ -114,6 +114,8 @@ def getitem(x: Any, idx: Any, *, mode: Any = None, fill_value: Any = None) -> An
         # is clamped; a clipping gather is the same in both directions.
         mode = lax.GatherScatterMode.CLIP
     plan = _index_plan(get_aval(x).shape, entries)
+    if 0 in plan.shape:  # nothing to read (a gather's slice of an empty dim would not fit)
+        return lax.full_like(x, 0, shape=plan.shape)
     numbers = lax.GatherDimensionNumbers(plan.window_dims, plan.dropped_dims,
                                          plan.indexed_dims)
     return lax.gather(x, plan.indices, numbers, plan.window_sizes, mode=mode,
@@ -367,6 +369,8 @@ def _scatter(x: Any, idx: Any, values: Any, scatter_fn, mode: Any) -> Any:
     if broadcast_shapes(values_shape, plan.shape, op_name="at[]") != plan.shape:
         raise ValueError(f"at[].set/add/...: values of shape {values_shape} cannot be "
                          f"broadcast to the indexed shape {plan.shape}.")
+    if 0 in plan.shape:  # nothing to write
+        return x
     numbers = lax.ScatterDimensionNumbers(plan.window_dims, plan.dropped_dims,
                                           plan.indexed_dims)
     out = scatter_fn(expanded, plan.indices, broadcast_to_shape(values, plan.shape), numbers,

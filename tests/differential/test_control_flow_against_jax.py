@@ -1,0 +1,96 @@
+"""``lax`` loops and branches against JAX 0.10.2, eagerly and under ``jit``, from a probe of
+80 calls. It found: eagerly, the loops ran as Python loops, so a carry that changed type went
+unchecked (JAX refuses it) and the slices of NumPy ``xs`` reached the body as NumPy scalars;
+a Python-number initial carry of another dtype than the body returns was refused (JAX
+converts it and traces again, so ``fori_loop(0, n, lambda i, s: s + x[i], 0)`` sums floats);
+a carry the body makes weakly typed came back strong; and ``fori_loop``'s index ignored the
+type of traced bounds."""
+
+import numpy as np
+import pytest
+
+import stage4_sharding as ours
+
+real = pytest.importorskip("jax")
+
+XS = np.float32([0.5, 1.5, 2.5])
+
+
+def _cases(jax):
+    lax, jnp = jax.lax, jax.numpy
+    return {
+        "fori_loop summing floats from 0": (
+            lambda x: lax.fori_loop(0, 3, lambda i, s: s + jnp.asarray(x)[i], 0), XS),
+        "while_loop from an int, stepping by 0.5": (
+            lambda: lax.while_loop(lambda c: c < 3, lambda c: c + 0.5, 0),),
+        "fori_loop of a tuple carry from ints": (
+            lambda: lax.fori_loop(0, 3, lambda i, c: (c[0] + 0.5, c[1] + i), (0, 0)),),
+        "fori_loop from a weak float to float16": (
+            lambda: lax.fori_loop(0, 3, lambda i, c: c + jnp.float16(1), 0.0),),
+        "scan from an int over floats": (
+            lambda x: lax.scan(lambda c, xi: (c + xi, c), 0, x), XS),
+        "scan of a complex sum from 0.0": (
+            lambda x: lax.scan(lambda c, xi: (c + xi * 1j, None), 0.0, x), XS),
+        "scan over NumPy booleans": (
+            lambda b: lax.scan(lambda c, bi: (c + bi, bi), 0, b), np.array([True, False, True])),
+        "scan whose body makes the carry weak": (
+            lambda: lax.scan(lambda c, _: (1.0, c), jnp.float32(0), None, length=2),),
+        "scan from a weak carry the body makes strong": (
+            lambda: lax.scan(lambda c, _: (jnp.float32(2) * c, c), 1.0, None, length=2),),
+        "while_loop of no steps from a weak carry": (
+            lambda: lax.while_loop(lambda c: c < 0, lambda c: c + jnp.float32(1), 0.0),),
+        "fori_loop with NumPy int32 bounds": (
+            lambda: lax.fori_loop(np.int32(0), np.int32(3), lambda i, c: c + i, 0),),
+        "fori_loop to a traced int16 bound": (
+            lambda n: lax.fori_loop(0, n, lambda i, c: c + i, 0), np.int16(3)),
+        "vmap of fori_loop summing from 0": (
+            jax.vmap(lambda x: lax.fori_loop(0, 3, lambda i, s: s + x[i], 0)),
+            np.stack([XS, 2 * XS])),
+        "grad of fori_loop summing from 0": (
+            jax.grad(lambda x: lax.fori_loop(0, 3, lambda i, s: s + x[i] ** 2, 0)), XS),
+        "hessian of a scan from 1": (
+            jax.hessian(lambda x: lax.scan(lambda c, xi: (c * xi + 1, None), 1, x)[0]), XS),
+    }
+
+
+@pytest.mark.parametrize("how", ["eager", "jit"])
+@pytest.mark.parametrize("name", list(_cases(ours)))
+def test_as_jax(name, how):
+    def run(jax):
+        fun, *args = _cases(jax)[name]
+        out = (jax.jit(fun) if how == "jit" else fun)(*args)
+        return [(str(np.asarray(leaf).dtype), getattr(leaf, "weak_type", False),
+                 np.asarray(leaf)) for leaf in real.tree.leaves(out)]
+
+    got, expected = run(ours), run(real)
+    assert [g[:2] for g in got] == [e[:2] for e in expected]
+    for (*_, g), (*_, e) in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-6)
+
+
+ERRORS = {
+    "a carry changing dtype": (lambda lax, jnp: lax.while_loop(
+        lambda c: c < 3, lambda c: (c + 1).astype(jnp.float16), jnp.float32(0)), "carry"),
+    "a carry changing shape": (lambda lax, jnp: lax.scan(
+        lambda c, x: ((c[0] + x, c[1]), None), (0.0, 2.0), jnp.ones((3, 2))), "carry"),
+    "a strong int carry given floats": (lambda lax, jnp: lax.scan(
+        lambda c, x: (c + x, None), jnp.int32(0), jnp.ones(3)), "carry"),
+    "fori_loop bounds of two types": (lambda lax, jnp: lax.fori_loop(
+        jnp.int16(0), jnp.int32(3), lambda i, c: c + i, 0), "equal types"),
+}
+
+
+@pytest.mark.parametrize("how", ["eager", "jit"])
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_refused_as_jax(name, how):
+    """A TypeError, as JAX's, eagerly and under jit, with a message of ours."""
+    call, match = ERRORS[name]
+
+    def run(jax):
+        return (call(jax.lax, jax.numpy) if how == "eager" else
+                jax.jit(lambda: call(jax.lax, jax.numpy))())
+
+    with pytest.raises(TypeError):
+        run(real)
+    with pytest.raises(TypeError, match=match):
+        run(ours)

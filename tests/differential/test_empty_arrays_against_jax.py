@@ -1,0 +1,72 @@
+"""Empty arrays against JAX 0.10.2, eagerly and under ``jit``, from a probe of 40 calls on
+arrays with a zero-size dim. It found: reading an empty array by index arrays (``x[i]``,
+``take``, ``take_along_axis``, ``diagonal``, ``trace``, ``repeat``), and so ``det``, ``inv``,
+``slogdet`` and ``solve`` of a 0x0 matrix, ran eagerly but were refused under ``jit`` (a
+gather's slice of an empty dim does not fit; JAX reads nothing); an update of no elements
+(``x.at[empty].set``) likewise; ``unique(size=2, fill_value=...)`` of nothing returned nothing
+instead of the fill value twice; and ``logsumexp`` of nothing raised where JAX gives -inf."""
+
+import numpy as np
+import pytest
+
+import stage4_sharding as ours
+
+real = pytest.importorskip("jax")
+
+E = np.zeros((0, 0), np.float32)
+E3 = np.zeros((0, 3), np.float32)
+NOTHING = np.zeros(0, np.float32)
+
+
+def _cases(jax):
+    jnp, la = jax.numpy, jax.numpy.linalg
+    none = jnp.zeros(0, jnp.int32)
+    return {
+        "diagonal of 0x0": (jnp.diagonal, E),
+        "diagonal of 0x3": (jnp.diagonal, E3),
+        "trace of 0x0": (jnp.trace, E),
+        "index arrays into 0x0": (lambda x: x[none, none], E),
+        "an index array into an empty dim": (lambda x: x[none], E3),
+        "take": (lambda x: jnp.take(x, none, axis=0), E3),
+        "take_along_axis": (lambda x: jnp.take_along_axis(x, jnp.zeros((0, 3), jnp.int32),
+                                                          axis=0), E3),
+        "diag_indices(0)": (lambda x: x[jnp.diag_indices(0)], E),
+        "repeat to nothing": (lambda x: jnp.repeat(x, 2, axis=0, total_repeat_length=0), E3),
+        "at[].set of nothing": (lambda x: jnp.asarray(x).at[none].set(1.0), E3),
+        "at[].add of nothing": (lambda x: jnp.asarray(x).at[none, 1].add(1.0), E3),
+        "grad of an empty read": (jax.grad(lambda x: x[none].sum()), E3),
+        "det of 0x0": (la.det, E),
+        "slogdet of 0x0": (la.slogdet, E),
+        "inv of 0x0": (la.inv, E),
+        "solve of 0x0": (la.solve, E, NOTHING),
+        "unique of nothing, size 2": (lambda x: jnp.unique(x, size=2, fill_value=7.0), NOTHING),
+        "unique of no rows, size 2": (lambda x: jnp.unique(x, axis=0, size=2, fill_value=7.0,
+                                                           return_index=True), E3),
+        "unique counts of nothing": (lambda x: jnp.unique(
+            x, size=2, fill_value=0.0, return_inverse=True, return_counts=True), NOTHING),
+        "logsumexp of nothing": (jax.scipy.special.logsumexp, NOTHING),
+        "logsumexp of no rows": (lambda x: jax.scipy.special.logsumexp(x, axis=0), E3),
+        "softmax of no rows": (jax.nn.softmax, E3),
+        "cumsum, sort, argsort": (lambda x: (jnp.cumsum(x), jnp.sort(x), jnp.argsort(x)), E3),
+        "matmul and einsum": (lambda x: (x @ jnp.ones((3, 2)), jnp.einsum("ij,jk->ik", x,
+                                                                          jnp.ones((3, 2)))),
+                              E3),
+        "histogram and bincount": (lambda x: (jnp.histogram(x, bins=3, range=(0, 1)),
+                                              jnp.bincount(none, length=3)), NOTHING),
+    }
+
+
+@pytest.mark.parametrize("how", ["eager", "jit"])
+@pytest.mark.parametrize("name", list(_cases(ours)))
+def test_as_jax(name, how):
+    def run(jax):
+        fun, *args = _cases(jax)[name]
+        out = (jax.jit(fun) if how == "jit" else fun)(*args)
+        return [(str(np.asarray(leaf).dtype), getattr(leaf, "weak_type", False),
+                 np.asarray(leaf)) for leaf in real.tree.leaves(out)]
+
+    got, expected = run(ours), run(real)
+    assert [(g[0], g[1], g[2].shape) for g in got] == [(e[0], e[1], e[2].shape)
+                                                       for e in expected]
+    for (*_, g), (*_, e) in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-6)
