@@ -1925,6 +1925,16 @@ def test_an_array_made_inside_jit_from_python_values_is_a_constant() -> None:
     raises(sj.errors.TracerBoolConversionError, sj.jit(lambda: 1 if sjnp.array(2) > 1 else 0))
 
 
+def test_a_variance_in_an_integer_dtype_is_refused() -> None:
+    x = np.arange(40, dtype=np.float32) % 7 / 3
+    assert float(jnp.var(x, dtype=jnp.int32)) == 0.0  # truncated, then a weak float
+    assert jnp.nanvar(np.arange(10), dtype=jnp.int32).dtype == np.int32
+    for name in ("var", "nanvar", "std", "nanstd"):
+        raises(ValueError, getattr(sjnp, name), x, dtype=np.int32, match="must be inexact")
+    assert int(sjnp.mean(np.arange(10), dtype=np.int8)) == int(jnp.mean(np.arange(10),
+                                                                        dtype=jnp.int8)) == 4
+
+
 def test_cond_and_switch_with_a_concrete_predicate_run_one_branch() -> None:
     raises(TypeError, lax.cond, True, lambda: 1.0, lambda: jnp.ones(2))
     out = slax.cond(True, lambda: 1.0, lambda: sjnp.ones(2))

@@ -31,6 +31,7 @@ from .reductions import (
     any,
     argmax,
     argmin,
+    integer_mean_dtype,
     prod,
     sum,
 )
@@ -60,6 +61,7 @@ def nanvar(a, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int 
         Array([0., 1.], dtype=float32)
     """
     _check_no_out(out)
+    integer_mean_dtype(dtype, "nanvar")  # (refuses an integer one)
     (a,) = promote_inexact(_requested_dtype(as_value(a), dtype, "nanvar"))
     a = convert(a, get_aval(a).dtype)
     kept = _kept(a, where)
@@ -83,6 +85,7 @@ def nanstd(a, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int 
            keepdims: bool = False, where: Any = None, mean: Any = None):
     """Standard deviation over ``axis`` of the elements that are not NaN: the square root
     of :func:`nanvar`."""
+    integer_mean_dtype(dtype, "nanstd")  # (refuses an integer one)
     return sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where, mean))
 
 

@@ -53,7 +53,9 @@ def sum(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False,  # n
     a, narrow = widened(as_value(a), dtype)
     a = _accumulation_dtype(a, dtype, "sum", promote_integers)
     a = _masked(a, where, 0)
-    out = _with_initial(_reduce("sum", lax.reduce_sum, a, axis, keepdims), initial, lax.add)
+    reduce, add = (lax.reduce_sum, lax.add) if get_aval(a).dtype != np.bool_ else (
+        lax.reduce_or, lax.bitwise_or)  # summed as bool (dtype=bool): true if any is, as JAX
+    out = _with_initial(_reduce("sum", reduce, a, axis, keepdims), initial, add)
     return narrowed(out, narrow)
 # --8<-- [end:sum]
 
@@ -121,6 +123,22 @@ def _requested_dtype(a: Any, dtype: Any, fun_name: str) -> Any:
     return convert(a, dtypes.check_and_canonicalize_user_dtype(dtype, fun_name))
 
 
+def integer_mean_dtype(dtype: Any, fun_name: str) -> tuple[np.dtype, np.dtype] | None:
+    """For a mean asked in an integer ``dtype``: the float type to average in and the integer
+    one to round the mean toward zero into, as JAX's; None for no dtype or an inexact one.
+    A variance in integers is refused (JAX's ``var`` computes it in integer arithmetic)."""
+    if dtype is None or dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
+        return None  # (the caller warns of a 64-bit request, once)
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, fun_name)
+    if dtype == np.dtype(bool) and "mean" in fun_name:
+        raise TypeError(f"jnp.{fun_name}: a mean cannot be computed in bool; ask for a "
+                        f"number type.")
+    if "var" in fun_name or "std" in fun_name:
+        raise ValueError(f"dtype argument to jnp.{fun_name} must be inexact (a float or complex "
+                         f"type); got {dtype}. Compute in floats and convert the result.")
+    return dtypes.promote_types((dtype, False), (np.dtype(float), True))[0], dtype
+
+
 def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
     return int(np.prod([shape[d] for d in axes], dtype=np.int64))
 
@@ -136,6 +154,8 @@ def mean(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, *,
         Array(2.5, dtype=float32)
     """
     _check_no_out(out)
+    if (integer := integer_mean_dtype(dtype, "mean")) is not None:
+        return convert(mean(a, axis, integer[0], None, keepdims, where=where), integer[1])
     (a,) = promote_inexact(_requested_dtype(as_value(a), dtype, "mean"))
     a, narrow = widened(a, dtype)
     shape = get_aval(a).shape
@@ -172,6 +192,7 @@ def var(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: boo
         if ddof:
             raise ValueError("var: ddof and correction are the same argument; give one.")
         ddof = correction
+    integer_mean_dtype(dtype, "var")  # (refuses an integer one)
     (a,) = promote_inexact(_requested_dtype(as_value(a), dtype, "var"))
     a, narrow = widened(a, dtype)
     shape = get_aval(a).shape
@@ -203,6 +224,7 @@ _mean = mean
 def std(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False,
         *, where=None, mean: Any = None, correction: float | None = None):
     """Standard deviation: the square root of :func:`var`."""
+    integer_mean_dtype(dtype, "std")  # (refuses an integer one)
     return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                         correction=correction))
 
@@ -256,7 +278,9 @@ def prod(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, ini
     _check_no_out(out)
     a, narrow = widened(as_value(a), dtype)
     a = _masked(_accumulation_dtype(a, dtype, "prod", promote_integers), where, 1)
-    out = _with_initial(_reduce("prod", lax.reduce_prod, a, axis, keepdims), initial, lax.mul)
+    reduce, mul = (lax.reduce_prod, lax.mul) if get_aval(a).dtype != np.bool_ else (
+        lax.reduce_and, lax.bitwise_and)  # a product as bool: true if all are, as JAX
+    out = _with_initial(_reduce("prod", reduce, a, axis, keepdims), initial, mul)
     return narrowed(out, narrow)
 
 

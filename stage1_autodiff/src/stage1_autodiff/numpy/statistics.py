@@ -31,7 +31,18 @@ from .promotion import (
     promote_inexact,
     real_only,
 )
-from .reductions import Axis, all, any, max, mean, min, narrowed, sum, widened
+from .reductions import (
+    Axis,
+    all,
+    any,
+    integer_mean_dtype,
+    max,
+    mean,
+    min,
+    narrowed,
+    sum,
+    widened,
+)
 from .shapes import broadcast_to, concatenate, expand_dims, flip, moveaxis, ravel, reshape
 from .ufuncs import (
     astype,
@@ -140,6 +151,8 @@ def nanmin(a, axis: Axis = None, out=None, keepdims: bool = False, initial=None,
 
 def nanmean(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, where=None):
     """Mean over ``axis`` of the elements that are not NaN (and where ``where`` is true)."""
+    if (integer := integer_mean_dtype(dtype, "nanmean")) is not None:
+        return convert(nanmean(a, axis, integer[0], out, keepdims, where), integer[1])
     (a,) = promote_inexact(a)
     a, narrow = widened(a, dtype)  # a count of bfloat16 ones stops at 256
     kept = logical_not(isnan(a))
