@@ -14,6 +14,7 @@ import importlib.util
 import os
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -578,3 +579,24 @@ def assert_leaves_as_jax(got: Any, expected: Any, rtol: float = 1e-6) -> None:
     assert [np.asarray(g).dtype for g in got] == [np.asarray(e).dtype for e in expected]
     for g, e in zip(got, expected):
         np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=rtol)
+
+
+def assert_call_as_jax(cases: Callable[[Any], dict], name: str, how: str, rtol: float = 1e-6,
+                       atol: float = 0.0, weak_types: bool = True) -> None:
+    """``cases(library)[name]`` is ``(function, *arguments)`` written with that library: run
+    it eagerly or under ``jit`` (``how``) with stage 4 and with JAX, and compare the results
+    leaf by leaf: dtypes, weak types (unless ``weak_types`` is False), shapes and values."""
+    import jax
+
+    import stage4_sharding
+
+    def run(library):
+        fun, *args = cases(library)[name]
+        out = (library.jit(fun) if how == "jit" else fun)(*args)
+        return [(str(np.asarray(leaf).dtype), weak_types and getattr(leaf, "weak_type", False),
+                 np.asarray(leaf)) for leaf in jax.tree.leaves(out)]
+
+    got, expected = run(stage4_sharding), run(jax)
+    assert [(d, w, v.shape) for d, w, v in got] == [(d, w, v.shape) for d, w, v in expected]
+    for (*_, g), (*_, e) in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=rtol, atol=atol)
