@@ -296,7 +296,8 @@ class KernelWriter:
         self.comment_names = names_in_order(jaxpr)  # for the comments
 
     def _plan(self) -> KernelPlan:
-        for var in [*self.jaxpr.invars, *(v for eqn in self.jaxpr.eqns for v in eqn.outvars)]:
+        for var in [*self.jaxpr.invars, *(v for eqn in self.jaxpr.eqns for v in eqn.outvars),
+                    *self.jaxpr.outvars]:  # (an output may be a literal, computed by nothing)
             if var.aval.dtype not in self.DTYPES:
                 raise UnsupportedError(f"a value of dtype {var.aval.dtype} (the kernels do "
                                        f"not compute in it)")

@@ -213,12 +213,14 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
             raise ConcretizationTypeError(
                 "arange requires concrete bounds: its length would depend on a traced value. "
                 "Use a static argument or a fixed size.")
-    if stop is None and step is None and dtype is None and isinstance(start, (int, np.integer)):
+    if stop is None and step is None and dtype is None and isinstance(start, int):
         out = lax.iota(dtypes.default_int_dtype(), (max(int(start), 0),))
     else:
         values = np.arange(start, stop, step)
-        default = dtypes.canonicalize_dtype(values.dtype)
-        out = _core_asarray(values, _dtype(dtype, default, "arange"))
+        # the bounds' promoted type, a Python number counting as weak (np.int8(5): int8)
+        typed = [(get_aval(v).dtype, get_aval(v).weak_type) for v in
+                 (as_value(b) for b in (start, stop, step) if b is not None)]
+        out = _core_asarray(values, _dtype(dtype, dtypes.promote_types(*typed)[0], "arange"))
     return placed(out, device, out_sharding)
 
 
