@@ -247,6 +247,16 @@ def test_python_lists_are_accepted_as_operands() -> None:
     assert np.asarray(sjnp.add(sjnp.ones(3), [1, 2, 3])).tolist() == [2.0, 3.0, 4.0]
 
 
+def test_sigmoid_and_ndtr_of_integers_compute() -> None:
+    ints, halves = np.arange(3), np.float16([-1, 0, 1])
+    for name, x in [("ndtr", ints), ("ndtri", halves / 4 + 0.5), ("log_ndtr", halves)]:
+        raises(TypeError, getattr(jax.scipy.special, name), x, match="not supported")
+        out = getattr(sj.scipy.special, name)(x)
+        assert out.dtype == (np.float32 if x.dtype.kind == "i" else np.float16)
+    raises(TypeError, jax.nn.sigmoid, ints, match="logistic does not accept")
+    np.testing.assert_allclose(sj.nn.sigmoid(ints), jax.nn.sigmoid(ints.astype(np.float32)))
+
+
 def test_round_with_decimals_divides_as_numpy() -> None:
     x = np.float32(2.567)
     assert float(jnp.round(x, 1)) == float(np.nextafter(np.float32(2.6), np.float32(3)))

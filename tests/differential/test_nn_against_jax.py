@@ -145,3 +145,19 @@ def test_attention_under_jit_and_vmap_equals_jax():
     got = ours.jit(ours.vmap(attention(ours.nn)))(q, k)
     want = jax.vmap(attention(jax.nn))(q, k)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+@pytest.mark.parametrize("x", [np.arange(-2, 3), 0.5], ids=["int32", "Python float"])
+def test_activations_of_integers_and_numbers_have_jaxs_types(name, x):
+    """A probe found leaky_relu of integers strong where JAX's is weak: it converted them to
+    floats first, where JAX promotes them with the slope (a weak float). The other
+    activations agreed, on integers, Python numbers, float16 and bfloat16."""
+    def typed(lib):
+        try:
+            out = getattr(lib.nn, name)(lib.numpy.asarray(x) if np.ndim(x) else x)
+        except TypeError:
+            return "TypeError"
+        return str(out.dtype), out.weak_type, np.asarray(out, np.float64).round(5).tolist()
+
+    assert typed(ours) == typed(jax)

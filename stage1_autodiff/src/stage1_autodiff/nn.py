@@ -227,7 +227,7 @@ def leaky_relu(x: Any, negative_slope: Any = 1e-2) -> Any:
         >>> jax.nn.leaky_relu(jax.numpy.array([-2.0, 3.0]))
         Array([-0.02,  3.  ], dtype=float32)
     """
-    (x,) = promote_inexact(x)
+    x = as_value(x)  # (an integer x stays one: promoted with the slope, as JAX)
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
