@@ -324,11 +324,11 @@ def _put_leaf(leaf: Any, target: Any, copy: bool) -> Any:
     """One leaf of ``device_put``."""
     from stage2_jit.devices import device_put as stage2_device_put
     if isinstance(target, (NamedSharding, PartitionSpec)):
-        from .reshard import reshard  # traced values and sharded arrays: a reshard
+        from .reshard import lay_out  # traced values and sharded arrays: a reshard
         sharding = as_sharding(target)
         if not copy and isinstance(leaf, ShardedArray) and leaf.sharding == sharding:
             return leaf
-        return reshard(leaf, sharding)
+        return lay_out(leaf, sharding)
     if isinstance(target, SingleDeviceSharding):  # another array's ``x.sharding``
         target = target.device
     if isinstance(target, Device) and target.platform == "cpu":
@@ -361,6 +361,8 @@ def place(x: Any, device: Any, out_sharding: Any) -> Any:
                         f"{target!r} of type {type(target).__name__}.")
     if isinstance(x, Tracer) and not isinstance(target, shardings):
         return x
+    if out_sharding is not None:  # typed one entry per dim, as JAX's out_sharding= is
+        target = as_sharding(out_sharding, "out_sharding").padded(np.ndim(x))
     return device_put(x, target)
 
 

@@ -25,7 +25,7 @@ from .arrays import ShardedArray, device_put, run_program
 from .cost_model import CollectiveCost, report, totals
 from .named_sharding import NamedSharding, P, as_sharding
 from .partitioner import Partitioned, is_sharded, partition
-from .reshard import reshard
+from .reshard import lay_out
 from .runtime import static_costs
 from .sharded_types import mesh_of
 
@@ -133,8 +133,13 @@ def _constrained(fun: Callable, out_shardings: Any) -> Callable:
     @functools.wraps(fun)
     def constrained(*args: Any, **kwargs: Any) -> Any:
         return _laid_out(fun(*args, **kwargs), out_shardings, "out_shardings",
-                         "function's output", reshard)
+                         "function's output", _lay_out)
     return constrained
+
+
+def _lay_out(x: Any, sharding: Any) -> Any:
+    """A result laid out by its ``out_shardings`` entry, which its type keeps as given."""
+    return lay_out(x, as_sharding(sharding, "jit"))
 
 
 def _place(x: Any, sharding: Any) -> Any:

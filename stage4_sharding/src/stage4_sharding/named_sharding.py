@@ -116,6 +116,15 @@ class NamedSharding:
         """Each dim as a type shows it: ``8@data``, ``128@(x,y)`` or just ``4``."""
         return type_string(shape, "", self.spec)[1:-1].split(",") if shape else []
 
+    def padded(self, ndim: int) -> NamedSharding:
+        """The sharding with one spec entry per dim of an ``ndim``-dim array: how JAX types
+        the result of ``reshard`` and of ``out_sharding=`` (``P()`` becomes
+        ``P(None, None)``), where ``device_put`` keeps the spec as given."""
+        if len(self.spec) >= ndim:
+            return self
+        missing = [None] * (ndim - len(self.spec))
+        return NamedSharding(self.mesh, PartitionSpec(*self.spec, *missing))
+
     def transposed(self, perm: tuple[int, ...]) -> NamedSharding:
         """The sharding of ``transpose(x, perm)`` for an ``x`` laid out by this one."""
         return NamedSharding(self.mesh, self.spec.transposed(perm))

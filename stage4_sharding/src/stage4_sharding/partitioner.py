@@ -306,24 +306,29 @@ partition_rules[fft_p] = _same_layout(fft_p)
 
 def dynamic_slice_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out, *,
                                  slice_sizes):
-    """Each device slices its block: a split dim is read whole (its start is clamped to 0),
-    so its slice size is the block's."""
-    (operand, *starts), (out,) = vals, out_specs
-    operand = ctx.convert(operand, specs[0], out)
-    block = local_shape(avals_in[0].shape, out, ctx.mesh)
-    sizes = tuple(block[d] if out[d] else m for d, m in enumerate(slice_sizes))
-    return [p.dynamic_slice_p.bind(operand, *starts, slice_sizes=sizes)]
+    """A split dim read whole is sliced block by block (its start clamps to 0); one sliced
+    at a computed start is gathered whole, sliced, and this device's block of the window
+    kept, as a static slice across devices is."""
+    gathered = [d for d, (m, n) in enumerate(zip(slice_sizes, avals_in[0].shape))
+                if out_specs[0][d] and m != n]
+    inner = tuple(() if d in gathered else axes for d, axes in enumerate(out_specs[0]))
+    block = local_shape(avals_in[0].shape, inner, ctx.mesh)
+    sizes = tuple(block[d] if inner[d] else m for d, m in enumerate(slice_sizes))
+    return _with_dims_whole(ctx, p.dynamic_slice_p, vals, specs, out_specs[0], gathered,
+                            dict(slice_sizes=sizes))
 
 
 partition_rules[p.dynamic_slice_p] = dynamic_slice_partition_rule
 
 
 def dynamic_update_slice_partition_rule(ctx, vals, specs, out_specs, avals_in, avals_out):
-    """Each device writes into its block: the update is split as the operand, on dims it
-    covers whole."""
-    (operand, update, *starts), (out,) = vals, out_specs
-    return [p.dynamic_update_slice_p.bind(ctx.convert(operand, specs[0], out),
-                                          ctx.convert(update, specs[1], out), *starts)]
+    """Each device writes into its block where the update covers a split dim whole; a split
+    dim it covers in part is gathered whole (operand and update), written, and this
+    device's block kept."""
+    gathered = [d for d, (m, n) in enumerate(zip(avals_in[1].shape, avals_in[0].shape))
+                if out_specs[0][d] and m != n]
+    return _with_dims_whole(ctx, p.dynamic_update_slice_p, vals, specs, out_specs[0],
+                            gathered, {})
 
 
 partition_rules[p.dynamic_update_slice_p] = dynamic_update_slice_partition_rule

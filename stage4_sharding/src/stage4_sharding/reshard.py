@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from stage1_autodiff.core import (
     Array,
     Primitive,
@@ -50,12 +51,16 @@ def reshard(x: Any, out_sharding: Any) -> Any:
         float32[8,4@y]
     """
     sharding = as_sharding(out_sharding, "reshard")
+    # typed with one spec entry per dim, as JAX's reshard is (device_put keeps the spec)
+    return tree_map(lambda leaf: lay_out(leaf, sharding.padded(np.ndim(leaf))), x)
 
-    def one(leaf):
-        if isinstance(leaf, Tracer) or type(leaf) is not Array and isinstance(leaf, Array):
-            return reshard_p.bind(leaf, sharding=sharding)[0]
-        return shard(leaf, sharding)  # a plain array: split it onto the devices
-    return tree_map(one, x)
+
+def lay_out(leaf: Any, sharding: NamedSharding) -> Any:
+    """One array laid out by ``sharding``: a ``reshard`` equation for a traced value or a
+    sharded array; a plain array is split onto the devices."""
+    if isinstance(leaf, Tracer) or type(leaf) is not Array and isinstance(leaf, Array):
+        return reshard_p.bind(leaf, sharding=sharding)[0]
+    return shard(leaf, sharding)
 
 
 def with_sharding_constraint(x: Any, shardings: Any) -> Any:

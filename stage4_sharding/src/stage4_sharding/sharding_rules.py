@@ -298,13 +298,16 @@ sharding_rules[p.top_k_p] = top_k_sharding_rule
 
 def _window_fits_split_dims(prim, avals, specs, sizes) -> Spec:
     """A dynamic slice's (update's) layout: the operand's (and the update's, which must
-    agree), where a split dim is read or written whole, so its start is always 0."""
+    agree, as JAX's). A split dim sliced at a computed start keeps its axes, so the window
+    must divide among them, as JAX asks."""
     spec = _agree(prim, avals[:2], specs[:2]) if prim is p.dynamic_update_slice_p else specs[0]
+    mesh_sizes = _mesh_sizes(avals)
     for d, (m, axes) in enumerate(zip(sizes, spec)):
-        if axes and m != avals[0].shape[d]:
-            raise _error(prim, avals, specs, f"dim {d} is split over {axes} and sliced at a "
-                         f"computed start", f"Reshard dim {d} unsplit first "
-                         f"(jax.sharding.reshard).")
+        if axes and m % _axes_size(mesh_sizes, axes):
+            raise _error(prim, avals, specs, f"dim {d} is split over {axes} (into "
+                         f"{_axes_size(mesh_sizes, axes)}) and the window's {m} elements do "
+                         f"not divide among them", f"Reshard dim {d} unsplit first "
+                         f"(jax.sharding.reshard), or take a window that divides.")
     return spec
 
 
