@@ -1415,6 +1415,13 @@ def test_a_slice_across_devices_gathers_the_dim_whole() -> None:
     assert np.asarray(got).tolist() == np.asarray(want).tolist() == value[2:18].tolist()
     assert tuple(got.sharding.spec) == tuple(want.sharding.spec) == ("d",)
     assert [(c.kind, c.bytes_sent) for c in log] == [("all-gather", 7 * 4 * 4)]
+    window = lambda x, i: sj.lax.dynamic_slice(x, (i,), (8,))  # noqa: E731
+    with sj.set_mesh(mesh):
+        x = _split(sj, mesh, value, "d")
+        with sj.record_collectives() as log:
+            got = sj.jit(window)(x, np.int32(5))
+    assert np.asarray(got).tolist() == value[5:13].tolist()
+    assert [c.kind for c in log] == ["all-gather"] and tuple(got.sharding.spec) == ("d",)
 
 
 def test_a_spatially_split_convolution_gathers_its_input_whole() -> None:
