@@ -71,3 +71,18 @@ def test_gradient_of_pad_as_jax(mode):
 def test_pad_refuses_bad_options(kwargs, error, match):
     with pytest.raises(error, match=match):
         ours.numpy.pad(ours.numpy.asarray(X), 2, **kwargs)
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "symmetric", "wrap", "maximum",
+                                  "minimum", "mean", "median", "linear_ramp"])
+def test_a_weakly_typed_array_stays_weak_as_in_jax(mode):
+    """A probe of weak types found every mode but "constant" made ``jnp.arange(3) * 1.0``
+    (a weak float32) strong, and ``triu`` and ``tril`` too: their zeros and padding blocks
+    were strong, where JAX keeps the array's weak type."""
+    def typed(lib):
+        a = lib.numpy.arange(3) * 1.0
+        square = lib.numpy.ones((2, 2), int) * 1.0
+        return (lib.numpy.pad(a, 1, mode=mode).weak_type, lib.numpy.triu(square).weak_type,
+                lib.numpy.tril(square).weak_type)
+
+    assert typed(ours) == typed(real) == (True, True, True)

@@ -250,7 +250,7 @@ def _triangle(m, k: int, lower: bool):
                          f"dimensions, got shape {shape}.")
     below = np.tri(shape[-2], shape[-1], k if lower else k - 1, dtype=bool)
     keep = below if lower else ~below
-    return where(asarray(keep), m, lax.full((), 0, get_aval(m).dtype, False))
+    return where(asarray(keep), m, lax.full((), 0, get_aval(m).dtype, get_aval(m).weak_type))
 
 
 def tril(m, k: int = 0):

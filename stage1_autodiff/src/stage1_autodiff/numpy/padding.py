@@ -21,7 +21,7 @@ from .. import dtypes
 from .. import prims as lax
 from ..core import Tracer, get_aval
 from .arrangement import _slice_in_dim
-from .promotion import as_value
+from .promotion import as_value, convert
 from .rounding import rint
 from .shapes import concatenate, flip
 from .ufuncs import astype
@@ -68,6 +68,9 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
         parts.append(x)
         if after:
             parts.append(_block(x, axis, after, True, mode, sides[1]))
+        # (the padding takes the array's weak type, as JAX's: its blocks may have lost it)
+        parts = [convert(p, get_aval(x).dtype, True) if get_aval(x).weak_type else p
+                 for p in parts]
         x = concatenate(parts, axis=axis) if len(parts) > 1 else x
     return x
 
@@ -205,10 +208,10 @@ def _edge_block(x, axis: int, count: int, at_end: bool, mode: str, odd: bool = F
 
 def _pad_constant(x, widths: list[tuple[int, int]], values: Any):
     """``x`` padded with ``values`` (one scalar, or one per dim and side), in ``x``'s dtype."""
-    dtype = get_aval(x).dtype
+    dtype, weak = get_aval(x).dtype, get_aval(x).weak_type  # (a weak x stays weak, as JAX)
     if isinstance(values, Tracer) or np.ndim(values) == 0:
         fill = astype(values, dtype) if isinstance(values, Tracer) else \
-            lax.full((), values, dtype, False)
+            lax.full((), values, dtype, weak)
         if get_aval(fill).ndim:
             raise ValueError("pad: traced constant_values must be a scalar.")
         return lax.pad(x, fill, [(b, a, 0) for b, a in widths])
@@ -218,5 +221,5 @@ def _pad_constant(x, widths: list[tuple[int, int]], values: Any):
         for side, count in enumerate((before, after)):
             config = [(0, 0, 0)] * ndim
             config[axis] = (count, 0, 0) if side == 0 else (0, count, 0)
-            x = lax.pad(x, lax.full((), per_side[axis][side], dtype, False), config)
+            x = lax.pad(x, lax.full((), per_side[axis][side], dtype, weak), config)
     return x
