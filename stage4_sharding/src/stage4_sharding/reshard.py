@@ -98,7 +98,7 @@ def _constrain(x: Any, sharding: Any) -> Any:
         raise ValueError(f"with_sharding_constraint names the Explicit mesh axes {explicit}: "
                          f"it is for Auto axes. Change an Explicit layout with "
                          f"jax.sharding.reshard(x, {sharding.spec}).")
-    return reshard(x, sharding)
+    return lay_out(x, sharding)  # (its type keeps the spec as given, as JAX's)
 
 
 def reshard_abstract_eval(x: ShapedArray, *, sharding: NamedSharding) -> list[ShapedArray]:
