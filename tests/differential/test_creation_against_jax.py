@@ -32,8 +32,9 @@ def _cases(jax):
 @pytest.mark.parametrize("how", ["eager", "jit"])
 @pytest.mark.parametrize("name", list(_cases(ours)))
 def test_as_jax(name, how):
+    before = ours.config.jax_from_numpy_tiered
     ours.config.update("jax_from_numpy_tiered", False)  # the kernel at the first call
     try:
         assert_call_as_jax(_cases, name, how)
     finally:
-        ours.config.update("jax_from_numpy_tiered", True)
+        ours.config.update("jax_from_numpy_tiered", before)  # (the suite runs without tiers)
