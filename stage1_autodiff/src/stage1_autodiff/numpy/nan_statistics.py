@@ -31,8 +31,8 @@ from .reductions import (
     any,
     argmax,
     argmin,
-    integer_mean_dtype,
     prod,
+    refuse_integer_dtype,
     sum,
 )
 from .shapes import broadcast_to, moveaxis, reshape
@@ -61,7 +61,7 @@ def nanvar(a, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int 
         Array([0., 1.], dtype=float32)
     """
     _check_no_out(out)
-    integer_mean_dtype(dtype, "nanvar")  # (refuses an integer one)
+    refuse_integer_dtype(dtype, "nanvar")
     (a,) = promote_inexact(_requested_dtype(as_value(a), dtype, "nanvar"))
     a = convert(a, get_aval(a).dtype)
     kept = _kept(a, where)
@@ -85,7 +85,7 @@ def nanstd(a, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int 
            keepdims: bool = False, where: Any = None, mean: Any = None):
     """Standard deviation over ``axis`` of the elements that are not NaN: the square root
     of :func:`nanvar`."""
-    integer_mean_dtype(dtype, "nanstd")  # (refuses an integer one)
+    refuse_integer_dtype(dtype, "nanstd")
     return sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where, mean))
 
 

@@ -125,18 +125,23 @@ def _requested_dtype(a: Any, dtype: Any, fun_name: str) -> Any:
 
 def integer_mean_dtype(dtype: Any, fun_name: str) -> tuple[np.dtype, np.dtype] | None:
     """For a mean asked in an integer ``dtype``: the float type to average in and the integer
-    one to round the mean toward zero into, as JAX's; None for no dtype or an inexact one.
-    A variance in integers is refused (JAX's ``var`` computes it in integer arithmetic)."""
+    one to round the mean toward zero into, as JAX's; None for no dtype or an inexact one."""
     if dtype is None or dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
         return None  # (the caller warns of a 64-bit request, once)
     dtype = dtypes.check_and_canonicalize_user_dtype(dtype, fun_name)
-    if dtype == np.dtype(bool) and "mean" in fun_name:
+    if dtype == np.dtype(bool):
         raise TypeError(f"jnp.{fun_name}: a mean cannot be computed in bool; ask for a "
                         f"number type.")
-    if "var" in fun_name or "std" in fun_name:
-        raise ValueError(f"dtype argument to jnp.{fun_name} must be inexact (a float or complex "
-                         f"type); got {dtype}. Compute in floats and convert the result.")
     return dtypes.promote_types((dtype, False), (np.dtype(float), True))[0], dtype
+
+
+def refuse_integer_dtype(dtype: Any, fun_name: str) -> None:
+    """A variance (or standard deviation) asked in a dtype that is not inexact: refused, as
+    JAX's ``std`` does (JAX's ``var`` computes it in integer arithmetic)."""
+    if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
+        raise ValueError(f"dtype argument to jnp.{fun_name} must be inexact (a float or complex "
+                         f"type); got {np.dtype(dtype)}. Compute in floats and convert the "
+                         f"result.")
 
 
 def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
@@ -192,7 +197,7 @@ def var(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: boo
         if ddof:
             raise ValueError("var: ddof and correction are the same argument; give one.")
         ddof = correction
-    integer_mean_dtype(dtype, "var")  # (refuses an integer one)
+    refuse_integer_dtype(dtype, "var")
     (a,) = promote_inexact(_requested_dtype(as_value(a), dtype, "var"))
     a, narrow = widened(a, dtype)
     shape = get_aval(a).shape
@@ -224,7 +229,7 @@ _mean = mean
 def std(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False,
         *, where=None, mean: Any = None, correction: float | None = None):
     """Standard deviation: the square root of :func:`var`."""
-    integer_mean_dtype(dtype, "std")  # (refuses an integer one)
+    refuse_integer_dtype(dtype, "std")
     return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                         correction=correction))
 
