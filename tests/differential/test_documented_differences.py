@@ -863,12 +863,14 @@ def test_float_samplers_are_within_a_few_ulps_and_integer_samplers_are_exact() -
     """The bits are JAX's; the float arithmetic after them (log, exp, pow) is NumPy's, which
     rounds the last bit of some values otherwise than XLA's: within 8 ulps of max(|x|, 1).
     The samplers of integers and booleans give JAX's draws exactly."""
-    eps = np.finfo(np.float32).eps
+    eps, rounded_otherwise = np.finfo(np.float32).eps, []
     for name, params in FLOAT_SAMPLERS.items():
         theirs = np.asarray(getattr(jax.random, name)(jax.random.key(1), shape=(4096,), **params))
         ours = np.asarray(getattr(sj.random, name)(sj.random.key(1), shape=(4096,), **params))
-        assert not np.array_equal(ours, theirs), name
+        if not np.array_equal(ours, theirs):  # (which ones depends on the CPU's NumPy loops)
+            rounded_otherwise.append(name)
         assert (np.abs(ours - theirs) <= 8 * eps * np.maximum(np.abs(theirs), 1)).all(), name
+    assert len(rounded_otherwise) >= len(FLOAT_SAMPLERS) // 2, rounded_otherwise
     for name, params in INTEGER_SAMPLERS.items():
         theirs = np.asarray(getattr(jax.random, name)(jax.random.key(1), shape=(4096,), **params))
         ours = np.asarray(getattr(sj.random, name)(sj.random.key(1), shape=(4096,), **params))
@@ -1275,6 +1277,22 @@ def test_shard_map_lays_out_an_input_its_in_specs_do_not_describe() -> None:
             raises(ValueError, doubled["explicit"], x, match="does not match the specs")
         else:
             np.testing.assert_array_equal(doubled["explicit"](x), 2 * x)
+
+
+def test_shard_map_takes_every_mesh_axis_by_hand() -> None:
+    x = np.arange(16.0, dtype=np.float32).reshape(4, 4)
+    for lib in (jax, sj):
+        P, mesh = lib.sharding.PartitionSpec, lib.make_mesh((4, 2), ("x", "y"))
+        f = lib.shard_map(lambda b: b * 2, mesh=mesh, in_specs=P("x"), out_specs=P("x"),
+                          axis_names={"x"})
+        if lib is jax:
+            np.testing.assert_array_equal(f(x), 2 * x)
+        else:
+            raises(NotImplementedError, f, x, match="a part of the mesh's axes")
+        whole = lib.shard_map(lambda b: b * 2, mesh=mesh, in_specs=P("x", "y"),
+                              out_specs=P("x", "y"), axis_names={"x", "y"})
+        np.testing.assert_array_equal(whole(lib.device_put(
+            x, lib.sharding.NamedSharding(mesh, P("x", "y")))), 2 * x)
 
 
 def test_debug_callback_is_a_debug_print_equation() -> None:

@@ -13,6 +13,7 @@ from . import (
     core,
     dtypes,
     errors,
+    flatten_util,
     image,
     lax,
     nn,

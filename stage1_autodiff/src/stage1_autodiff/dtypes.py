@@ -404,6 +404,8 @@ def __getattr__(name: str) -> Any:
     """``jax.dtypes.finfo``, ``iinfo``, ``issubdtype`` and ``result_type``: jnp's functions
     (imported when first asked for, since the numpy layer imports this module)."""
     if name in ("finfo", "iinfo", "issubdtype", "result_type"):
-        from . import numpy as jnp
-        return getattr(jnp, name)
+        from .numpy import statistics
+        if name == "result_type":  # (jnp's has no return_weak_type_flag)
+            return statistics.result_type_with_flag
+        return getattr(statistics, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -38,6 +38,7 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
     device_get,
     dtypes,
     enable_x64,
+    flatten_util,
     float0,
     grad,
     image,
@@ -94,5 +95,7 @@ from .remat import checkpoint, checkpoint_policies, remat  # noqa: E402
 
 __version__ = "0.1.0"
 
-# ``import jax.dtypes`` as well as ``from jax import dtypes``: stage 1's module, by this name.
-_sys.modules.update({f"{__name__}.dtypes": dtypes, f"{__name__}.image": image})
+# ``import jax.dtypes`` (and the others) as well as ``from jax import dtypes``: stage 1's
+# modules, by this package's names.
+_sys.modules.update({f"{__name__}.{name}": module for name, module in (
+    ("dtypes", dtypes), ("image", image), ("flatten_util", flatten_util))})

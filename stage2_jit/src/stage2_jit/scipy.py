@@ -3,10 +3,10 @@ registered as this stage's submodules so that ``import <stage>.scipy.linalg`` wo
 
 import sys
 
-from stage1_autodiff.scipy import linalg, signal, special, stats
+from stage1_autodiff.scipy import fft, integrate, linalg, signal, special, stats
 
-for _name, _module in {"linalg": linalg, "signal": signal, "special": special,
-                      "stats": stats}.items():
+for _name, _module in {"fft": fft, "integrate": integrate, "linalg": linalg,
+                      "signal": signal, "special": special, "stats": stats}.items():
     sys.modules[f"{__name__}.{_name}"] = _module
 for _name in stats.DISTRIBUTIONS:  # each module, so that ``import <stage>.scipy.stats.t`` works
     sys.modules[f"{__name__}.stats.{_name}"] = getattr(stats, _name)

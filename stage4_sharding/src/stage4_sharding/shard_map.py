@@ -67,10 +67,24 @@ from .sharding_rules import Spec, sharding_rules, spec_of
 shard_map_p = Primitive("shard_map", multiple_results=True)
 
 
+class _Infer:
+    """shard_map's default ``in_specs``: each argument's spec from its own sharding."""
+
+    def __repr__(self) -> str:
+        return "Infer"
+
+
+INFER = _Infer()
+
+
 # --8<-- [start:shard_map]
-def shard_map(f: Callable, *, mesh: Mesh | None = None, in_specs: Any, out_specs: Any,
-              check_vma: bool = True, check_rep: bool | None = None) -> Callable:
-    """``f`` run on every device's blocks; see the module docstring.
+def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = INFER,
+              mesh: Mesh | None = None, axis_names: Any = frozenset(), check_vma: bool = True,
+              check_rep: bool | None = None) -> Callable:
+    """``f`` run on every device's blocks; see the module docstring. Without ``f``, a
+    decorator. Without ``in_specs``, each argument's spec is the one its sharding has (an
+    unsharded argument: ``P()``). ``axis_names``, the mesh axes ``f`` handles by hand, must
+    be all of them (or left out).
 
     Example:
         >>> import numpy as np, stage4_sharding as jax
@@ -82,6 +96,10 @@ def shard_map(f: Callable, *, mesh: Mesh | None = None, in_specs: Any, out_specs
         ...     np.arange(16.0, dtype=np.float32))
         Array(120., dtype=float32)
     """
+    if f is None:
+        return lambda f: shard_map(f, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
+                                   axis_names=axis_names, check_vma=check_vma,
+                                   check_rep=check_rep)
     check_callable(f)
     check = check_vma if check_rep is None else check_rep
 
@@ -90,8 +108,10 @@ def shard_map(f: Callable, *, mesh: Mesh | None = None, in_specs: Any, out_specs
         if the_mesh is None:
             raise ValueError("shard_map needs a mesh: pass mesh=... or call "
                              "jax.sharding.set_mesh(mesh) first.")
+        _check_axis_names(axis_names, the_mesh)
         leaves, in_tree = tree_flatten(args)
-        specs = _broadcast_specs(in_specs, args, "in_specs")
+        specs = (_broadcast_specs(in_specs, args, "in_specs") if in_specs is not INFER
+                 else [_spec_of_argument(x, the_mesh, i) for i, x in enumerate(leaves)])
         avals = [get_aval(x) for x in leaves]
         local = []
         for i, (aval, spec) in enumerate(zip(avals, specs)):
@@ -119,6 +139,26 @@ def shard_map(f: Callable, *, mesh: Mesh | None = None, in_specs: Any, out_specs
 
     return mapped
 # --8<-- [end:shard_map]
+
+
+def _spec_of_argument(x: Any, mesh: Mesh, i: int) -> PartitionSpec:
+    sharding = get_aval(x).sharding
+    if not isinstance(sharding, NamedSharding) or not sharding.mesh.shape:
+        return PartitionSpec()
+    if sharding.mesh != mesh:
+        raise ValueError(f"shard_map's argument {i} is sharded over {sharding.mesh}, not the "
+                         f"shard_map's {mesh}, so its in_specs cannot be inferred: pass "
+                         f"in_specs=..., or reshard it onto the shard_map's mesh.")
+    return sharding.spec
+
+
+def _check_axis_names(axis_names: Any, mesh: Mesh) -> None:
+    names = set(axis_names)
+    if names and names != set(mesh.axis_names):
+        raise NotImplementedError(
+            f"shard_map with axis_names={sorted(names)}, a part of the mesh's axes "
+            f"{list(mesh.axis_names)}: the other axes would stay automatic inside the body, "
+            f"which this library does not do. Leave axis_names out (every axis by hand).")
 
 
 def _broadcast_specs(specs: Any, tree: Any, what: str) -> list[PartitionSpec]:

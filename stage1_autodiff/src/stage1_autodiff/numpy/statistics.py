@@ -13,6 +13,7 @@ import builtins
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from .. import dtypes
@@ -218,9 +219,15 @@ def _typed(x: Any) -> tuple[np.dtype, bool]:
 
 def result_type(*args: Any) -> np.dtype:
     """The dtype JAX's promotion gives ``args`` (arrays, dtypes or Python scalars)."""
+    return result_type_with_flag(*args)
+
+
+def result_type_with_flag(*args: Any, return_weak_type_flag: bool = False) -> Any:
+    """``jax.dtypes.result_type``: ``result_type``, or ``(dtype, weak)`` with the flag."""
     if not args:
         raise ValueError("at least one array or dtype is required")
-    return dtypes.promote_types(*(_typed(a) for a in args))[0]
+    typed = dtypes.promote_types(*(_typed(a) for a in args))
+    return typed if return_weak_type_flag else typed[0]
 
 
 def promote_types(a: Any, b: Any) -> np.dtype:
@@ -243,14 +250,15 @@ def dtype(obj: Any, align: bool = False, copy: bool = False) -> np.dtype:
     return np.dtype(obj, align=align, copy=copy)
 
 
-def finfo(dtype_like: Any) -> np.finfo:
-    """Machine limits of a float dtype (``eps``, ``max``, ``tiny``...)."""
-    return np.finfo(dtypes.canonicalize_dtype(dtype(dtype_like)))
+def finfo(dtype_like: Any) -> ml_dtypes.finfo:
+    """Machine limits of a float dtype (``eps``, ``max``, ``tiny``...), bfloat16 included.
+    The dtype as named, as JAX's: ``finfo(jnp.float64).eps`` is float64's even without x64."""
+    return ml_dtypes.finfo(dtype(dtype_like))
 
 
-def iinfo(int_type: Any) -> np.iinfo:
-    """Machine limits of an integer dtype (``min``, ``max``, ``bits``)."""
-    return np.iinfo(dtypes.canonicalize_dtype(dtype(int_type)))
+def iinfo(int_type: Any) -> ml_dtypes.iinfo:
+    """Machine limits of an integer dtype (``min``, ``max``, ``bits``), as named."""
+    return ml_dtypes.iinfo(dtype(int_type))
 
 
 def issubdtype(arg1: Any, arg2: Any) -> bool:

@@ -164,7 +164,7 @@ def _x_log_x_jvp(primals: tuple, tangents: tuple) -> tuple:
 
 
 def _strong(x: Any) -> Any:
-    """ndtr, ndtri and log_ndtr give a strongly typed result even for a Python float, as
+    """ndtr, ndtri, log_ndtr and spence give a strongly typed result even for a Python float, as
     JAX's (whose constants are arrays of the input's dtype)."""
     return convert(x, x.dtype, weak_type=False)
 
@@ -583,7 +583,7 @@ def spence(x: Any) -> Any:
     if x.dtype not in (np.float32, np.float64):
         raise TypeError(f"x.dtype={x.dtype} is not supported, see docstring for supported "
                         "types.")
-    return lax.spence(x)
+    return _strong(lax.spence(x))  # strong even of a Python float, as JAX's
 
 
 # ------------------------------------------------------------------------------------------
