@@ -341,8 +341,7 @@ def _treedef_str(treedef: PyTreeDef) -> str:
         return "{" + ", ".join(items) + "}"
     # A namedtuple the user registered explicitly has other node data and prints as custom.
     if _is_namedtuple_type(node_type) and node_data is node_type:
-        fields = [f"{name}={child}" for name, child in zip(node_type._fields, children)]
-        return f"{node_type.__name__}({', '.join(fields)})"
+        return f"CustomNode(namedtuple[{node_type.__name__}], [{', '.join(children)}])"
     return f"CustomNode({node_type.__name__}[{node_data!r}], [{', '.join(children)}])"
 
 
