@@ -257,6 +257,17 @@ def test_sigmoid_and_ndtr_of_integers_compute() -> None:
     np.testing.assert_allclose(sj.nn.sigmoid(ints), jax.nn.sigmoid(ints.astype(np.float32)))
 
 
+
+def test_rfft_of_float16_computes() -> None:
+    x = np.arange(8, dtype=np.float16)
+    for name in ("rfft", "ihfft"):
+        raises(ValueError, getattr(jnp.fft, name), x, match="must be float32 or float64")
+        got = getattr(sjnp.fft, name)(x)
+        assert got.dtype == np.complex64
+        np.testing.assert_allclose(got, getattr(jnp.fft, name)(x.astype(np.float32)),
+                                   rtol=1e-6, atol=1e-6)
+
+
 def test_round_with_decimals_divides_as_numpy() -> None:
     x = np.float32(2.567)
     assert float(jnp.round(x, 1)) == float(np.nextafter(np.float32(2.6), np.float32(3)))
