@@ -174,7 +174,8 @@ def test_treedef_repr_matches_jax_text():
     assert repr(tu.tree_structure(None)) == "PyTreeDef(None)"
     assert repr(tu.tree_structure(1.0)) == "PyTreeDef(*)"
     assert repr(tu.tree_structure((1,))) == "PyTreeDef((*,))"
-    assert repr(tu.tree_structure(Point(1, 2))) == "PyTreeDef(CustomNode(namedtuple[Point], [*, *]))"
+    assert repr(tu.tree_structure(Point(1, 2))) == (
+        "PyTreeDef(CustomNode(namedtuple[Point], [*, *]))")
     assert repr(tu.tree_structure(Pair(1, 2))) == "PyTreeDef(CustomNode(Pair[None], [*, *]))"
     assert repr(tu.tree_structure(Scaled(1, 2.0))) == "PyTreeDef(CustomNode(Scaled[2.0], [*]))"
 
