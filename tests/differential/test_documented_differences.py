@@ -1306,6 +1306,29 @@ def test_shard_map_takes_every_mesh_axis_by_hand() -> None:
             x, lib.sharding.NamedSharding(mesh, P("x", "y")))), 2 * x)
 
 
+def test_a_loop_carry_may_become_varying_in_a_shard_map_body() -> None:
+    x = np.arange(32, dtype=np.float32).reshape(8, 4)
+    results = {}
+    for lib, mark in ((jax, False), (jax, True), (sj, False), (sj, True)):
+        P = lib.sharding.PartitionSpec
+        mesh = lib.make_mesh((4, 2), ("x", "y"), axis_types=(lib.sharding.AxisType.Auto,) * 2)
+
+        def body(block, lib=lib, mark=mark):
+            init = lib.numpy.zeros(2)
+            if mark:
+                init = lib.lax.pcast(init, ("y",), to="varying")
+            return lib.lax.scan(lambda c, r: (c + lib.lax.psum(r, "x"), c), init, block)[1]
+
+        f = lib.shard_map(body, mesh=mesh, in_specs=P("x", "y"), out_specs=P("x", "y"))
+        if lib is jax and not mark:
+            raises(TypeError, f, x, match="carry input and carry output must have equal types")
+        else:
+            results[lib.__name__, mark] = np.asarray(f(x))
+    for got in results.values():
+        np.testing.assert_array_equal(got, results["jax", True])
+    raises(NotImplementedError, sj.lax.pcast, np.ones(2), "x", to="reduced", match="reduced")
+
+
 def test_debug_callback_is_a_debug_print_equation() -> None:
     def names(lib):
         def f(x):

@@ -97,3 +97,48 @@ def test_a_vmapped_shard_map_leaves_a_result_that_ignores_the_batch_unbatched() 
     doubled, scaled = sj.vmap(f, in_axes=(None, 0), out_axes=(None, 0))(X, TWO)
     np.testing.assert_allclose(np.asarray(doubled), X * 2)
     np.testing.assert_allclose(np.asarray(scaled), TWO * X)
+
+
+CLOSED_OVER = {  # a function of c, whose shard_map body closes over c
+    "jit": lambda L, f, c: L.jit(f)(c),
+    "grad": lambda L, f, c: L.grad(lambda c: (f(c) ** 2).sum())(c),
+    "jvp": lambda L, f, c: L.jvp(f, (c,), (np.ones_like(c),)),
+    "vmap": lambda L, f, c: L.vmap(f)(np.stack([c, 2 * c])),
+    "jit_of_grad": lambda L, f, c: L.jit(L.grad(lambda c: L.numpy.sin(f(c)).sum()))(c),
+}
+
+
+@pytest.mark.parametrize("transform", list(CLOSED_OVER))
+def test_a_body_closing_over_a_traced_value_equals_jax(transform: str) -> None:
+    """The closed-over value is a tracer of the transformation around the shard_map: it once
+    stayed in the body and escaped its trace (UnexpectedTracerError under jit)."""
+    def run(L):
+        mesh = L.make_mesh((4, 2), ("x", "y"), axis_types=(L.sharding.AxisType.Auto,) * 2)
+        spec = L.sharding.PartitionSpec("x", "y")
+        x = np.arange(32, dtype=np.float32).reshape(8, 4) / 8
+
+        def f(c):
+            return L.shard_map(lambda b: L.lax.psum(b * c, "x") + b, mesh=mesh,
+                               in_specs=spec, out_specs=spec)(x)
+        leaves = (jax if L is jax else sj).tree_util.tree_leaves(
+            CLOSED_OVER[transform](L, f, np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)))
+        return [np.asarray(leaf) for leaf in leaves]
+
+    for o, t in zip(run(sj), run(jax), strict=True):
+        np.testing.assert_allclose(o, t, rtol=1e-5, atol=1e-5)
+
+
+def test_axis_index_of_several_axes_and_too_long_out_specs_as_jax() -> None:
+    def run(L):
+        mesh = L.make_mesh((4, 2), ("x", "y"), axis_types=(L.sharding.AxisType.Auto,) * 2)
+        P = L.sharding.PartitionSpec
+        index = L.shard_map(lambda b: b + L.lax.axis_index(("x", "y")), mesh=mesh,
+                            in_specs=P("x", "y"), out_specs=P("x", "y"))
+        too_long = L.shard_map(lambda b: b.sum(), mesh=mesh, in_specs=P("x", "y"),
+                               out_specs=P(None, "y"), check_vma=False)
+        x = np.zeros((8, 4), np.float32)
+        with pytest.raises(ValueError, match="out_specs"):
+            too_long(x)
+        return np.asarray(index(x))
+
+    np.testing.assert_array_equal(run(sj), run(jax))

@@ -265,8 +265,17 @@ def axis_index(axis_name: Any) -> Any:
         >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
         >>> jax.vmap(lambda v: v * jax.lax.axis_index("i"), axis_name="i")(jnp.ones(3))
         Array([0., 1., 2.], dtype=float32)
+
+    Over several axes, ``("x", "y")``, the position in their product, the last axis
+    fastest: ``index("x") * size("y") + index("y")``.
     """
-    return axis_index_p.bind(axis_name=axis_name)
+    names = list(axis_name) if isinstance(axis_name, (tuple, list)) else [axis_name]
+    if not names:
+        raise ValueError("axis_index needs at least one axis name, got ().")
+    index = axis_index_p.bind(axis_name=names[0])
+    for name in names[1:]:
+        index = index * psum(1, name) + axis_index_p.bind(axis_name=name)
+    return index
 
 
 def axis_index_batching_rule(axis_data: AxisData, vals, dims, *, axis_name):

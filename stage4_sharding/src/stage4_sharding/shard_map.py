@@ -31,6 +31,7 @@ from stage1_autodiff.autodiff import vjp
 from stage1_autodiff.core import (
     Primitive,
     ShapedArray,
+    Tracer,
     asarray,
     get_aval,
     impl_rules,
@@ -129,7 +130,11 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         out_tree = out_tree_box[0]
         outs_example = tree_unflatten(out_tree, list(range(out_tree.num_leaves)))
         out_spec_list = _broadcast_specs(out_specs, outs_example, "out_specs")
-        in_spec_tuple = tuple(spec_of(s, a.ndim) for s, a in zip(specs, avals))
+        _check_out_specs(out_spec_list, body.out_avals, the_mesh)
+        body, closed_over = _closed_over_as_arguments(body)
+        leaves = [*closed_over, *leaves]
+        in_spec_tuple = tuple([((),) * get_aval(c).ndim for c in closed_over] + [
+            spec_of(s, a.ndim) for s, a in zip(specs, avals)])
         out_spec_tuple = tuple(spec_of(s, a.ndim) for s, a in zip(out_spec_list, body.out_avals))
         if check:
             check_replication(body, in_spec_tuple, out_spec_tuple, the_mesh)
@@ -150,6 +155,30 @@ def _spec_of_argument(x: Any, mesh: Mesh, i: int) -> PartitionSpec:
                          f"shard_map's {mesh}, so its in_specs cannot be inferred: pass "
                          f"in_specs=..., or reshard it onto the shard_map's mesh.")
     return sharding.spec
+
+
+def _closed_over_as_arguments(body: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
+    """Values the body closes over that belong to an outer transformation (a tracer of the
+    ``jit`` or ``grad`` around the ``shard_map``) become its leading arguments, whole on every
+    device: baked into the body, they would outlive their transformation."""
+    jaxpr, consts = body.jaxpr, body.consts
+    traced = [isinstance(c, Tracer) for c in consts]
+    if not any(traced):
+        return body, []
+    kept = [(v, c) for v, c, t in zip(jaxpr.constvars, consts, traced) if not t]
+    moved = [(v, c) for v, c, t in zip(jaxpr.constvars, consts, traced) if t]
+    program = Jaxpr([v for v, _ in kept], [*(v for v, _ in moved), *jaxpr.invars],
+                    jaxpr.outvars, jaxpr.eqns)
+    return ClosedJaxpr(program, [c for _, c in kept]), [c for _, c in moved]
+
+
+def _check_out_specs(specs: list[PartitionSpec], avals: list[ShapedArray], mesh: Mesh) -> None:
+    for i, (spec, aval) in enumerate(zip(specs, avals)):
+        if len(spec) > aval.ndim:
+            raise ValueError(f"shard_map out_specs[{i}] = {spec} has {len(spec)} entries, but "
+                             f"output {i} ({aval.str_short()} per device) has {aval.ndim} "
+                             f"dims: give at most one entry per dim of the body's output.")
+        NamedSharding(mesh, spec)  # (names only the mesh's axes, each once)
 
 
 def _check_axis_names(axis_names: Any, mesh: Mesh) -> None:
@@ -178,6 +207,22 @@ def _broadcast_specs(specs: Any, tree: Any, what: str) -> list[PartitionSpec]:
     raise TypeError(f"shard_map {what} must be a PartitionSpec or a pytree prefix of the "
                     f"{'arguments' if what == 'in_specs' else 'outputs'} made of "
                     f"PartitionSpecs; got {specs!r}.")
+
+
+def pcast(x: Any, axis_name: Any, *, to: str) -> Any:
+    """Marks ``x`` (each leaf of a pytree) as varying over the mesh axes ``axis_name`` in a
+    ``shard_map`` body (``to="varying"``), as JAX's type system asks of a loop carry that
+    starts the same on every device and becomes different. The check here follows values
+    (``varying_axes``) rather than types, so the values pass through unchanged."""
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"pcast's axis_name must be a tuple or a str, got {axis_name!r}.")
+    if to not in ("varying", "reduced", "unreduced"):
+        raise ValueError(f"pcast's to= must be 'varying', 'reduced' or 'unreduced', got "
+                         f"{to!r}.")
+    if to != "varying":
+        raise NotImplementedError(f"pcast(..., to={to!r}): this library has no reduced or "
+                                  f"unreduced arrays; only to='varying' is provided.")
+    return x
 
 
 # --8<-- [start:check_replication]
