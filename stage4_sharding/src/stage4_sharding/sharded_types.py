@@ -83,14 +83,24 @@ class ShardingInTypes(TypeExtension):
         mesh = mesh_of(avals, "a jitted function")
         if mesh is None or getattr(ShardingInTypes.eager, "active", False):
             return avals
+        # JAX types a jitted function's arguments with a spec entry per dim
         replicated = NamedSharding(mesh, P())
-        return [a if a.sharding is not None else a._replace(sharding=replicated) for a in avals]
+        return [a._replace(sharding=(a.sharding or replicated).padded(a.ndim)) for a in avals]
 
     def result_avals(self, prim: Primitive, avals_in: list[ShapedArray],
                      avals_out: list[ShapedArray], params: dict[str, Any]) -> list[ShapedArray]:
         mesh = _mesh_of_equation(prim, avals_in, params)
-        if mesh is None or all(a.sharding is not None for a in avals_out):
-            return avals_out  # nothing sharded, or the primitive typed its results itself
+        if mesh is None:
+            return avals_out
+        if all(a.sharding is not None for a in avals_out):  # typed by the primitive itself
+            if prim.name == "reshard" or prim.name == "shard_map" and getattr(
+                    ShardingInTypes.eager, "active", False):
+                return avals_out
+            # One spec entry per dim, as JAX types every result (jnp.sin of P("x") is
+            # P("x", None)); a unary op's abstract eval passed its operand's type through.
+            # Only a reshard (device_put's and jit's out_shardings) and an eager shard_map's
+            # out_specs keep the spec as the caller wrote it, as in JAX.
+            return [a._replace(sharding=a.sharding.padded(a.ndim)) for a in avals_out]
         rule = sharding_rules.get(prim)
         if rule is None:
             raise NotImplementedError(
