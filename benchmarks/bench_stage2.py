@@ -370,11 +370,24 @@ def jax_rows() -> dict[str, tuple[str, Callable[[], object]]]:
     return rows
 
 
-# This machine's environment sets OPENBLAS_CORETYPE=Haswell, which makes OpenBLAS use its
-# AVX2 kernels on a CPU with AVX-512: half the speed of its SkylakeX kernels here, and of
+# Some machines' environments set OPENBLAS_CORETYPE=Haswell, which makes OpenBLAS use its
+# AVX2 kernels on a CPU with AVX-512: half the speed of its SkylakeX kernels there, and of
 # XLA's matrix products. OpenBLAS reads the variable when it loads (NumPy's import), so no
 # library can change it afterwards; a child process shows what the AVX-512 kernels give.
+# Only on such a machine: on a CPU without AVX-512 those kernels stop at an illegal
+# instruction.
 CORETYPE_ROW = "  DIAGNOSTIC: the same, OPENBLAS_CORETYPE=SkylakeX"
+
+
+def avx512_held_back() -> bool:
+    """Whether the environment holds OpenBLAS to other kernels on a CPU with AVX-512."""
+    if os.environ.get("OPENBLAS_CORETYPE", "SkylakeX") == "SkylakeX":
+        return False
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            return "avx512f" in cpuinfo.read().split()
+    except OSError:
+        return False
 
 
 def ours_coretype_rows() -> dict[str, tuple[str, Callable[[], object]]]:
@@ -389,6 +402,8 @@ def ours_coretype_rows() -> dict[str, tuple[str, Callable[[], object]]]:
 
 
 def time_coretype_in_child(repeat: int, min_time: float, keep_memory: bool) -> TimedRows:
+    if not avx512_held_back():
+        return []
     previous = os.environ.get("OPENBLAS_CORETYPE")
     os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"  # the spawned child inherits it
     try:
