@@ -93,8 +93,8 @@ class ShardingInTypes(TypeExtension):
         if mesh is None:
             return avals_out
         if all(a.sharding is not None for a in avals_out):  # typed by the primitive itself
-            if prim.name == "reshard" or prim.name == "shard_map" and getattr(
-                    ShardingInTypes.eager, "active", False):
+            eager = getattr(ShardingInTypes.eager, "active", False)
+            if prim.name == "reshard" or (prim.name == "shard_map" and eager):
                 return avals_out
             # One spec entry per dim, as JAX types every result (jnp.sin of P("x") is
             # P("x", None)); a unary op's abstract eval passed its operand's type through.
