@@ -64,11 +64,15 @@ def _on_parts(fun: Any, x: Any, *args: Any) -> Any:
     return lax.complex(fun(jnp.real(x), *args), fun(jnp.imag(x), *args))
 
 
+def _even_then_odd_reversed(n: int) -> np.ndarray:
+    """The reordering ``v`` of the module docstring: even indices, then odd ones backwards."""
+    return np.concatenate([np.arange(0, n, 2), np.arange(1, n, 2)[::-1]])
+
+
 def _dct_last(x: Any, ortho: bool) -> Any:
     """The DCT-II along the last axis of a real float array."""
     n = get_aval(x).shape[-1]
-    order = np.concatenate([np.arange(0, n, 2), np.arange(1, n, 2)[::-1]])
-    spectrum = jnp.fft.fft(x[..., order], axis=-1)
+    spectrum = jnp.fft.fft(x[..., _even_then_odd_reversed(n)], axis=-1)
     y = 2 * jnp.real(spectrum * _twiddle(n, -1, get_aval(spectrum).dtype))
     return y * _ortho_scale(n, get_aval(y).dtype, (n,)) if ortho else y
 
@@ -81,8 +85,7 @@ def _idct_last(y: Any, ortho: bool) -> Any:
     mirrored = jnp.concatenate([jnp.zeros_like(y[..., :1]), y[..., :0:-1]], axis=-1)
     spectrum = lax.complex(y, -mirrored) * _twiddle(n, 1, dtypes.complex_dtype(get_aval(y).dtype))
     v = jnp.real(jnp.fft.ifft(spectrum / 2, axis=-1))
-    order = np.concatenate([np.arange(0, n, 2), np.arange(1, n, 2)[::-1]])
-    return v[..., np.argsort(order)]
+    return v[..., np.argsort(_even_then_odd_reversed(n))]
 
 
 def _along(fun: Any, x: Any, n: int | None, axis: int, norm: str | None) -> Any:
