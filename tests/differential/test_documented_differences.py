@@ -1136,6 +1136,10 @@ def test_a_few_errors_are_of_another_class() -> None:
         is TypeError
     assert type(_error_of(sj.random.uniform, sj.random.key(0), (3,), minval=bounds)) \
         is ValueError
+    from jax.example_libraries import optimizers as jax_optimizers
+    from stage4_sharding.example_libraries import optimizers
+    assert type(_error_of(jax_optimizers.pack_optimizer_state, [1.0])) is AssertionError
+    assert type(_error_of(optimizers.pack_optimizer_state, [1.0])) is TypeError
 
 
 # ------------------------------------------------------------------------------------------

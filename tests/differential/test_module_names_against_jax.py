@@ -1,6 +1,7 @@
 """Modules JAX programs import by name, and the mesh they build by hand, against JAX 0.10.2:
 ``import jax.lax.linalg``, ``jax.dtypes``, ``jax.custom_derivatives``, ``jax.stages`` and
-``jax.experimental.mesh_utils`` (an ``ImportError`` under the import swap before), and
+``jax.experimental.mesh_utils``, ``jax.example_libraries.optimizers`` and ``stax`` (an
+``ImportError`` under the import swap before), and
 ``jax.sharding.Mesh(devices, names)``, whose axes are ``Auto`` unless told (they were
 ``Explicit`` here, which puts shardings into types where JAX's program has none)."""
 
@@ -23,6 +24,20 @@ MODULES = {
     "experimental.mesh_utils": ["create_device_mesh"],
     "image": ["resize", "scale_and_translate", "ResizeMethod"],
     "scipy.signal": ["convolve", "correlate", "convolve2d", "correlate2d", "fftconvolve"],
+    "example_libraries.optimizers": [
+        "JoinPoint", "Optimizer", "OptimizerState", "adagrad", "adam", "adamax", "clip_grads",
+        "constant", "exponential_decay", "inverse_time_decay", "l2_norm", "make_schedule",
+        "momentum", "nesterov", "optimizer", "pack_optimizer_state", "piecewise_constant",
+        "polynomial_decay", "rmsprop", "rmsprop_momentum", "sgd", "sm3",
+        "unpack_optimizer_state"],
+    "example_libraries.stax": [
+        "AvgPool", "BatchNorm", "Conv", "Conv1DTranspose", "ConvTranspose", "Dense", "Dropout",
+        "Elu", "Exp", "FanInConcat", "FanInSum", "FanOut", "Flatten", "Gelu", "GeneralConv",
+        "GeneralConvTranspose", "Identity", "LeakyRelu", "LogSoftmax", "MaxPool", "Relu",
+        "Selu", "Sigmoid", "Softmax", "Softplus", "SumPool", "Tanh", "elementwise", "elu",
+        "gelu", "glorot", "glorot_normal", "leaky_relu", "log_softmax", "logsoftmax",
+        "normal", "ones", "parallel", "randn", "relu", "selu", "serial", "shape_dependent",
+        "sigmoid", "softmax", "softplus", "standardize", "zeros"],
 }
 
 

@@ -13,6 +13,7 @@ from . import (
     core,
     dtypes,
     errors,
+    example_libraries,
     flatten_util,
     image,
     lax,

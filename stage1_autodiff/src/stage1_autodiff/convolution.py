@@ -151,11 +151,7 @@ def conv_shape(lhs_shape: Shape, rhs_shape: Shape, *, window_strides, padding, l
                          "must be positive.")
     spatial = window_out_shape(space, window, window_strides, padding, lhs_dilation,
                                rhs_dilation)
-    canonical = (n // batch_group_count, o, *spatial)
-    out = [0] * len(canonical)
-    for d, size in zip(out_spec, canonical):
-        out[d] = size
-    return tuple(out)
+    return _placed((n // batch_group_count, o, *spatial), out_spec)
 
 
 def _check_groups(n, c, o, i, feature_groups, batch_groups) -> None:
@@ -463,3 +459,71 @@ def move_axis_swap(x, a: int, b: int):
     order = list(range(get_aval(x).ndim))
     order[a], order[b] = order[b], order[a]
     return transpose(x, order)
+
+# ------------------------------------------------------------------------------------------
+# Result shapes without operands, as jax.lax exports them (stax's layers use them)
+# ------------------------------------------------------------------------------------------
+
+
+def conv_shape_tuple(lhs_shape: Shape, rhs_shape: Shape, strides: Shape, pads,
+                     batch_group_count: int = 1) -> Shape:
+    """The result shape of a convolution of operands in ``NCHW``/``OIHW`` order, for
+    ``pads`` a padding name or ``(low, high)`` pairs.
+
+    Example:
+        >>> conv_shape_tuple((1, 3, 8, 8), (16, 3, 3, 3), (2, 2), "SAME")
+        (1, 16, 4, 4)
+    """
+    space, window = tuple(lhs_shape[2:]), tuple(rhs_shape[2:])
+    if isinstance(pads, str):
+        pads = padtype_to_pads(space, window, strides, pads)
+    if len(pads) != len(space):
+        raise TypeError(f"Wrong number of explicit pads for convolution: expected "
+                        f"{len(space)}, one (low, high) pair per spatial dim, got {len(pads)}.")
+    if any(n + lo + hi < 0 for n, (lo, hi) in zip(space, pads)):
+        raise ValueError(f"Negative padding is larger than the dim it pads: padding "
+                         f"{tuple(pads)} of spatial dims {space}.")
+    ones = (1,) * len(space)
+    out = window_out_shape(space, window, strides, pads, ones, ones)
+    return (int(lhs_shape[0]) // batch_group_count, int(rhs_shape[0]), *out)
+
+
+def conv_general_shape_tuple(lhs_shape: Shape, rhs_shape: Shape, window_strides: Shape,
+                             padding, dimension_numbers) -> Shape:
+    """:func:`conv_shape_tuple` for operands laid out as ``dimension_numbers`` says.
+
+    Example:
+        >>> conv_general_shape_tuple((1, 8, 8, 3), (3, 3, 3, 16), (1, 1), "SAME",
+        ...                          ("NHWC", "HWIO", "NHWC"))
+        (1, 8, 8, 16)
+    """
+    dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+    canonical = conv_shape_tuple(_take(lhs_shape, dn.lhs_spec), _take(rhs_shape, dn.rhs_spec),
+                                 window_strides, padding)
+    return _placed(canonical, dn.out_spec)
+
+
+def conv_transpose_shape_tuple(lhs_shape: Shape, rhs_shape: Shape, window_strides: Shape,
+                               padding, dimension_numbers) -> Shape:
+    """The result shape of :func:`conv_transpose` (``(low, high)`` pairs pad the dilated
+    lhs, as there).
+
+    Example:
+        >>> conv_transpose_shape_tuple((1, 8, 8, 3), (3, 3, 3, 16), (2, 2), "VALID",
+        ...                            ("NHWC", "HWIO", "NHWC"))
+        (1, 17, 17, 16)
+    """
+    dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+    (n, _, *space), (o, _, *window) = _take(lhs_shape, dn.lhs_spec), _take(rhs_shape, dn.rhs_spec)
+    if isinstance(padding, str):
+        padding = [_transpose_pads(k, s, padding) for k, s in zip(window, window_strides)]
+    out = [(i - 1) * s - k + 2 + lo + hi
+           for i, k, s, (lo, hi) in zip(space, window, window_strides, padding)]
+    return _placed((n, o, *out), dn.out_spec)
+
+
+def _placed(canonical: Shape, spec: Sequence[int]) -> Shape:
+    out = [0] * len(canonical)
+    for d, size in zip(spec, canonical):
+        out[d] = int(size)
+    return tuple(out)

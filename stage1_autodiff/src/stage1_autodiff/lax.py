@@ -16,7 +16,10 @@ from .convolution import (
     conv,
     conv_dimension_numbers,
     conv_general_dilated,
+    conv_general_shape_tuple,
+    conv_shape_tuple,
     conv_transpose,
+    conv_transpose_shape_tuple,
     conv_with_general_padding,
 )
 from .cumulative import associative_scan, cummax, cummin, cumprod, cumsum, reduce, top_k
@@ -188,6 +191,7 @@ from .windowed import (
     reduce_window,
     reduce_window_max,
     reduce_window_min,
+    reduce_window_shape_tuple,
     reduce_window_sum,
 )
 
@@ -226,9 +230,10 @@ __all__ += ["complex", "conj", "imag", "real"]  # complex_numbers.py
 __all__ += ["FftType", "fft"]  # fft.py
 __all__ += ["Precision"]  # precision.py
 __all__ += ["padtype_to_pads", "reduce_window", "reduce_window_max", "reduce_window_min",
-            "reduce_window_sum"]  # windowed.py
+            "reduce_window_shape_tuple", "reduce_window_sum"]  # windowed.py
 __all__ += ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
-            "conv_transpose", "conv_with_general_padding"]  # convolution.py
+            "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose",
+            "conv_transpose_shape_tuple", "conv_with_general_padding"]  # convolution.py
 __all__ += ["RoundingMethod", "approx_max_k", "approx_min_k", "batch_matmul", "broadcast",
             "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "clz", "collapse",
             "cumlogsumexp", "dot", "dtype", "index_in_dim", "is_finite", "optimization_barrier",

@@ -425,3 +425,19 @@ def _as_init(init_value, dtype: np.dtype) -> Any:
         raise TypeError(f"reduce_window: init_value of dtype {aval.dtype} does not match the "
                         f"operand's dtype {dtype}; convert one of them.")
     return convert_element_type(init_value, dtype)
+
+
+def reduce_window_shape_tuple(operand_shape: Sequence[int], window_dimensions: Sequence[int],
+                              window_strides: Sequence[int], padding: Pads,
+                              base_dilation: Sequence[int] | None = None,
+                              window_dilation: Sequence[int] | None = None) -> Shape:
+    """The result shape of a :func:`reduce_window` with these windows (``padding`` as
+    ``(low, high)`` pairs), without an operand.
+
+    Example:
+        >>> reduce_window_shape_tuple((1, 8, 8, 3), (1, 2, 2, 1), (1, 2, 2, 1), [(0, 0)] * 4)
+        (1, 4, 4, 3)
+    """
+    ones = (1,) * len(operand_shape)
+    return window_out_shape(operand_shape, window_dimensions, window_strides, padding,
+                            base_dilation or ones, window_dilation or ones)

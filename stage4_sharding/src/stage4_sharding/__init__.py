@@ -47,6 +47,7 @@ from stage3_vmap import (  # noqa: F401
     enable_x64,
     ensure_compile_time_eval,
     eval_shape,
+    example_libraries,
     flatten_util,
     float0,
     grad,
@@ -127,4 +128,7 @@ __version__ = "0.1.0"
 # the stages before, by this package's names.
 _sys.modules.update({f"{__name__}.{name}": module for name, module in (
     ("dtypes", dtypes), ("custom_derivatives", custom_derivatives), ("stages", stages),
-    ("image", image), ("flatten_util", flatten_util))})
+    ("image", image), ("flatten_util", flatten_util),
+    ("example_libraries", example_libraries),
+    ("example_libraries.optimizers", example_libraries.optimizers),
+    ("example_libraries.stax", example_libraries.stax))})
