@@ -600,3 +600,16 @@ def assert_call_as_jax(cases: Callable[[Any], dict], name: str, how: str, rtol: 
     assert [(d, w, v.shape) for d, w, v in got] == [(d, w, v.shape) for d, w, v in expected]
     for (*_, g), (*_, e) in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=rtol, atol=atol)
+
+
+def assert_raises_as_jax(cases: Callable[[Any], dict], name: str) -> None:
+    """``cases(library)[name]`` is ``(error class, call)`` written with that library: the call
+    raises that class with JAX and with stage 4."""
+    import jax
+    import pytest
+
+    import stage4_sharding
+    for library in (jax, stage4_sharding):
+        error, call = cases(library)[name]
+        with pytest.raises(error):
+            call()

@@ -1742,6 +1742,47 @@ def test_with_sharding_constraint_is_a_reshard() -> None:
     assert not any(grads[0].sharding.spec) and tuple(grads[1].sharding.spec) == ("d",)
 
 
+def test_auto_axes_may_close_over_arrays_typed_outside_it() -> None:
+    rows = np.arange(16.0, dtype=np.float32).reshape(4, 4)
+    results = []
+    for lib in (sj, jax):
+        module, P = lib.sharding, lib.sharding.PartitionSpec  # noqa: N806
+        mesh = lib.make_mesh((4, 2), ("X", "Y"))
+        with module.set_mesh(mesh):
+            x = lib.device_put(rows, module.NamedSharding(mesh, P("X", None)))
+            y = lib.device_put(rows, module.NamedSharding(mesh, P(None, "X")))
+            f = module.auto_axes(lambda a: a * y, out_sharding=P("X"))
+            try:
+                results.append(np.asarray(f(x)))
+            except ValueError as error:
+                results.append(str(error))
+    np.testing.assert_array_equal(results[0], rows * rows)
+    assert "should match the aval mesh" in results[1]
+    raises(ValueError, sj.sharding.AbstractMesh, (4, 2), ("a",), match="one size per name")
+    jax.sharding.AbstractMesh((4, 2), ("a",))  # JAX's raises only when used
+
+
+def test_values_stay_on_meshes_of_one_shape_under_jit() -> None:
+    x8 = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+    for lib in (sj, jax):
+        module, P = lib.sharding, lib.sharding.PartitionSpec  # noqa: N806
+        mesh = lib.make_mesh((4, 2), ("X", "Y"))
+        with module.set_mesh(mesh):
+            x = lib.device_put(x8, P("X", "Y"))
+            eager = lib.device_put(x, module.NamedSharding(lib.make_mesh((8,), ("A",)),
+                                                           P("A", None)))
+            assert str(lib.typeof(eager)) == "float32[8@A,4]"
+
+            def regrouped(v, module=module, P=P):  # noqa: N803
+                line = module.AbstractMesh((8,), ("A",), (module.AxisType.Explicit,))
+                with module.use_abstract_mesh(line):
+                    return module.reshard(v, P("A", None)) * 2
+            if lib is jax:
+                assert str(lib.typeof(lib.jit(regrouped)(x))) == "float32[8@A,4]"
+            else:
+                raises(ValueError, lib.jit(regrouped), x, match="outside jit")
+
+
 def test_narrow_running_sums_and_nanmean_accumulate_in_float32() -> None:
     x = (np.random.default_rng(0).standard_normal(4096) * 3).astype(ml_dtypes.bfloat16)
     exact = np.cumsum(x.astype(np.float64))

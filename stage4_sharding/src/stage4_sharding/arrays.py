@@ -144,7 +144,7 @@ def run_program(program: ClosedJaxpr, arrays: list[Any], backend: str) -> list[S
     """Runs a program over sharded values: partitioned for its mesh, then run on every device
     with ``backend`` compiling the local segments. Arguments are used block by block; a
     plain array is on every device."""
-    mesh = mesh_of([*program.in_avals, *program.out_avals], "a program")
+    mesh = mesh_of([*program.in_avals, *program.out_avals], "a program", any_types=True)
     assert mesh is not None, "run_program is for programs over sharded arrays"
     lowered = partition(program, mesh)
     executable = spmd_executable(lowered.local, mesh, backend)

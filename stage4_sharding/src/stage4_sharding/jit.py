@@ -38,7 +38,7 @@ class ShardedJitted(Jitted):
         program = lowered._entry.program
         if not is_sharded(program):
             return lowered
-        mesh = mesh_of([*program.in_avals, *program.out_avals], "a program")
+        mesh = mesh_of([*program.in_avals, *program.out_avals], "a program", any_types=True)
         return ShardedLowered(lowered, partition(program, mesh))
 
 

@@ -177,10 +177,26 @@ class Mesh:
         return f"Mesh({axes}, axis_types={_types_text(self.axis_types)})"
 
     def __eq__(self, other: Any) -> bool:
+        return self.same_grid(other) and self.axis_types == other.axis_types
+
+    def same_grid(self, other: Any) -> bool:
+        """Whether ``other`` has these devices and axis names, whatever its axis types: an
+        array keeps its blocks when ``auto_axes`` moves it to such a mesh."""
         return (isinstance(other, Mesh) and self.axis_names == other.axis_names
-                and self.axis_types == other.axis_types
                 and self.devices.shape == other.devices.shape
                 and all(a == b for a, b in zip(self.devices.flat, other.devices.flat)))
+
+    def with_axis_types(self, types: dict[str, AxisType]) -> Mesh:
+        """This grid with the named axes' types replaced."""
+        return Mesh(self.devices, self.axis_names,
+                    tuple(types.get(n, t) for n, t in zip(self.axis_names, self.axis_types)))
+
+    @property
+    def abstract_mesh(self) -> Any:
+        """The mesh without its devices (``use_abstract_mesh``'s own, for a mesh it made)."""
+        from .axis_types import AbstractMesh
+        return self.__dict__.get("_abstract") or AbstractMesh(
+            self.axis_sizes, self.axis_names, self.axis_types, device_kind="cpu")
 
     def __hash__(self) -> int:
         return hash((self.axis_names, self.axis_types, self.devices.shape,

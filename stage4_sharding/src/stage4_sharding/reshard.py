@@ -58,8 +58,13 @@ def reshard(x: Any, out_sharding: Any) -> Any:
 def lay_out(leaf: Any, sharding: NamedSharding) -> Any:
     """One array laid out by ``sharding``: a ``reshard`` equation for a traced value or a
     sharded array; a plain array is split onto the devices."""
-    if isinstance(leaf, Tracer) or type(leaf) is not Array and isinstance(leaf, Array):
+    if isinstance(leaf, Tracer):
         return reshard_p.bind(leaf, sharding=sharding)[0]
+    if type(leaf) is not Array and isinstance(leaf, Array):
+        mesh = getattr(leaf.sharding, "mesh", None)
+        if mesh is None or mesh.same_grid(sharding.mesh):
+            return reshard_p.bind(leaf, sharding=sharding)[0]
+        # another mesh's grid (device_put between meshes): gathered, then split anew
     return shard(leaf, sharding)
 
 

@@ -1,0 +1,217 @@
+"""Switching mesh axis types for a part of a program: ``auto_axes``, ``explicit_axes``, and the
+abstract mesh that says which types are in force (``get_abstract_mesh``).
+
+On ``Explicit`` axes an operation whose result layout is ambiguous is an error that asks for
+``out_sharding``; on ``Auto`` axes the compiler chooses. ``auto_axes(f, out_sharding=...)``
+runs ``f`` with (some of) the current mesh's axes ``Auto``, then lays its result out as asked;
+``explicit_axes(f, in_sharding=...)`` is its dual, laying the arguments out as asked and
+running ``f`` with the axes ``Explicit``.
+
+Here an array's type names its mesh, types included (``sharded_types.py`` chooses by them), so
+the switch is a cast: each argument's blocks move, unchanged, to the same devices under the
+switched types (a ``reshard`` to the same spec), ``f`` runs with that mesh current, and the
+results are cast back. Under ``jit`` the casts are equations, which partition to nothing.
+
+NB: in JAX the axis types live in the context's abstract mesh and an array's type is read
+against it (``mesh_cast`` and ``auto_axes`` in jax/_src/sharding_impls.py and pjit.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from stage1_autodiff.tree_util import tree_flatten, tree_map, tree_unflatten
+
+from .mesh import AxisType, Mesh, get_mesh, set_mesh
+from .named_sharding import NamedSharding, PartitionSpec, as_sharding
+from .reshard import reshard
+
+__all__ = ["AbstractMesh", "auto_axes", "explicit_axes", "get_abstract_mesh",
+           "use_abstract_mesh"]
+
+
+class AbstractMesh:
+    """A mesh's shape, axis names and axis types, without devices: what a program's types
+    refer to.
+
+    Example:
+        >>> from stage4_sharding.sharding import AbstractMesh, AxisType
+        >>> AbstractMesh((4, 2), ("x", "y"), (AxisType.Explicit, AxisType.Auto))
+        AbstractMesh('x': 4, 'y': 2, axis_types=(Explicit, Auto))
+    """
+
+    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str],
+                 axis_types: Sequence[AxisType] | None = None, *,
+                 device_kind: str | None = None) -> None:
+        self.axis_sizes = tuple(int(n) for n in axis_sizes)
+        self.axis_names = tuple(axis_names)
+        if len(self.axis_sizes) != len(self.axis_names):
+            raise ValueError(f"AbstractMesh: {len(self.axis_sizes)} axis sizes "
+                             f"{self.axis_sizes} for {len(self.axis_names)} axis names "
+                             f"{self.axis_names}; give one size per name.")
+        self.axis_types = (tuple(axis_types) if axis_types is not None
+                           else (AxisType.Auto,) * len(self.axis_names))
+        self.device_kind = device_kind  # known when made from a mesh of devices
+
+    shape = property(lambda self: dict(zip(self.axis_names, self.axis_sizes)))
+    size = property(lambda self: math.prod(self.axis_sizes))
+    empty = property(lambda self: not self.axis_names)
+    explicit_axes = property(lambda self: self._of_type(AxisType.Explicit))
+    auto_axes = property(lambda self: self._of_type(AxisType.Auto))
+    manual_axes = property(lambda self: self._of_type(AxisType.Manual))
+
+    def _of_type(self, kind: AxisType) -> tuple[str, ...]:
+        return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t is kind)
+
+    def __repr__(self) -> str:
+        types = ", ".join(t.name for t in self.axis_types) + ("," if len(self.axis_types) == 1
+                                                              else "")
+        axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items()) if self.axis_names \
+            else "()"
+        kind = (f", device_kind={self.device_kind}, num_cores=None, platform=cpu"
+                if self.device_kind else "")
+        return f"AbstractMesh({axes}, axis_types=({types}){kind})"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, AbstractMesh) and (
+            self.axis_sizes, self.axis_names, self.axis_types) == (
+            other.axis_sizes, other.axis_names, other.axis_types)
+
+    def __hash__(self) -> int:
+        return hash((self.axis_sizes, self.axis_names, self.axis_types))
+
+
+def get_abstract_mesh() -> AbstractMesh:
+    """The abstract mesh of the current mesh (``set_mesh``'s, as ``auto_axes`` and
+    ``explicit_axes`` switch its types), or an empty one when no mesh is set."""
+    mesh = get_mesh()
+    return mesh.abstract_mesh if mesh is not None else AbstractMesh((), ())
+
+
+class use_abstract_mesh:  # noqa: N801 -- a function in JAX's API, used in a ``with``
+    """Within the block, the current mesh is ``abstract``'s: the current mesh's devices, in
+    their order, regrouped into its axes (sizes, names and types), whose product must be the
+    current mesh's size."""
+
+    def __init__(self, abstract: AbstractMesh) -> None:
+        mesh = get_mesh()
+        if mesh is None:
+            raise ValueError("use_abstract_mesh needs a current mesh whose devices it "
+                             "regroups: call it inside `with jax.set_mesh(mesh):`.")
+        if abstract.size != mesh.size:
+            raise ValueError(f"use_abstract_mesh: {abstract} has {abstract.size} devices, the "
+                             f"current mesh {mesh} has {mesh.size}; the sizes must be equal.")
+        regrouped = Mesh(mesh.devices.reshape(abstract.axis_sizes), abstract.axis_names,
+                         abstract.axis_types)
+        regrouped._abstract = abstract  # what get_abstract_mesh gives back, as it was made
+        self._setting = set_mesh(regrouped)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: Any) -> None:
+        self._setting.__exit__(*exc)
+
+
+def _cast(tree: Any, mesh: Mesh) -> Any:
+    """Each leaf sharded over ``mesh``'s grid moved to ``mesh`` itself, spec unchanged."""
+    def leaf(x: Any) -> Any:
+        sharding = getattr(_type_of(x), "sharding", None)
+        if isinstance(sharding, NamedSharding) and sharding.mesh != mesh \
+                and sharding.mesh.same_grid(mesh):
+            return reshard(x, NamedSharding(mesh, sharding.spec))
+        return x
+    return tree_map(leaf, tree)
+
+
+def _type_of(x: Any) -> Any:
+    from stage1_autodiff.core import get_aval
+    return get_aval(x) if hasattr(x, "shape") else None
+
+
+def _laid_out(tree: Any, shardings: Any, mesh: Mesh, what: str) -> Any:
+    """``tree``'s leaves resharded onto ``mesh`` by ``shardings``: one spec or sharding for
+    every leaf, or a pytree of them shaped as a prefix of ``tree``."""
+    def one(x: Any, sharding: Any) -> Any:
+        target = as_sharding(sharding, what) if not isinstance(sharding, PartitionSpec) \
+            else NamedSharding(mesh, sharding)
+        return reshard(x, target)
+    if shardings is None or isinstance(shardings, (PartitionSpec, NamedSharding)):
+        return tree_map(lambda x: one(x, shardings), tree)
+    leaves, treedef = tree_flatten(shardings, is_leaf=lambda s: s is None or isinstance(
+        s, (PartitionSpec, NamedSharding)))
+    parts = treedef.flatten_up_to(tree)
+    return tree_unflatten(treedef, [tree_map(lambda x, s=s: one(x, s), part)
+                                    for part, s in zip(parts, leaves)])
+
+
+def _switched(mesh: Mesh, axes: str | Sequence[str] | None, kind: AxisType,
+              name: str) -> Mesh:
+    names = (axes,) if isinstance(axes, str) else tuple(axes or mesh.axis_names)
+    unknown = [a for a in names if a not in mesh.axis_names]
+    if unknown:
+        raise ValueError(f"{name}: axes {unknown} are not axes of the current mesh {mesh}.")
+    manual = [a for a in names if dict(zip(mesh.axis_names, mesh.axis_types))[a]
+              is AxisType.Manual]
+    if manual:
+        raise ValueError(f"{name}: the mesh axes {manual} are Manual (inside shard_map); "
+                         f"only Explicit and Auto axes can be switched.")
+    return mesh.with_axis_types(dict.fromkeys(names, kind))
+
+
+def _decorator(kind: AxisType, name: str, keyword: str) -> Callable[..., Any]:
+    """``auto_axes`` or ``explicit_axes``: ``keyword`` (``out_sharding`` or ``in_sharding``)
+    is given when decorating or at each call."""
+    def decorate(f: Callable | None = None, /, *, axes: str | Sequence[str] | None = None,
+                 **given: Any) -> Callable[..., Any]:
+        unknown = set(given) - {keyword}
+        if unknown:
+            raise TypeError(f"{name} got unexpected keyword arguments {sorted(unknown)}.")
+        if f is None:
+            return functools.partial(decorate, axes=axes, **given)
+
+        @functools.wraps(f)
+        def switched(*args: Any, **kwargs: Any) -> Any:
+            sharding = kwargs.pop(keyword, given.get(keyword))
+            if sharding is None:
+                raise TypeError(f"{name}: missing required keyword argument {keyword!r}; give "
+                                f"it when decorating ({name}(f, {keyword}=P(...))) or calling.")
+            outer = get_mesh()
+            if outer is None:
+                return f(*args, **kwargs)
+            inner = _switched(outer, axes, kind, name)
+            if kind is AxisType.Explicit:
+                args = _laid_out(_cast(args, inner), sharding, inner, keyword)
+            with set_mesh(inner):
+                out = f(*_cast(args, inner), **kwargs)
+            if kind is AxisType.Auto:  # one reshard each, onto the outer mesh as asked
+                return _laid_out(out, sharding, outer, keyword)
+            return _cast(out, outer)
+        return switched
+    return decorate
+
+
+auto_axes = _decorator(AxisType.Auto, "auto_axes", "out_sharding")
+auto_axes.__name__ = auto_axes.__qualname__ = "auto_axes"
+auto_axes.__doc__ = """``f`` run with the current mesh's ``axes`` (all, by default) of type
+``Auto``, its results laid out by ``out_sharding`` (a ``PartitionSpec`` or sharding for all
+of them, or a pytree prefix of them), given here or at each call.
+
+Example:
+    >>> import numpy as np, stage4_sharding as jax
+    >>> from stage4_sharding.sharding import P, auto_axes
+    >>> with jax.set_mesh(jax.make_mesh((4, 2), ("x", "y"))):
+    ...     a = jax.device_put(np.ones((4, 4), np.float32), P("x", None))
+    ...     b = jax.device_put(np.ones((4, 4), np.float32), P(None, "x"))
+    ...     print(jax.typeof(auto_axes(lambda a, b: a + b, out_sharding=P("x"))(a, b)))
+    float32[4@x,4]
+"""
+explicit_axes = _decorator(AxisType.Explicit, "explicit_axes", "in_sharding")
+explicit_axes.__name__ = explicit_axes.__qualname__ = "explicit_axes"
+explicit_axes.__doc__ = """``f`` run with the current mesh's ``axes`` (all, by default) of
+type ``Explicit``, its arguments laid out by ``in_sharding`` first (given here or at each
+call): the dual of :func:`auto_axes`. Its results come back on the mesh as it was.
+"""
