@@ -4,7 +4,8 @@ results must agree leaf by leaf: structure, shape, dtype, weak type and values.
 
 This is the README's promise checked on whole programs (regression, classifiers, attention,
 GP regression, a CNN, an ODE in ``scan``, per-example gradients, ``custom_jvp``, remat,
-cumulative sums and dynamic slices, Newton's method, data parallelism, Monte Carlo).
+cumulative sums and dynamic slices, Newton's method, data parallelism, Monte Carlo, a
+``stax`` network trained with ``optimizers``, tensor parallelism with ``auto_axes``).
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ def test_a_jax_program_runs_unchanged_and_agrees_with_jax(path):
     for k, (g, w) in enumerate(zip(got_leaves, want_leaves)):
         g_np, w_np = np.asarray(g), np.asarray(w)
         where = f"{path.stem}: leaf {k}"
+        if isinstance(w, str):  # a type or a mesh as printed
+            assert g == w, where
+            continue
         assert g_np.dtype == w_np.dtype and g_np.shape == w_np.shape, where
         assert getattr(g, "weak_type", None) == getattr(w, "weak_type", None), where
         np.testing.assert_allclose(g_np, w_np, rtol=2e-4, atol=2e-5, err_msg=where)
