@@ -1742,6 +1742,16 @@ def test_with_sharding_constraint_is_a_reshard() -> None:
     assert not any(grads[0].sharding.spec) and tuple(grads[1].sharding.spec) == ("d",)
 
 
+def test_a_namedtuples_children_are_keyed_by_their_own_fields() -> None:
+    import collections
+    point = collections.namedtuple("Point", "x y")
+    for lib, expected in ((sj, [".x", ".y"]), (jax, [".x", ".x"])):
+        keyed = lib.tree_util.flatten_one_level_with_keys(point(1, 2))[0]
+        assert [str(key) for key, _ in keyed] == expected
+        assert [lib.tree_util.keystr(path) for path, _ in
+                lib.tree_util.tree_flatten_with_path(point(1, 2))[0]] == [".x", ".y"]
+
+
 def test_auto_axes_may_close_over_arrays_typed_outside_it() -> None:
     rows = np.arange(16.0, dtype=np.float32).reshape(4, 4)
     results = []

@@ -5,6 +5,7 @@ missing (an AttributeError under the import swap)."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import operator
@@ -95,8 +96,25 @@ def _structures(lib):
             lib.tree_util.flatten_one_level({"b": 1, "a": (2,)}))
 
 
+def _registry(lib):
+    """``flatten_one_level_with_keys``, ``is_tree_node`` and ``default_registry``."""
+    t, registry = lib.tree_util, lib.tree_util.default_registry
+    point = collections.namedtuple("Point", "x y")
+    keyed = t.flatten_one_level_with_keys({"a": [1, 2], "b": point(3, 4)})
+    return ([(str(key), child) for key, child in keyed[0]], keyed[1],
+            [c for _, c in t.flatten_one_level_with_keys(point(5, 6))[0]],  # (keys below)
+            t.flatten_one_level_with_keys(None),
+            [t.is_tree_node(typ) for typ in (list, tuple, dict, type(None), int, point,
+                                             collections.OrderedDict, np.ndarray, [1], 3)],
+            (lambda flat: (flat[0], str(flat[1])))(registry.flatten([1, None, (2, 3)])),
+            (lambda flat: (flat[0], str(flat[1])))(registry.flatten([1, 2], lambda x: x == 1)),
+            [(t.keystr(p), v) for p, v in registry.flatten_with_path([1, {"a": 2}])[0]],
+            registry.flatten_one_level([1, (2, 3)]), registry.flatten_one_level(1),
+            registry.flatten_one_level_with_keys(1), registry.is_node(dict))
+
+
 @pytest.mark.parametrize("case", [_node_class, _static_dataclass, _partial, _reductions,
-                                  _structures], ids=lambda f: f.__name__[1:])
+                                  _structures, _registry], ids=lambda f: f.__name__[1:])
 def test_as_jax(case):
     mine, theirs = _both(case)
     assert mine == theirs
@@ -109,6 +127,8 @@ def test_as_jax(case):
     (lambda lib: lib.tree.transpose(lib.tree.structure([0, 0]), lib.tree.structure((0, 0)),
                                     [(1, 2), (3,)]), TypeError),
     (lambda lib: lib.tree_util.flatten_one_level(1), ValueError),
+    (lambda lib: lib.tree_util.flatten_one_level_with_keys(1.0), ValueError),
+    (lambda lib: lib.tree_util.is_tree_node(None), TypeError),
 ])
 @pytest.mark.parametrize("lib", [ours, real], ids=["ours", "jax"])
 def test_errors_as_jax(lib, call, error):

@@ -759,11 +759,76 @@ def flatten_one_level(tree: PyTree) -> tuple[tuple[Any, ...], Hashable]:
         >>> flatten_one_level({"b": 1, "a": (2,)})
         (((2,), 1), ('a', 'b'))
     """
+    keyed, node_data = flatten_one_level_with_keys(tree)
+    return tuple(child for _, child in keyed), node_data
+
+
+def flatten_one_level_with_keys(tree: PyTree) -> tuple[tuple[tuple[Any, Any], ...], Hashable]:
+    """The root's children, each after its key, and node data; a ``ValueError`` for a leaf.
+
+    Example:
+        >>> flatten_one_level_with_keys([1, (2, 3)])
+        (((SequenceKey(idx=0), 1), (SequenceKey(idx=1), (2, 3))), None)
+    """
     rule = _rule_for_type(type(tree))
     if rule is None:
         raise ValueError(f"can't tree-flatten type: {type(tree)}")
     keyed, node_data = rule.flatten_with_keys(tree)
-    return tuple(child for _, child in keyed), node_data
+    return tuple((key, child) for key, child in keyed), node_data
+
+
+def is_tree_node(typ: type) -> bool:
+    """Whether instances of the type ``typ`` are pytree nodes: registered (built in or by
+    ``register_pytree_node``) or a namedtuple.
+
+    Example:
+        >>> is_tree_node(dict), is_tree_node(int)
+        (True, False)
+    """
+    if typ is None:  # (another value is no type, so not a node's: False, as in JAX)
+        raise TypeError("is_tree_node takes a type, got None: pass type(None) to ask about "
+                        "None, which is a node with no children.")
+    return isinstance(typ, type) and _rule_for_type(typ) is not None
+
+
+class _Registry:
+    """``tree_util.default_registry``: the registry every pytree function here consults, with
+    the methods of JAX's ``PyTreeRegistry``."""
+
+    def flatten(self, tree: PyTree, leaf_predicate: IsLeaf = None
+                ) -> tuple[list[Any], PyTreeDef]:
+        return tree_flatten(tree, leaf_predicate)
+
+    def flatten_with_path(self, tree: PyTree, leaf_predicate: IsLeaf = None
+                          ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
+        return tree_flatten_with_path(tree, leaf_predicate)
+
+    def flatten_one_level(self, tree: PyTree) -> tuple[list[Any], Hashable] | None:
+        if not is_tree_node(type(tree)):
+            return None  # a leaf: None here, a ValueError from tree_util's function
+        children, node_data = flatten_one_level(tree)
+        return list(children), node_data
+
+    def flatten_one_level_with_keys(self, tree: PyTree
+                                    ) -> tuple[list[tuple[Any, Any]], Hashable] | None:
+        if not is_tree_node(type(tree)):
+            return None
+        keyed, node_data = flatten_one_level_with_keys(tree)
+        return list(keyed), node_data
+
+    def is_node(self, typ: type) -> bool:
+        return is_tree_node(typ)
+
+    def register_node(self, typ: type, to_iterable: Callable, from_iterable: Callable,
+                      to_iterable_with_keys: Callable | None = None) -> None:
+        register_pytree_node(typ, to_iterable, from_iterable, to_iterable_with_keys)
+
+    def register_dataclass_node(self, typ: type, data_fields: Iterable[str],
+                                meta_fields: Iterable[str], /) -> None:
+        register_dataclass(typ, data_fields, meta_fields)
+
+
+default_registry = _Registry()
 
 
 # Built-in node types, registered through the same function users call.
