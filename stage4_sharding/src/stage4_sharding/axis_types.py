@@ -19,76 +19,17 @@ against it (``mesh_cast`` and ``auto_axes`` in jax/_src/sharding_impls.py and pj
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from stage1_autodiff.tree_util import tree_flatten, tree_map, tree_unflatten
 
-from .mesh import AxisType, Mesh, get_mesh, set_mesh
+from .mesh import AbstractMesh, AxisType, Mesh, get_abstract_mesh, get_mesh, set_mesh
 from .named_sharding import NamedSharding, PartitionSpec, as_sharding
 from .reshard import reshard
 
 __all__ = ["AbstractMesh", "auto_axes", "explicit_axes", "get_abstract_mesh",
            "use_abstract_mesh"]
-
-
-class AbstractMesh:
-    """A mesh's shape, axis names and axis types, without devices: what a program's types
-    refer to.
-
-    Example:
-        >>> from stage4_sharding.sharding import AbstractMesh, AxisType
-        >>> AbstractMesh((4, 2), ("x", "y"), (AxisType.Explicit, AxisType.Auto))
-        AbstractMesh('x': 4, 'y': 2, axis_types=(Explicit, Auto))
-    """
-
-    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str],
-                 axis_types: Sequence[AxisType] | None = None, *,
-                 device_kind: str | None = None) -> None:
-        self.axis_sizes = tuple(int(n) for n in axis_sizes)
-        self.axis_names = tuple(axis_names)
-        if len(self.axis_sizes) != len(self.axis_names):
-            raise ValueError(f"AbstractMesh: {len(self.axis_sizes)} axis sizes "
-                             f"{self.axis_sizes} for {len(self.axis_names)} axis names "
-                             f"{self.axis_names}; give one size per name.")
-        self.axis_types = (tuple(axis_types) if axis_types is not None
-                           else (AxisType.Auto,) * len(self.axis_names))
-        self.device_kind = device_kind  # known when made from a mesh of devices
-
-    shape = property(lambda self: dict(zip(self.axis_names, self.axis_sizes)))
-    size = property(lambda self: math.prod(self.axis_sizes))
-    empty = property(lambda self: not self.axis_names)
-    explicit_axes = property(lambda self: self._of_type(AxisType.Explicit))
-    auto_axes = property(lambda self: self._of_type(AxisType.Auto))
-    manual_axes = property(lambda self: self._of_type(AxisType.Manual))
-
-    def _of_type(self, kind: AxisType) -> tuple[str, ...]:
-        return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t is kind)
-
-    def __repr__(self) -> str:
-        types = ", ".join(t.name for t in self.axis_types) + ("," if len(self.axis_types) == 1
-                                                              else "")
-        axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items()) if self.axis_names \
-            else "()"
-        kind = (f", device_kind={self.device_kind}, num_cores=None, platform=cpu"
-                if self.device_kind else "")
-        return f"AbstractMesh({axes}, axis_types=({types}){kind})"
-
-    def __eq__(self, other: Any) -> bool:
-        return isinstance(other, AbstractMesh) and (
-            self.axis_sizes, self.axis_names, self.axis_types) == (
-            other.axis_sizes, other.axis_names, other.axis_types)
-
-    def __hash__(self) -> int:
-        return hash((self.axis_sizes, self.axis_names, self.axis_types))
-
-
-def get_abstract_mesh() -> AbstractMesh:
-    """The abstract mesh of the current mesh (``set_mesh``'s, as ``auto_axes`` and
-    ``explicit_axes`` switch its types), or an empty one when no mesh is set."""
-    mesh = get_mesh()
-    return mesh.abstract_mesh if mesh is not None else AbstractMesh((), ())
 
 
 class use_abstract_mesh:  # noqa: N801 -- a function in JAX's API, used in a ``with``

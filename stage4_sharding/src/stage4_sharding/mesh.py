@@ -93,6 +93,64 @@ class AxisType(enum.Enum):
     Manual = "manual"
 
 
+class AbstractMesh:
+    """A mesh's shape, axis names and axis types, without devices: what a program's types
+    refer to.
+
+    Example:
+        >>> from stage4_sharding.sharding import AbstractMesh, AxisType
+        >>> AbstractMesh((4, 2), ("x", "y"), (AxisType.Explicit, AxisType.Auto))
+        AbstractMesh('x': 4, 'y': 2, axis_types=(Explicit, Auto))
+    """
+
+    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str],
+                 axis_types: Sequence[AxisType] | None = None, *,
+                 device_kind: str | None = None) -> None:
+        self.axis_sizes = tuple(int(n) for n in axis_sizes)
+        self.axis_names = tuple(axis_names)
+        if len(self.axis_sizes) != len(self.axis_names):
+            raise ValueError(f"AbstractMesh: {len(self.axis_sizes)} axis sizes "
+                             f"{self.axis_sizes} for {len(self.axis_names)} axis names "
+                             f"{self.axis_names}; give one size per name.")
+        self.axis_types = (tuple(axis_types) if axis_types is not None
+                           else (AxisType.Auto,) * len(self.axis_names))
+        self.device_kind = device_kind  # known when made from a mesh of devices
+
+    shape = property(lambda self: dict(zip(self.axis_names, self.axis_sizes)))
+    size = property(lambda self: math.prod(self.axis_sizes))
+    empty = property(lambda self: not self.axis_names)
+    explicit_axes = property(lambda self: self._of_type(AxisType.Explicit))
+    auto_axes = property(lambda self: self._of_type(AxisType.Auto))
+    manual_axes = property(lambda self: self._of_type(AxisType.Manual))
+
+    def _of_type(self, kind: AxisType) -> tuple[str, ...]:
+        return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t is kind)
+
+    def __repr__(self) -> str:
+        types = ", ".join(t.name for t in self.axis_types) + ("," if len(self.axis_types) == 1
+                                                              else "")
+        axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items()) if self.axis_names \
+            else "()"
+        kind = (f", device_kind={self.device_kind}, num_cores=None, platform=cpu"
+                if self.device_kind else "")
+        return f"AbstractMesh({axes}, axis_types=({types}){kind})"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, AbstractMesh) and (
+            self.axis_sizes, self.axis_names, self.axis_types) == (
+            other.axis_sizes, other.axis_names, other.axis_types)
+
+    def __hash__(self) -> int:
+        return hash((self.axis_sizes, self.axis_names, self.axis_types))
+
+
+def get_abstract_mesh() -> AbstractMesh:
+    """The abstract mesh of the current mesh (``set_mesh``'s, as ``auto_axes`` and
+    ``explicit_axes`` switch its types), or an empty one when no mesh is set."""
+    mesh = get_mesh()
+    return mesh.abstract_mesh if mesh is not None else AbstractMesh((), ())
+
+
 class Mesh:
     """Devices arranged in a grid with named axes, each ``Auto`` unless ``axis_types`` says
     otherwise, as JAX's constructor (``make_mesh`` makes ``Explicit`` axes by default, as
@@ -192,9 +250,8 @@ class Mesh:
                     tuple(types.get(n, t) for n, t in zip(self.axis_names, self.axis_types)))
 
     @property
-    def abstract_mesh(self) -> Any:
+    def abstract_mesh(self) -> AbstractMesh:
         """The mesh without its devices (``use_abstract_mesh``'s own, for a mesh it made)."""
-        from .axis_types import AbstractMesh
         return self.__dict__.get("_abstract") or AbstractMesh(
             self.axis_sizes, self.axis_names, self.axis_types, device_kind="cpu")
 

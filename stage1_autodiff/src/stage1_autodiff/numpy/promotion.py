@@ -192,6 +192,15 @@ def promote_and_broadcast(op_name: str, *args: Any, inexact: bool = False,
     """The operands of an elementwise op: one dtype, one shape; but a scalar beside an array
     stays a scalar when ``keep_scalars`` (the caller binds one binary primitive, which takes
     it as it is, as JAX's do: ``mul a 2.0:f32[]``)."""
+    if len(args) == 2 and type(args[0]) is Array and type(args[1]) is Array:
+        # The eager fast path: two host arrays of one type and shape need nothing (but two
+        # weak bools make a strong bool, and an inexact op converts integers).
+        x, y = args[0]._value, args[1]._value
+        weak = args[0].weak_type
+        if x.dtype == y.dtype and x.shape == y.shape and weak is args[1].weak_type \
+                and x.dtype.kind in ("fc" if inexact else "fciub") \
+                and not (weak and x.dtype.kind == "b"):
+            return list(args)
     values = promote_inexact(*args) if inexact else promote(*args)
     shapes = [v.shape for v in values]
     if len(shapes) == 2:  # the usual binary op: the same shape, or a scalar kept as it is
