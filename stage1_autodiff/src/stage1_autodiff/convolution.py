@@ -51,13 +51,19 @@ from .contraction import dot_general
 from .core import Primitive, get_aval, impl_rules, jvp_rules, vjp_rules, vjp_rules_take_needs
 from .primitives import (
     Shape,
+    add,
     concatenate,
     convert_element_type,
     defjvp,
+    full,
+    iota,
+    mul,
+    pad,
     reshape,
     rev,
     transpose,
 )
+from .slicing import GatherDimensionNumbers, GatherScatterMode, gather
 from .threads import COORDINATOR
 from .windowed import (
     dilate_and_pad,
@@ -65,7 +71,6 @@ from .windowed import (
     padtype_to_pads,
     transpose_padding,
     window_out_shape,
-    window_taps,
     windows_view,
 )
 
@@ -347,32 +352,66 @@ def move_major(x, src: int, dst: int, groups: int):
     return reshape(x, merged[:at] + [merged[at] * merged[at + 1]] + merged[at + 2:])
 
 
+def _patches(x, window: Shape, strides: Shape, padding, lhs_dilation: Shape,
+             rhs_dilation: Shape):
+    """``x`` (batch, feature, *space) at every tap of every window position, as one array
+    (batch, *positions, feature, tap): a ``pad`` (dilation and the non-negative padding), then
+    one ``gather``, whose indices (``iota`` arithmetic, which the kernel fuses into the
+    gather's loop) name each tap's element at each position. One gather rather than a strided
+    slice per tap: a compiled program holds one loop nest for it, where a weight gradient's
+    window (the output's spatial size) made 64 loop nests, and minutes of compiling."""
+    (n, c, *space), nsp = get_aval(x).shape, len(window)
+    if not nsp:
+        return reshape(x, (n, c, 1))
+    config = [(0, 0, 0)] * 2 + [(max(lo, 0), max(hi, 0), b - 1)
+                                for (lo, hi), b in zip(padding, lhs_dilation)]
+    padded = pad(x, full((), 0, get_aval(x).dtype), config)
+    out = window_out_shape(space, window, strides, padding, lhs_dilation, rhs_dilation)
+    grid = (*out, *window)
+
+    def coordinate(d: int, lo: int, r: int, s: int):  # (*out, *window, 1): one index each
+        at = add(full(grid, max(-lo, 0), np.int32),
+                 add(mul(iota(np.int32, grid, d), full(grid, s, np.int32)),
+                     mul(iota(np.int32, grid, nsp + d), full(grid, r, np.int32))))
+        return reshape(at, (*grid, 1))
+    indices = concatenate([coordinate(d, lo, r, s) for d, ((lo, _), r, s)
+                           in enumerate(zip(padding, rhs_dilation, strides))], len(grid))
+    indices = reshape(indices, (*out, math.prod(window), nsp))
+    spatial = tuple(range(2, 2 + nsp))
+    numbers = GatherDimensionNumbers(offset_dims=(0, 1 + nsp), collapsed_slice_dims=spatial,
+                                     start_index_map=spatial)
+    return gather(padded, indices, numbers, (n, c, *(1,) * nsp),
+                  mode=GatherScatterMode.PROMISE_IN_BOUNDS)
+
+
 def conv_by_patches(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                     dimension_numbers, feature_group_count, batch_group_count, precision,
                     preferred_element_type, out_sharding):
     """The convolution from stage 1's primitives, for a backend with no rule of its own:
-    the lhs in canonical order, one strided slice per kernel tap (``window_taps``) stacked
-    on a new dim, then one ``dot_general`` over (input feature, tap) with the group as its
-    batch dim. im2col, as the NumPy impl, in a form stage 2 compiles."""
+    im2col, as the NumPy impl. The lhs in canonical order becomes its patches, (batch,
+    *positions, feature * tap), and one ``dot_general`` contracts them with the kernel: a
+    plain matrix product when there is one group, which stage 2 hands to BLAS; with the group
+    as a batch dim otherwise."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     dtype = preferred_element_type or get_aval(lhs).dtype
     x = _as_dtype(transpose(lhs, lhs_spec), dtype)
     w = _as_dtype(transpose(rhs, rhs_spec), dtype)
     (n, *_), (o, i, *window) = get_aval(x).shape, get_aval(w).shape
-    taps = window_taps(x, 0, window, window_strides, padding, lhs_dilation, rhs_dilation, 2)
-    positions = get_aval(taps[0]).shape[2:]
     fgc, bgc = feature_group_count, batch_group_count
-    groups, k = fgc * bgc, math.prod(window)
-    stacked = concatenate([reshape(t, (bgc, n // bgc, fgc, i, 1, *positions)) for t in taps], 4)
-    # (bgc, n / bgc, fgc, i, taps, *positions): the groups together, first
-    stacked = reshape(transpose(stacked, (0, 2, 1, 3, 4, *range(5, 5 + len(positions)))),
-                      (groups, n // bgc, i, k, *positions))
-    kernel = reshape(w, (groups, o // groups, i, k))
-    out = dot_general(stacked, kernel, (((2, 3), (2, 3)), ((0,), (0,))))
-    # (group, batch, *positions, o / group) -> (batch, group * o / group, *positions)
-    nspace = len(positions)
-    out = transpose(out, (1, 0, 2 + nspace, *range(2, 2 + nspace)))
-    out = reshape(out, (n // bgc, o, *positions))
+    groups, k, nsp, nb = fgc * bgc, math.prod(window), len(window), n // bgc
+    patches = _patches(x, window, window_strides, padding, lhs_dilation, rhs_dilation)
+    positions = get_aval(patches).shape[1:1 + nsp]
+    if groups == 1:
+        rows = reshape(patches, (n, *positions, i * k))
+        out = dot_general(rows, reshape(w, (o, i * k)), (((nsp + 1,), (1,)), ((), ())))
+    else:  # (bgc, batch / bgc, *positions, fgc, i * k) -> (group, batch / bgc, ..., i * k)
+        split = reshape(patches, (bgc, nb, *positions, fgc, i * k))
+        rows = reshape(transpose(split, (0, 2 + nsp, 1, *range(2, 2 + nsp), 3 + nsp)),
+                       (groups, nb, *positions, i * k))
+        kernel = reshape(w, (groups, o // groups, i * k))
+        out = dot_general(rows, kernel, (((nsp + 2,), (2,)), ((0,), (0,))))
+        out = reshape(transpose(out, (1, *range(2, 2 + nsp), 0, 2 + nsp)), (nb, *positions, o))
+    out = transpose(out, (0, nsp + 1, *range(1, nsp + 1)))  # (batch, o, *positions)
     return transpose(out, tuple(np.argsort(out_spec)))
 
 # ------------------------------------------------------------------------------------------
