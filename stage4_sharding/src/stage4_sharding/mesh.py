@@ -240,7 +240,7 @@ class Mesh:
     def same_grid(self, other: Any) -> bool:
         """Whether ``other`` has these devices and axis names, whatever its axis types: an
         array keeps its blocks when ``auto_axes`` moves it to such a mesh."""
-        return (isinstance(other, Mesh) and self.axis_names == other.axis_names
+        return other is self or (isinstance(other, Mesh) and self.axis_names == other.axis_names
                 and self.devices.shape == other.devices.shape
                 and all(a == b for a, b in zip(self.devices.flat, other.devices.flat)))
 

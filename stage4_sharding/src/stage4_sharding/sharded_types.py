@@ -65,7 +65,8 @@ def in_context(avals: list[ShapedArray], what: str) -> Mesh | None:
         return None
     current = get_mesh()
     meshes = {a.sharding.mesh for a in avals if a.sharding is not None}
-    meshes |= {current} if mesh.same_grid(current) else set()
+    if current is not None and current is not mesh and mesh.same_grid(current):
+        meshes.add(current)
     if len(meshes) == 1:
         return meshes.pop()
     loosest = {name: max((dict(zip(m.axis_names, m.axis_types))[name] for m in meshes),
