@@ -22,6 +22,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from stage1_autodiff.core import get_aval
 from stage1_autodiff.tree_util import tree_flatten, tree_map, tree_unflatten
 
 from .mesh import AbstractMesh, AxisType, Mesh, get_abstract_mesh, get_mesh, set_mesh
@@ -45,13 +46,12 @@ class use_abstract_mesh:  # noqa: N801 -- a function in JAX's API, used in a ``w
         if abstract.size != mesh.size:
             raise ValueError(f"use_abstract_mesh: {abstract} has {abstract.size} devices, the "
                              f"current mesh {mesh} has {mesh.size}; the sizes must be equal.")
-        regrouped = Mesh(mesh.devices.reshape(abstract.axis_sizes), abstract.axis_names,
-                         abstract.axis_types)
-        regrouped._abstract = abstract  # what get_abstract_mesh gives back, as it was made
-        self._setting = set_mesh(regrouped)
+        self._regrouped = Mesh(mesh.devices.reshape(abstract.axis_sizes), abstract.axis_names,
+                               abstract.axis_types)
+        self._regrouped._abstract = abstract  # get_abstract_mesh gives it back as it was made
 
     def __enter__(self) -> None:
-        pass
+        self._setting = set_mesh(self._regrouped)
 
     def __exit__(self, *exc: Any) -> None:
         self._setting.__exit__(*exc)
@@ -69,7 +69,6 @@ def _cast(tree: Any, mesh: Mesh) -> Any:
 
 
 def _type_of(x: Any) -> Any:
-    from stage1_autodiff.core import get_aval
     return get_aval(x) if hasattr(x, "shape") else None
 
 
