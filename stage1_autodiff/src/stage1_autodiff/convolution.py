@@ -58,7 +58,6 @@ from .primitives import (
     full,
     iota,
     mul,
-    pad,
     reshape,
     rev,
     transpose,
@@ -68,6 +67,7 @@ from .threads import COORDINATOR
 from .windowed import (
     dilate_and_pad,
     dilate_dim,
+    pad_for_windows,
     padtype_to_pads,
     transpose_padding,
     window_out_shape,
@@ -363,9 +363,7 @@ def _patches(x, window: Shape, strides: Shape, padding, lhs_dilation: Shape,
     (n, c, *space), nsp = get_aval(x).shape, len(window)
     if not nsp:
         return reshape(x, (n, c, 1))
-    config = [(0, 0, 0)] * 2 + [(max(lo, 0), max(hi, 0), b - 1)
-                                for (lo, hi), b in zip(padding, lhs_dilation)]
-    padded = pad(x, full((), 0, get_aval(x).dtype), config)
+    padded = pad_for_windows(x, 0, padding, lhs_dilation, 2)
     out = window_out_shape(space, window, strides, padding, lhs_dilation, rhs_dilation)
     grid = (*out, *window)
 

@@ -140,6 +140,18 @@ def windows_view(x: np.ndarray, window: Sequence[int], strides: Sequence[int],
         + tuple(t * w for t, w in zip(spatial, window_dilation)), writeable=False)
 
 
+def pad_for_windows(x: Any, value: Any, padding: Pads, base_dilation: Sequence[int],
+                    first: int = 0) -> Any:
+    """Traced: ``x`` with its dims from ``first`` on dilated and padded by the non-negative
+    pads, holding ``value`` (a reader of its windows crops the negative ones): a ``pad``, or
+    ``x`` itself when there is nothing to add. (``dilate_and_pad`` is the NumPy form.)"""
+    config = [(0, 0, 0)] * first + [(builtins_max(lo, 0), builtins_max(hi, 0), b - 1)
+                                    for (lo, hi), b in zip(padding, base_dilation)]
+    if all(c == (0, 0, 0) for c in config):
+        return x
+    return pad(x, full((), value, get_aval(x).dtype), config)
+
+
 def window_taps(x: Any, value: Any, window_dimensions: Sequence[int],
                 window_strides: Sequence[int], padding: Pads, base_dilation: Sequence[int],
                 window_dilation: Sequence[int], first: int = 0) -> list[Any]:
@@ -148,10 +160,7 @@ def window_taps(x: Any, value: Any, window_dimensions: Sequence[int],
     holding ``value``), then a strided ``slice`` per tap (which also crops negative pads)."""
     shape = get_aval(x).shape
     spatial = shape[first:]
-    config = [(0, 0, 0)] * first + [(builtins_max(lo, 0), builtins_max(hi, 0), b - 1)
-                                    for (lo, hi), b in zip(padding, base_dilation)]
-    padded = pad(x, full((), value, get_aval(x).dtype), config) if any(
-        c != (0, 0, 0) for c in config) else x
+    padded = pad_for_windows(x, value, padding, base_dilation, first)
     window, strides = window_dimensions, window_strides
     out = window_out_shape(spatial, window, strides, padding, base_dilation, window_dilation)
     taps = []

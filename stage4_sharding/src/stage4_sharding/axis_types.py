@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from stage1_autodiff.core import get_aval
-from stage1_autodiff.tree_util import tree_flatten, tree_map, tree_unflatten
+from stage1_autodiff.tree_util import broadcast_prefix, tree_flatten, tree_map, tree_unflatten
 
 from .mesh import AbstractMesh, AxisType, Mesh, get_abstract_mesh, get_mesh, set_mesh
 from .named_sharding import NamedSharding, PartitionSpec, as_sharding
@@ -75,17 +75,12 @@ def _type_of(x: Any) -> Any:
 def _laid_out(tree: Any, shardings: Any, mesh: Mesh, what: str) -> Any:
     """``tree``'s leaves resharded onto ``mesh`` by ``shardings``: one spec or sharding for
     every leaf, or a pytree of them shaped as a prefix of ``tree``."""
-    def one(x: Any, sharding: Any) -> Any:
-        target = as_sharding(sharding, what) if not isinstance(sharding, PartitionSpec) \
-            else NamedSharding(mesh, sharding)
-        return reshard(x, target)
-    if shardings is None or isinstance(shardings, (PartitionSpec, NamedSharding)):
-        return tree_map(lambda x: one(x, shardings), tree)
-    leaves, treedef = tree_flatten(shardings, is_leaf=lambda s: s is None or isinstance(
+    leaves, treedef = tree_flatten(tree)
+    targets = broadcast_prefix(shardings, tree, is_leaf=lambda s: isinstance(
         s, (PartitionSpec, NamedSharding)))
-    parts = treedef.flatten_up_to(tree)
-    return tree_unflatten(treedef, [tree_map(lambda x, s=s: one(x, s), part)
-                                    for part, s in zip(parts, leaves)])
+    return tree_unflatten(treedef, [
+        reshard(x, NamedSharding(mesh, s) if isinstance(s, PartitionSpec) else as_sharding(
+            s, what)) for x, s in zip(leaves, targets)])
 
 
 def _switched(mesh: Mesh, axes: str | Sequence[str] | None, kind: AxisType,
