@@ -343,6 +343,26 @@ def test_pow_by_an_integer_and_reduce_xor_are_compositions() -> None:
     assert int(slax.reduce_xor(i, (0,))) == int(lax.reduce_xor(i, (0,))) == 5 ^ 3 ^ 6 ^ 9
 
 
+def test_lax_stack_empty_mulhi_and_ragged_dot_are_compositions() -> None:
+    x, i = np.float32([1.0, 2.0]), np.int32([7, -9])
+    sizes, column, rhs = np.int32([1, 1]), x[:, None], np.ones((2, 1, 3), np.float32)
+    calls = {"stack": (lambda x, i: lax.stack([x, x]), lambda x, i: slax.stack([x, x])),
+             "unstack": (lambda x, i: lax.unstack(x), lambda x, i: slax.unstack(x)),
+             "empty": (lambda x, i: lax.empty((2,), np.float32),
+                       lambda x, i: slax.empty((2,), np.float32)),
+             "mulhi": (lambda x, i: lax.mulhi(i, i), lambda x, i: slax.mulhi(i, i)),
+             "ragged_dot_general": (
+                 lambda x, i: lax.ragged_dot(column, rhs, sizes),
+                 lambda x, i: slax.ragged_dot(column, rhs, sizes))}
+    for name, (theirs, ours) in calls.items():
+        assert [e.primitive.name for e in jax.make_jaxpr(theirs)(x, i).jaxpr.eqns] == [name]
+        assert name not in [e.primitive.name for e in sj.make_jaxpr(ours)(x, i).jaxpr.eqns]
+        for a, b in zip(jax.tree.leaves(ours(x, i)), jax.tree.leaves(theirs(x, i))):
+            np.testing.assert_array_equal(a, b)
+    assert lax.empty((2,), float).dtype == np.float64
+    assert slax.empty((2,), float).dtype == np.float32
+
+
 def test_an_integer_linear_ramp_is_numpys() -> None:
     x = np.array([[1], [4], [0]], np.int32)
     theirs = np.asarray(jnp.pad(x, ((0, 5), (0, 0)), mode="linear_ramp", end_values=5))

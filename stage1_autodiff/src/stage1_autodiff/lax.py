@@ -11,6 +11,7 @@ import sys as _sys
 from . import linalg  # lax.linalg, as jax.lax.linalg
 from .autodiff import stop_gradient
 from .complex_numbers import complex, conj, imag, real
+from .contraction import ragged_dot
 from .convolution import (
     ConvDimensionNumbers,
     conv,
@@ -32,6 +33,7 @@ from .dynamic_slicing import (
     dynamic_update_slice_in_dim,
 )
 from .fft import FftType, fft
+from .lax_assembly import broadcast_like, empty, stack, unstack
 from .lax_composed import (
     RoundingMethod,
     approx_max_k,
@@ -50,6 +52,7 @@ from .lax_composed import (
     index_in_dim,
     iota,
     is_finite,
+    mulhi,
     optimization_barrier,
     pad,
     population_count,
@@ -236,9 +239,12 @@ __all__ += ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_gene
             "conv_transpose_shape_tuple", "conv_with_general_padding"]  # convolution.py
 __all__ += ["RoundingMethod", "approx_max_k", "approx_min_k", "batch_matmul", "broadcast",
             "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "clz", "collapse",
-            "cumlogsumexp", "dot", "dtype", "index_in_dim", "is_finite", "optimization_barrier",
+            "cumlogsumexp", "dot", "dtype", "index_in_dim", "is_finite", "mulhi",
+            "optimization_barrier",
             "population_count", "reciprocal", "reduce_xor", "round", "scatter_sub",
             "slice_in_dim", "sort_key_val", "split", "square"]  # lax_composed.py
+__all__ += ["broadcast_like", "empty", "stack", "unstack"]  # lax_assembly.py
+__all__ += ["ragged_dot"]  # contraction.py
 # the primitives themselves
 __all__ += ["abs_p", "acos_p", "acosh_p", "add_p", "and_p", "argmax_p", "argmin_p",
             "asin_p", "asinh_p", "atan2_p", "atan_p", "atanh_p",

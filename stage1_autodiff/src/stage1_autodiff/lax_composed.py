@@ -26,7 +26,7 @@ from .numpy.promotion import as_value
 __all__ = ["RoundingMethod", "approx_max_k", "approx_min_k", "batch_matmul",
            "broadcast", "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota",
            "clz", "collapse", "cumlogsumexp", "dot", "dtype", "index_in_dim", "iota",
-           "is_finite", "optimization_barrier", "pad", "population_count", "pow",
+           "is_finite", "mulhi", "optimization_barrier", "pad", "population_count", "pow",
            "reciprocal", "reduce_xor", "round", "scatter_sub", "slice_in_dim",
            "sort_key_val", "split", "square"]
 
@@ -246,6 +246,41 @@ def clz(x: Any) -> Any:
         u = lax.bitwise_or(u, lax.shift_right_logical(u, _full_like(u, shift)))
         shift *= 2
     return _as_type_of(x, lax.sub(_full_like(u, bits), _ones_in(u, unsigned)))
+
+
+def mulhi(x: Any, y: Any, /) -> Any:
+    """The high half of the bits of each product ``x * y`` (the product has twice the
+    integers' width), from four products of half-width pieces, which cannot overflow. A
+    signed product's high half is the unsigned one's less ``y`` where ``x < 0`` and ``x``
+    where ``y < 0`` (two's complement reads a negative ``x`` as ``x + 2**bits``).
+
+    Example:
+        >>> import stage1_autodiff as jax, numpy as np
+        >>> jax.lax.mulhi(np.uint8([200, 5]), np.uint8([200, 3]))
+        Array([156,   0], dtype=uint8)
+    """
+    x, y = _check_kind("mulhi", x, "iu", "integer"), _check_kind("mulhi", y, "iu", "integer")
+    if get_aval(x).dtype != get_aval(y).dtype:
+        raise TypeError(f"lax.mulhi requires arguments to have the same dtypes, got "
+                        f"{get_aval(x).dtype.name}, {get_aval(y).dtype.name}. lax does not "
+                        f"promote: convert one first (x.astype(...)).")
+    (u, unsigned), (v, _) = _unsigned(x), _unsigned(y)
+    half = unsigned.itemsize * 4
+
+    def low(w):
+        return lax.bitwise_and(w, _full_like(w, (1 << half) - 1))
+
+    def high(w):
+        return lax.shift_right_logical(w, _full_like(w, half))
+
+    cross = lax.add(lax.mul(high(u), low(v)), high(lax.mul(low(u), low(v))))
+    middle = lax.add(low(cross), lax.mul(low(u), high(v)))
+    out = lax.add(lax.add(lax.mul(high(u), high(v)), high(cross)), high(middle))
+    if dtypes.kind(get_aval(x).dtype) == "i":
+        zero = _full_like(v, 0)
+        out = lax.sub(out, lax.select_n(lax.lt(x, _full_like(x, 0)), zero, v))
+        out = lax.sub(out, lax.select_n(lax.lt(y, _full_like(y, 0)), zero, u))
+    return _as_type_of(x, out)
 
 
 # ------------------------------------------------------------------------------------------
