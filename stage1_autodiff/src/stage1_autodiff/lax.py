@@ -11,7 +11,6 @@ import sys as _sys
 from . import linalg  # lax.linalg, as jax.lax.linalg
 from .autodiff import stop_gradient
 from .complex_numbers import complex, conj, imag, real
-from .contraction import ragged_dot
 from .convolution import (
     ConvDimensionNumbers,
     conv,
@@ -137,6 +136,7 @@ from .prims import (
     transpose,
     zeros_like,
 )
+from .ragged_dot import ragged_dot
 
 # The primitives themselves, those JAX's jax.lax exports too: an interpreter dispatches on
 # them (``if eqn.primitive is lax.mul_p: ...``). (cholesky_p and the other decompositions'
@@ -244,7 +244,7 @@ __all__ += ["RoundingMethod", "approx_max_k", "approx_min_k", "batch_matmul", "b
             "population_count", "reciprocal", "reduce_xor", "round", "scatter_sub",
             "slice_in_dim", "sort_key_val", "split", "square"]  # lax_composed.py
 __all__ += ["broadcast_like", "empty", "stack", "unstack"]  # lax_assembly.py
-__all__ += ["ragged_dot"]  # contraction.py
+__all__ += ["ragged_dot"]  # ragged_dot.py
 # the primitives themselves
 __all__ += ["abs_p", "acos_p", "acosh_p", "add_p", "and_p", "argmax_p", "argmin_p",
             "asin_p", "asinh_p", "atan2_p", "atan_p", "atanh_p",
