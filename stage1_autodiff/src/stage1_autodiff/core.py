@@ -142,7 +142,9 @@ class Primitive:
             outs = run_on_host(self, args, params)
         else:
             trace = find_top_trace(args)
-            tracers = [full_raise(trace, arg) for arg in args]
+            # (the trace's own tracers, the usual operands, need no call to full_raise)
+            tracers = [arg if isinstance(arg, Tracer) and arg._trace is trace
+                       else full_raise(trace, arg) for arg in args]
             outs = trace.process_primitive(self, tracers, params)
         return outs if self.multiple_results else outs[0]
 
@@ -155,12 +157,11 @@ def _all_on_host(args: tuple[Any, ...], params: dict[str, Any]) -> bool:
     every op, no result is asked for on devices, and every operand is a host array. (A loop
     rather than ``all`` over a generator: this runs once per op, and the loop is 0.3 µs
     quicker.)"""
-    if trace_state.dynamic_trace.level or params and params.get("out_sharding") is not None:
-        return False
     for a in args:
         if type(a) is not Array:
-            return False
-    return True
+            return False  # (a tracer's op is decided here, at its first operand)
+    return not (trace_state.dynamic_trace.level
+                or params and params.get("out_sharding") is not None)
 
 
 all_primitives: list[Primitive] = []
@@ -453,8 +454,13 @@ def _result_weak_type(prim: Primitive, args: list[Array], out_dtype: np.dtype,
                       params: dict[str, Any]) -> bool:
     """A result is weakly typed when all its operands of the same dtype are (JAX's rule for
     most primitives: the predicate of a select or the indices of a gather do not count)."""
-    if "weak_type" in params:  # convert_element_type says explicitly
+    if params and "weak_type" in params:  # convert_element_type says explicitly
         return params["weak_type"]
+    for a in args:
+        if a.weak_type:
+            break
+    else:  # no operand is weak (the usual case), nor is the result
+        return False
     if prim in weak_when_operands_weak:
         return bool(args) and all(a.weak_type for a in args)
     same_dtype = False
