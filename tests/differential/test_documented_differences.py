@@ -2093,3 +2093,17 @@ def test_cond_and_switch_with_a_concrete_predicate_run_one_branch() -> None:
     steps = []  # a loop's body is traced once, eagerly as in JAX
     slax.fori_loop(0, 3, lambda i, c: steps.append(i) or c + i, 0)
     assert len(steps) == 1
+
+
+def test_the_profiler_writes_a_host_trace_for_perfetto(tmp_path) -> None:
+    for library, where in ((jax, tmp_path / "jax"), (sj, tmp_path / "ours")):
+        with library.profiler.trace(where, create_perfetto_trace=True):
+            sjnp.ones(3) * 2
+    theirs = {p.name for p in (tmp_path / "jax").glob("plugins/profile/*/*")}
+    ours = {p.name for p in (tmp_path / "ours").glob("plugins/profile/*/*")}
+    assert ours == {name for name in theirs if not name.endswith(".xplane.pb")} != theirs
+    for name in ("device_memory_profile", "start_server", "stop_server"):
+        assert callable(getattr(jax.profiler, name))
+    raises(NotImplementedError, sj.profiler.device_memory_profile, match="memory_stats")
+    raises(NotImplementedError, sj.profiler.start_server, 9999, match="trace")
+

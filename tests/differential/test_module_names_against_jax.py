@@ -23,6 +23,9 @@ MODULES = {
     "stages": ["Traced", "Lowered", "Compiled", "Wrapped"],
     "experimental.mesh_utils": ["create_device_mesh"],
     "image": ["resize", "scale_and_translate", "ResizeMethod"],
+    "profiler": ["ProfileOptions", "StepTraceAnnotation", "TraceAnnotation",
+                 "annotate_function", "device_memory_profile", "save_device_memory_profile",
+                 "start_server", "start_trace", "stop_server", "stop_trace", "trace"],
     "scipy.signal": ["convolve", "correlate", "convolve2d", "correlate2d", "fftconvolve"],
     "example_libraries.optimizers": [
         "JoinPoint", "Optimizer", "OptimizerState", "adagrad", "adam", "adamax", "clip_grads",

@@ -20,6 +20,7 @@ from . import (
     nn,
     numpy,
     ops,
+    profiler,
     random,
     scipy,
     tree,

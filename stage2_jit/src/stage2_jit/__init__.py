@@ -48,6 +48,7 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
     named_call,
     numpy_dtype_promotion,
     numpy_rank_promotion,
+    profiler,
     threefry_partitionable,
     tree_flatten,
     tree_leaves,
@@ -99,7 +100,7 @@ __version__ = "0.1.0"
 # ``import jax.dtypes`` (and the others) as well as ``from jax import dtypes``: stage 1's
 # modules, by this package's names.
 _sys.modules.update({f"{__name__}.{name}": module for name, module in (
-    ("dtypes", dtypes), ("image", image), ("flatten_util", flatten_util),
+    ("dtypes", dtypes), ("image", image), ("flatten_util", flatten_util), ("profiler", profiler),
     ("example_libraries", example_libraries),
     ("example_libraries.optimizers", example_libraries.optimizers),
     ("example_libraries.stax", example_libraries.stax))})

@@ -70,6 +70,7 @@ from stage2_jit import (  # noqa: F401
     numpy_rank_promotion,
     process_count,
     process_index,
+    profiler,
     pure_callback,
     remat,
     stages,
@@ -108,7 +109,7 @@ __version__ = "0.1.0"
 # the stages before, by this package's names.
 _sys.modules.update({f"{__name__}.{name}": module for name, module in (
     ("dtypes", dtypes), ("custom_derivatives", custom_derivatives), ("stages", stages),
-    ("image", image), ("flatten_util", flatten_util),
+    ("image", image), ("flatten_util", flatten_util), ("profiler", profiler),
     ("example_libraries", example_libraries),
     ("example_libraries.optimizers", example_libraries.optimizers),
     ("example_libraries.stax", example_libraries.stax))})

@@ -65,6 +65,7 @@ from stage3_vmap import (  # noqa: F401
     named_scope,
     numpy_dtype_promotion,
     numpy_rank_promotion,
+    profiler,
     pure_callback,
     remat,
     stages,
@@ -128,7 +129,7 @@ __version__ = "0.1.0"
 # the stages before, by this package's names.
 _sys.modules.update({f"{__name__}.{name}": module for name, module in (
     ("dtypes", dtypes), ("custom_derivatives", custom_derivatives), ("stages", stages),
-    ("image", image), ("flatten_util", flatten_util),
+    ("image", image), ("flatten_util", flatten_util), ("profiler", profiler),
     ("example_libraries", example_libraries),
     ("example_libraries.optimizers", example_libraries.optimizers),
     ("example_libraries.stax", example_libraries.stax))})
