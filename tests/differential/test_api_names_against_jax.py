@@ -316,3 +316,13 @@ def test_option_context_managers_set_and_restore_as_jax() -> None:
             bits.append(np.asarray(lib.random.bits(lib.random.key(0), (4,))).tolist())
         assert lib.config.jax_threefry_partitionable is True
     assert bits[0] == bits[1]
+
+
+def test_process_indices_and_copy_to_host_async_as_jax() -> None:
+    assert sj.process_indices() == jax.process_indices() == [0]
+    mesh = sj.make_mesh((8,), ("d",))
+    split = sj.device_put(sjnp.arange(8.0), NamedSharding(mesh, PartitionSpec("d")))
+    tree = {"w": sjnp.ones(2), "split": split, "step": 3}
+    assert sj.copy_to_host_async(tree) is tree
+    theirs = {"w": jax.numpy.ones(2), "step": 3}
+    assert jax.copy_to_host_async(theirs) is theirs

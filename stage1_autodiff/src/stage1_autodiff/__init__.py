@@ -47,6 +47,7 @@ from .special_values import debug_infs, debug_nans
 from .test_util import check_grads
 from .tree_util import (
     block_until_ready,
+    copy_to_host_async,
     device_get,
     named_call,
     tree_flatten,

@@ -28,6 +28,7 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
     check_tracer_leaks,
     checking_leaks,
     config,
+    copy_to_host_async,
     custom_gradient,
     custom_jvp,
     custom_vjp,
@@ -90,6 +91,7 @@ from .everyday import (  # noqa: E402
     named_scope,
     process_count,
     process_index,
+    process_indices,
 )
 from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var  # noqa: E402
 from .jit import disable_jit, jit, log_compiles, make_jaxpr  # noqa: E402

@@ -238,6 +238,11 @@ def process_count(backend: str | None = None) -> int:
     return 1
 
 
+def process_indices(backend: str | None = None) -> list[int]:
+    """The indices of the processes that run the program: ``[0]`` (for every backend)."""
+    return list(range(process_count(backend)))
+
+
 def local_devices(process_index: int | None = None, backend: str | None = None,
                   host_id: int | None = None) -> list[Any]:
     """The devices this process drives: all of them, as there is one process."""

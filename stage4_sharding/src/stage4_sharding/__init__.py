@@ -31,6 +31,7 @@ from stage3_vmap import (  # noqa: F401
     clear_caches,
     closure_convert,
     config,
+    copy_to_host_async,
     custom_derivatives,
     custom_gradient,
     custom_jvp,
@@ -106,7 +107,7 @@ from .arrays import (  # noqa: F401
     visualize_array_sharding,
 )
 from .cost_model import record_collectives  # noqa: F401
-from .distributed import process_count, process_index  # noqa: F401
+from .distributed import process_count, process_index, process_indices  # noqa: F401
 from .jit import jit  # noqa: F401
 from .mesh import (  # noqa: F401
     AxisType,

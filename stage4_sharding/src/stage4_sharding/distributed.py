@@ -148,6 +148,11 @@ def process_count(backend: str | None = None) -> int:
     return STATE.count
 
 
+def process_indices(backend: str | None = None) -> list[int]:
+    """The indices of the processes in the job: 0 to ``process_count() - 1``."""
+    return list(range(process_count(backend)))
+
+
 def multiprocess() -> bool:
     return STATE.count > 1
 
