@@ -239,3 +239,38 @@ def test_mismatched_dtypes_are_a_type_error():
     with pytest.raises(TypeError, match="one dtype"):
         lax.conv_general_dilated(jnp.ones((1, 1, 3)), jnp.ones((1, 1, 2), np.int32), (1,),
                                  "SAME")
+
+
+PATCH_INPUT = draw(2, 3, 5, 6)
+PATCHES = {
+    "valid": lambda m, x: m.conv_general_dilated_patches(x, (2, 2), (1, 1), "VALID"),
+    "same_strided": lambda m, x: m.conv_general_dilated_patches(x, (3, 2), (2, 1), "SAME"),
+    "padded_and_dilated": lambda m, x: m.conv_general_dilated_patches(
+        x, (2, 2), (1, 2), [(1, 0), (0, 2)], lhs_dilation=(2, 1), rhs_dilation=(1, 2)),
+    "nhwc": lambda m, x: m.conv_general_dilated_patches(
+        np.moveaxis(x, 1, -1), (2, 3), (1, 1), "SAME",
+        dimension_numbers=("NHWC", "HWIO", "NHWC")),
+    "one_spatial_dim": lambda m, x: m.conv_general_dilated_patches(x[:, :, 0], (3,), (1,),
+                                                                  "SAME"),
+    "integers": lambda m, x: m.conv_general_dilated_patches(x.astype(np.int32), (2, 2),
+                                                           (1, 1), "VALID"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PATCHES))
+def test_conv_general_dilated_patches_as_jax(name):
+    """Every window as features, each input feature's taps together: JAX's layout."""
+    expected = np.asarray(PATCHES[name](jlax, PATCH_INPUT))
+    got = np.asarray(PATCHES[name](lax, PATCH_INPUT))
+    assert (got.shape, got.dtype) == (expected.shape, expected.dtype)
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+def test_conv_general_dilated_patches_under_jit_and_grad_as_jax():
+    def loss(module, x):
+        return (module.conv_general_dilated_patches(x, (2, 2), (1, 1), "SAME") ** 2).sum()
+
+    np.testing.assert_allclose(sj.grad(lambda x: loss(lax, x))(PATCH_INPUT),
+                               jax.grad(lambda x: loss(jlax, x))(PATCH_INPUT), atol=1e-5)
+    np.testing.assert_allclose(sj.jit(PATCHES["nhwc"], static_argnums=0)(lax, PATCH_INPUT),
+                               PATCHES["nhwc"](jlax, PATCH_INPUT), atol=1e-6)

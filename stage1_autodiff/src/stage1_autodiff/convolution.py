@@ -52,9 +52,11 @@ from .core import Primitive, get_aval, impl_rules, jvp_rules, vjp_rules, vjp_rul
 from .primitives import (
     Shape,
     add,
+    broadcast_in_dim,
     concatenate,
     convert_element_type,
     defjvp,
+    eq,
     full,
     iota,
     mul,
@@ -75,7 +77,8 @@ from .windowed import (
 )
 
 __all__ = ["ConvDimensionNumbers", "conv", "conv_by_patches", "conv_dimension_numbers",
-           "conv_general_dilated", "conv_general_dilated_p", "conv_shape", "conv_transpose",
+           "conv_general_dilated", "conv_general_dilated_p", "conv_general_dilated_patches",
+           "conv_shape", "conv_transpose",
            "conv_with_general_padding"]
 
 
@@ -564,3 +567,42 @@ def _placed(canonical: Shape, spec: Sequence[int]) -> Shape:
     for d, size in zip(spec, canonical):
         out[d] = int(size)
     return tuple(out)
+
+
+# What ``dimension_numbers`` may be, named as JAX names the type.
+ConvGeneralDilatedDimensionNumbers = tuple[str, str, str] | ConvDimensionNumbers | None
+
+
+def conv_general_dilated_patches(lhs, filter_shape: Shape, window_strides: Shape,
+                                 padding: str | Sequence[tuple[int, int]],
+                                 lhs_dilation: Shape | None = None,
+                                 rhs_dilation: Shape | None = None,
+                                 dimension_numbers: ConvGeneralDilatedDimensionNumbers = None,
+                                 precision=None, preferred_element_type=None):
+    """Every window of ``lhs`` that a convolution with a kernel of spatial shape
+    ``filter_shape`` would read, laid out as features: ``C * prod(filter_shape)`` of them,
+    each input feature's taps together (feature-major). It is that convolution, with a
+    kernel that copies each tap of each feature to an output feature of its own (a one-hot
+    kernel, one group per input feature), so it differentiates and compiles as a
+    convolution does.
+
+    Example:
+        >>> import stage1_autodiff as jax, stage1_autodiff.numpy as jnp
+        >>> x = jnp.arange(6.0).reshape(1, 1, 2, 3)
+        >>> jax.lax.conv_general_dilated_patches(x, (1, 2), (1, 1), "VALID")[0, :, 0]
+        Array([[0., 1.],
+               [1., 2.]], dtype=float32)
+    """
+    shape = get_aval(lhs).shape
+    filter_shape = tuple(filter_shape)
+    dn = conv_dimension_numbers(shape, (1, 1, *filter_shape), dimension_numbers)
+    features, taps = shape[dn.lhs_spec[1]], math.prod(filter_shape)
+    one_hot = convert_element_type(eq(iota(np.int32, (taps, taps), 0),
+                                      iota(np.int32, (taps, taps), 1)), get_aval(lhs).dtype)
+    kernel = reshape(broadcast_in_dim(one_hot, (features, taps, taps), (1, 2)),
+                     (features * taps, 1, *filter_shape))  # (out, in, *spatial)
+    kernel = transpose(kernel, tuple(int(d) for d in np.argsort(dn.rhs_spec)))
+    return conv_general_dilated(lhs, kernel, window_strides, padding, lhs_dilation,
+                                rhs_dilation, dn, feature_group_count=features,
+                                precision=precision,
+                                preferred_element_type=preferred_element_type)

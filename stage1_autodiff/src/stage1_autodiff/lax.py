@@ -13,9 +13,11 @@ from .autodiff import stop_gradient
 from .complex_numbers import complex, conj, imag, real
 from .convolution import (
     ConvDimensionNumbers,
+    ConvGeneralDilatedDimensionNumbers,
     conv,
     conv_dimension_numbers,
     conv_general_dilated,
+    conv_general_dilated_patches,
     conv_general_shape_tuple,
     conv_shape_tuple,
     conv_transpose,
@@ -234,7 +236,8 @@ __all__ += ["FftType", "fft"]  # fft.py
 __all__ += ["Precision"]  # precision.py
 __all__ += ["padtype_to_pads", "reduce_window", "reduce_window_max", "reduce_window_min",
             "reduce_window_shape_tuple", "reduce_window_sum"]  # windowed.py
-__all__ += ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
+__all__ += ["ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "conv",
+            "conv_dimension_numbers", "conv_general_dilated", "conv_general_dilated_patches",
             "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose",
             "conv_transpose_shape_tuple", "conv_with_general_padding"]  # convolution.py
 __all__ += ["RoundingMethod", "approx_max_k", "approx_min_k", "batch_matmul", "broadcast",
