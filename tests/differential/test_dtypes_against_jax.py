@@ -234,3 +234,15 @@ def test_a_narrow_sum_is_traced_as_jax_traces_it():
     for fun in ("sum", "mean", "prod"):
         assert str(stage2_jit.make_jaxpr(getattr(jnp, fun))(x)) == str(
             jax.make_jaxpr(getattr(jax.numpy, fun))(x))
+
+
+def test_issubdtype_answers_under_jit_as_jax() -> None:
+    """It compared with jnp's ``any`` and ``all``, which a trace stages: under ``jit`` the
+    answer was a tracer, and ``if`` on it raised."""
+    x = np.ones(2, np.float32)
+    for lib, np_module in ((stage2_jit, jnp), (jax, jjnp)):
+        floats = lib.jit(lambda v: v * np_module.issubdtype(v.dtype, np_module.floating))(x)
+        keys = lib.jit(lambda k: np_module.issubdtype(k.dtype, lib.dtypes.prng_key) * x)(
+            lib.random.key(0))
+        np.testing.assert_array_equal(floats, x)
+        np.testing.assert_array_equal(keys, x)

@@ -268,9 +268,9 @@ def issubdtype(arg1: Any, arg2: Any) -> bool:
         return x if isinstance(x, type) and issubclass(x, np.generic) else dtype(x)
     extended = [isinstance(a, type) and issubclass(a, dtypes.extended)
                 or type(getattr(a, "dtype", a)).__name__ == "KeyDtype" for a in (arg1, arg2)]
-    if any(extended):  # a key's dtype is below prng_key and extended, and nothing else
+    if builtins.any(extended):  # a key's dtype is below prng_key and extended, and nothing else
         kinds = [dtypes.prng_key if not isinstance(a, type) else a for a in (arg1, arg2)]
-        return all(extended) and issubclass(kinds[0], kinds[1])
+        return builtins.all(extended) and issubclass(kinds[0], kinds[1])
     first, second = as_type(arg1), as_type(arg2)
     if first is not np.generic and first == dtypes.bfloat16 and second in (
             np.floating, np.inexact, np.number):
