@@ -2107,3 +2107,22 @@ def test_the_profiler_writes_a_host_trace_for_perfetto(tmp_path) -> None:
     raises(NotImplementedError, sj.profiler.device_memory_profile, match="memory_stats")
     raises(NotImplementedError, sj.profiler.start_server, 9999, match="trace")
 
+
+def test_a_custom_vmap_rule_applies_where_vmap_is_innermost() -> None:
+    def make(library):
+        f = library.custom_batching.custom_vmap(lambda x: library.numpy.sin(x))
+        f.def_vmap(lambda size, batched, x: (library.numpy.sin(x) + 100.0, batched[0]))
+        return f
+
+    x = np.arange(3, dtype=np.float32)
+    for library in (jax, sj):  # both: the rule under vmap and jit(vmap)
+        assert float(library.vmap(make(library))(x)[0]) == 100.0
+        assert float(library.jit(library.vmap(make(library)))(x)[0]) == 100.0
+    assert float(jax.vmap(jax.jit(make(jax)))(x)[0]) == 100.0
+    assert float(sj.vmap(sj.jit(make(sj)))(x)[0]) == 0.0  # f's operations, batched
+    with pytest.raises(ValueError, match="Linearization failed"):
+        jax.grad(make(jax))(1.0)
+    np.testing.assert_allclose(sj.grad(make(sj))(1.0), np.cos(1.0), rtol=1e-6)
+    bad = sj.custom_batching.custom_vmap(lambda x: x)
+    bad.def_vmap(lambda size, batched, x: (x[0], True))
+    raises(ValueError, sj.vmap(bad), x, match="leading axis")

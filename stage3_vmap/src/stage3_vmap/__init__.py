@@ -89,6 +89,7 @@ from stage2_jit import (  # noqa: F401
 from . import (  # noqa: F401
     batching_rules,  # noqa: F401 -- registers the rules
     control_flow_batching,  # noqa: F401 -- and those of cond, while and scan
+    custom_batching,
     debug,
     errors,
     experimental,
@@ -112,6 +113,6 @@ __version__ = "0.1.0"
 _sys.modules.update({f"{__name__}.{name}": module for name, module in (
     ("dtypes", dtypes), ("custom_derivatives", custom_derivatives), ("stages", stages),
     ("image", image), ("flatten_util", flatten_util), ("profiler", profiler),
-    ("example_libraries", example_libraries),
+    ("custom_batching", custom_batching), ("example_libraries", example_libraries),
     ("example_libraries.optimizers", example_libraries.optimizers),
     ("example_libraries.stax", example_libraries.stax))})

@@ -32,6 +32,7 @@ from stage3_vmap import (  # noqa: F401
     closure_convert,
     config,
     copy_to_host_async,
+    custom_batching,
     custom_derivatives,
     custom_gradient,
     custom_jvp,
@@ -131,6 +132,6 @@ __version__ = "0.1.0"
 _sys.modules.update({f"{__name__}.{name}": module for name, module in (
     ("dtypes", dtypes), ("custom_derivatives", custom_derivatives), ("stages", stages),
     ("image", image), ("flatten_util", flatten_util), ("profiler", profiler),
-    ("example_libraries", example_libraries),
+    ("custom_batching", custom_batching), ("example_libraries", example_libraries),
     ("example_libraries.optimizers", example_libraries.optimizers),
     ("example_libraries.stax", example_libraries.stax))})
