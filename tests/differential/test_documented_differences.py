@@ -2126,3 +2126,54 @@ def test_a_custom_vmap_rule_applies_where_vmap_is_innermost() -> None:
     bad = sj.custom_batching.custom_vmap(lambda x: x)
     bad.def_vmap(lambda size, batched, x: (x[0], True))
     raises(ValueError, sj.vmap(bad), x, match="leading axis")
+
+
+def test_minimize_checks_x0_and_differentiates_eagerly() -> None:
+    from jax.scipy import optimize as their_optimize
+
+    def square(x):
+        return (x ** 2).sum()
+
+    for method, theirs in (("BFGS", TypeError), ("l-bfgs-experimental-do-not-rely-on-this",
+                                                  ValueError)):
+        with pytest.raises(theirs):
+            their_optimize.minimize(square, np.ones((2, 2), np.float32), method=method)
+        raises(ValueError, sj.scipy.optimize.minimize, square, np.ones((2, 2), np.float32),
+               method=method, match="ravel")
+
+    def solved(a, optimize):
+        return optimize.minimize(lambda x: ((x - a) ** 2).sum(), np.zeros(2, np.float32),
+                                 method="BFGS").x.sum()
+
+    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+        jax.grad(lambda a: solved(a, their_optimize))(np.float32(1.5))
+    np.testing.assert_allclose(sj.grad(lambda a: solved(a, sj.scipy.optimize))(
+        np.float32(1.5)), 2.0, rtol=1e-5)
+
+
+def test_odeint_takes_the_same_steps_only_up_to_rounding() -> None:
+    from jax.experimental.ode import odeint as their_odeint
+    from stage4_sharding.experimental.ode import odeint
+
+    def decay(y, t):
+        return -y
+
+    t = np.linspace(0.0, 2.0, 5).astype(np.float32)
+    np.testing.assert_allclose(odeint(decay, 1.0, t), their_odeint(decay, 1.0, t), rtol=1e-5)
+    # one step per requested time, from a first step of about 0.01: extrapolations
+    ours, theirs = (np.asarray(f(decay, 1.0, t, mxstep=1)) for f in (odeint, their_odeint))
+    assert np.abs(ours - theirs).max() > 0.1
+
+
+def test_odeint_converts_the_derivative_to_the_state_dtype() -> None:
+    from jax.experimental.ode import odeint as their_odeint
+    from stage4_sharding.experimental.ode import odeint
+
+    def constant(y, t):
+        return np.ones(2, np.int32)
+
+    t = np.linspace(0.0, 1.0, 3).astype(np.float32)
+    assert np.isnan(np.asarray(their_odeint(constant, np.ones(2, np.float32), t))[1:]).all()
+    np.testing.assert_allclose(odeint(constant, np.ones(2, np.float32), t),
+                               1.0 + t[:, None] * np.ones(2), rtol=1e-5)
+

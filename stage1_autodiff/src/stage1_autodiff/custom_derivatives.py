@@ -131,10 +131,12 @@ def custom_jvp_call_vjp(cts, *primals, out, fun, jvp):
         tangents = [TapeTracer(main.trace, lax.zeros_like(p), tape.new_node()) if f
                     else _zero_cotangent(p) for p, f in zip(primals, is_float)]
         _, tangents_out = jvp(list(primals), tangents)
-        tangents_out = [full_raise(main.trace, _as_value(t)) for t in tangents_out]
+        # (an integer output's tangent is a float0 zero: no gradient flows back through it)
+        tangents_out = [None if dtypes.is_float0(t) else full_raise(main.trace, _as_value(t))
+                        for t in tangents_out]
     check_linear(tape, getattr(jvp, "__name__", "jvp"))
     cts_out = {t.node: ct for t, ct in zip(tangents_out, cts)
-               if t.node is not None and dtypes.is_float(get_aval(ct).dtype)}
+               if t is not None and t.node is not None and dtypes.is_float(get_aval(ct).dtype)}
     cts_in = backward_pass(tape, cts_out)
     return [cts_in.get(t.node) if f else None for t, f in zip(tangents, is_float)]
 
@@ -156,8 +158,11 @@ _LINEAR_IN = {"div": {0}, "gather": {0}, "dynamic_slice": {0}, "triangular_solve
               "select_n": None}  # select_n: in every operand but the predicate
 
 
-def _linear_positions_ok(prim: Primitive, positions: list[int]) -> bool:
+def _linear_positions_ok(prim: Primitive, positions: list[int], params: dict[str, Any]
+                         ) -> bool:
     name = prim.name
+    if name == "custom_vjp_call":  # linear where its bwd says so (stage 2's linear solves)
+        return set(positions) <= set(getattr(params["bwd"], "linear_in", ()))
     if prim.kind is PrimitiveKind.SHAPE or name in _LINEAR_IN_ALL:
         return True
     if name in _LINEAR_IN_ONE:
@@ -173,7 +178,7 @@ def check_linear(tape: Tape, rule_name: str) -> None:
     the rule would be silently wrong."""
     for entry in tape.entries:
         positions = [i for i, node in enumerate(entry.in_nodes) if node is not None]
-        if not _linear_positions_ok(entry.prim, positions):
+        if not _linear_positions_ok(entry.prim, positions, entry.params):
             raise TypeError(
                 f"The custom JVP rule {rule_name} is not linear in the tangents: it applies "
                 f"{entry.prim.name} to tangent values (operands {positions}), so reverse mode "

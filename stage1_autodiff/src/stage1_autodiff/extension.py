@@ -14,8 +14,9 @@ them; they reach in only through the seams listed here, each a name a reader can
    ``with_sharding_of``) pass it on.
 3. **How a program runs** (``run_program``). A ``custom_vjp`` function that a jaxpr holds is a
    program, which stage 1 cannot run; stage 2 registers how (``set_program_runner``), and the
-   loop that traces (``set_while_loop``), which the rejection samplers of ``jax.random`` use
-   under ``jit`` and ``vmap``.
+   loop that traces (``set_while_loop``), which ``while_loop_eager_or_traced`` hands a loop to
+   under ``jit`` and ``vmap`` (the rejection samplers of ``jax.random``, the minimizers of
+   ``jax.scipy.optimize``).
 4. **Device memory** (``track_device_memory``, ``track_pool_memory``): stage 2's buffer pool
    counts what it lends and keeps, stage 4's arrays the blocks they own on each device, and
    ``Device.memory_stats`` reports the counts.
@@ -73,6 +74,52 @@ def set_while_loop(loop: Callable[..., Any]) -> None:
 def traced_while_loop() -> Callable[..., Any] | None:
     """The registered ``lax.while_loop``, or None before stage 2 is imported."""
     return _while_loop[0] if _while_loop else None
+
+
+def while_loop_eager_or_traced(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
+                               init_val: Any, *, name: str = "This loop") -> Any:
+    """``lax.while_loop``'s meaning for stage 1's own loops: ``val = init_val; while
+    cond_fun(val): val = body_fun(val)``.
+
+    Stage 1 has no loop that can be traced, so the loop runs eagerly, reading each step's
+    condition (under ``grad`` too, where the condition's value is known). While a program is
+    being traced (``jit``, ``make_jaxpr``), or when the condition is traced (``vmap``), the
+    loop is handed to the ``lax.while_loop`` that stage 2 registers (``set_while_loop``),
+    from the carry it has reached: under ``jit`` it is one loop of the program, even where
+    its first conditions are known, as JAX stages every loop. Without stage 2 a traced
+    condition is an error naming ``name``. As in JAX's ``while_loop``, a condition that is
+    not a boolean scalar is a ``TypeError``.
+
+    Example:
+        >>> while_loop_eager_or_traced(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2),
+        ...                            (0, 1))
+        (3, 8)
+    """
+    from .core import trace_state
+    from .errors import ConcretizationTypeError
+    loop = traced_while_loop()
+    if loop is not None and trace_state.dynamic_trace.level:
+        return loop(cond_fun, body_fun, init_val)
+    val = init_val
+    while True:
+        keep_going = cond_fun(val)
+        shape, dtype = getattr(keep_going, "shape", ()), getattr(keep_going, "dtype", "bool")
+        if tuple(shape) != () or str(dtype) != "bool":
+            dims = ",".join(map(str, shape))
+            raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) "
+                            f"[ShapedArray({dtype}[{dims}])].")
+        try:
+            keep_going = bool(keep_going)
+        except ConcretizationTypeError as error:
+            if loop is None:
+                raise NotImplementedError(
+                    f"{name} under a transformation (jit, vmap) needs a loop that can be "
+                    f"traced, which stage 2 adds: import stage2_jit (or a later stage), or "
+                    f"call it outside the transformation.") from error
+            return loop(cond_fun, body_fun, val)
+        if not keep_going:
+            return val
+        val = body_fun(val)
 
 
 _device_memory: dict[Any, dict[str, int]] = {}  # device -> counters, named as JAX names them

@@ -27,17 +27,17 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from . import dtypes, extension
+from . import dtypes
 from . import numpy as jnp
 from . import prims as lax
 from .core import ELEMENTWISE, Primitive, Tracer, get_aval, impl_rules, jvp_rules, vjp_rules
 from .cumulative import cumsum
 from .errors import ConcretizationTypeError
+from .extension import while_loop_eager_or_traced
 from .numpy.promotion import as_value, broadcast_shapes, canonicalize_axis, convert, promote_inexact
 from .primitives import _zero_jvp, _zero_vjp
 from .random import (
@@ -766,29 +766,11 @@ def orthogonal(key: Any, n: int, shape: Shape = (), dtype: Any = None, m: int | 
 #
 # NB: JAX writes the loops with ``lax.while_loop`` (jax/_src/random/core.py: ``_btrs``,
 # ``_binomial_inversion``), which jit and vmap can trace. Stage 1 has no loop that can be
-# traced, so ``_while_loop`` here runs the rounds eagerly, reading each round's condition;
-# under ``jit`` or ``vmap`` it hands the loop to stage 2's ``lax.while_loop`` (registered
-# through ``extension.set_while_loop``), and without stage 2 it stops with an error.
-
-
-def _while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
-                carry: Any) -> Any:
-    """``lax.while_loop``'s meaning, run eagerly: apply ``body_fun`` while ``cond_fun``.
-    Under ``grad`` the condition's value is known, so the loop runs there too."""
-    while True:
-        try:
-            keep_going = bool(cond_fun(carry))
-        except ConcretizationTypeError as error:
-            loop = extension.traced_while_loop()
-            if loop is None:
-                raise NotImplementedError(
-                    "binomial and multinomial under a transformation need a loop that can be "
-                    "traced, which stage 2 adds: import stage2_jit (or a later stage), or "
-                    "call them outside the transformation.") from error
-            return loop(cond_fun, body_fun, carry)
-        if not keep_going:
-            return carry
-        carry = body_fun(carry)
+# traced, so ``extension.while_loop_eager_or_traced`` runs the rounds eagerly, reading each
+# round's condition; under ``jit`` or ``vmap`` it hands the loop to stage 2's
+# ``lax.while_loop`` (registered through ``extension.set_while_loop``), and without stage 2
+# it stops with an error.
+_BINOMIAL = "jax.random.binomial (and multinomial, which draws binomials)"
 
 
 # Stirling's series remainder log(k!) - [(k + 1/2) log(k + 1) - (k + 1) + log(2 pi)/2],
@@ -830,7 +812,8 @@ def _binomial_inversion(key: Any, count: Any, prob: Any, dtype: np.dtype) -> Any
         return num_geom, geom_sum, key
 
     zeros = jnp.zeros_like(prob)
-    num_geom, _, _ = _while_loop(cond_fun, body_fun, (zeros, zeros, key))
+    num_geom, _, _ = while_loop_eager_or_traced(cond_fun, body_fun, (zeros, zeros, key),
+                                                name=_BINOMIAL)
     return convert(num_geom - 1, dtype)
 
 
@@ -864,7 +847,7 @@ def _btrs(key: Any, count: Any, prob: Any, dtype: np.dtype) -> Any:
         return jnp.where(accept, k, k_out), accepted | accept, key
 
     start = (jnp.full_like(prob, -1), jnp.zeros(shape, bool), key)
-    k_out, _, _ = _while_loop(cond_fun, body_fun, start)
+    k_out, _, _ = while_loop_eager_or_traced(cond_fun, body_fun, start, name=_BINOMIAL)
     return convert(k_out, dtype)
 
 

@@ -12,6 +12,7 @@ from typing import Any as _Any
 from stage1_autodiff.lax import *  # noqa: F403
 
 from .control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: F401
+from .solves import custom_linear_solve, custom_root  # noqa: F401
 
 
 # --8<-- [start:map]

@@ -142,6 +142,8 @@ class BatchTrace(Trace):
                     jnp.sum(ct, axis=0) if d is not_mapped else moveaxis(ct, 0, d)
                     for ct, d in zip(cts_in, dims)]
 
+        if hasattr(bwd, "linear_in"):  # still linear in those arguments (stage 2's solves)
+            bwd_b.linear_in = bwd.linear_in
         outs = prim.bind(*vals, fun=fun_b, fwd=fwd_b, bwd=bwd_b, out_trees=out_trees)
         return [BatchTracer(self, o, 0) for o in outs]
     # --8<-- [end:custom_vjp_batching]

@@ -1,5 +1,6 @@
 """``jax.scipy.signal``: N-dimensional convolution and correlation, directly (one
-``conv_general_dilated``, the kernel flipped) or through the FFT.
+``conv_general_dilated``, the kernel flipped) or through the FFT; and the spectral analysis
+of ``spectral.py`` (``stft``, ``istft``, ``welch``, ``csd``, ``detrend``).
 
 A full convolution of sizes ``n`` and ``k`` has ``n + k - 1`` elements per dim; "same" keeps
 the ``n`` in the middle (from ``(k - 1) // 2``), as SciPy does, and "valid" the ``n - k + 1``
@@ -24,8 +25,10 @@ from .. import numpy as jnp
 from ..convolution import conv_general_dilated
 from ..core import get_aval
 from ..numpy.promotion import promote_inexact
+from .spectral import csd, detrend, istft, stft, welch
 
-__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve"]
+__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend",
+           "fftconvolve", "istft", "stft", "welch"]
 
 
 def _operands(name: str, in1: Any, in2: Any, mode: str) -> tuple[Any, Any]:
