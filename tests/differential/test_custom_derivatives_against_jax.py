@@ -138,3 +138,41 @@ def test_a_traced_nondiff_argument_is_refused_as_in_jax() -> None:
         scale.defvjp(lambda k, x: (k * x, None), lambda k, _, g: (k * g,))
         with pytest.raises(L.errors.UnexpectedTracerError):
             L.grad(lambda k: scale(k, 2.0))(3.0)
+
+
+WEIGHTS = np.array([1.0, 2.0], np.float32)
+
+
+def _custom_functions(library, numpy):
+    """A custom_vjp and a custom_jvp function whose bodies use a NumPy constant, which a
+    jaxpr keeps as a closed-over operand of the call."""
+    @library.custom_vjp
+    def by_vjp(x):
+        return numpy.dot(WEIGHTS, x)
+    by_vjp.defvjp(lambda x: (by_vjp(x), None), lambda _, g: (g * WEIGHTS,))
+
+    @library.custom_jvp
+    def by_jvp(x):
+        return numpy.dot(WEIGHTS, x)
+    by_jvp.defjvp(lambda p, t: (by_jvp(p[0]), numpy.dot(WEIGHTS, t[0])))
+    return {"custom_vjp": by_vjp, "custom_jvp": by_jvp}
+
+
+@pytest.mark.parametrize("kind", ["custom_vjp", "custom_jvp"])
+def test_a_custom_rule_with_constants_inside_scan_under_every_transformation(kind):
+    """Under grad, the scan's reverse pass differentiated every float constant of its body,
+    and the custom function refused a differentiated closed-over value; under vmap, the
+    constants stayed closed over inside the batched call and escaped their trace. Both raised
+    here where JAX computes."""
+    def transforms(library, numpy):
+        f = _custom_functions(library, numpy)[kind]
+
+        def loss(k):
+            return library.lax.scan(lambda c, _: (c + f(numpy.stack([k, c])), None), 0.0,
+                                    None, length=2)[0]
+        ones = numpy.ones(3)
+        return [library.grad(loss)(1.0), library.vmap(loss)(ones),
+                library.vmap(library.grad(loss))(ones),
+                library.jit(library.vmap(library.grad(loss)))(ones)]
+    for ours, theirs in zip(transforms(sj, sjnp), transforms(jax, jnp)):
+        np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-6)

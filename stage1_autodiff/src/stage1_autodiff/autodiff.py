@@ -597,16 +597,37 @@ class CustomVJPCallPrimitive(Primitive):
         trace = find_top_trace(args)
         tracers = [full_raise(trace, x) for x in args]
         if call_jaxpr is not None:  # an equation of a jaxpr
-            consts, tracers = tracers[:num_consts], tracers[num_consts:]
-            _check_closure_not_differentiated(consts, name)
-            fun = _with_consts(run_program(call_jaxpr), consts, name)
+            _check_closure_not_differentiated(tracers[:num_consts], name)
+            fun, fwd, bwd = _consts_as_operands(run_program(call_jaxpr), fwd, bwd,
+                                                num_consts, name)
         return trace.process_custom_vjp_call(self, fun, fwd, bwd, tracers, out_trees)
 
 
-def _with_consts(program: Callable, consts: list[Any], name: str) -> Callable:
-    """The function of the arguments alone: the closed-over values go in first."""
+def _consts_as_operands(program: Callable, fwd: Callable, bwd: Callable, n: int,
+                        name: str) -> tuple[Callable, Callable, Callable]:
+    """An equation's function and rules, its ``n`` closed-over values kept as its first
+    operands rather than closed over again: each interpreter then sees them, as it sees the
+    arguments (``vmap`` unwraps its own tracers among them, where a closure would hide them
+    from it). They are constants of the rule: ``fwd`` does not see them, and ``bwd`` gives
+    them no cotangent."""
+    if not n:
+        return _named(program, name), fwd, bwd
+
     def fun(*args):
-        return program(*consts, *args)
+        return program(*args)
+
+    def fwd_without_consts(*args):
+        return fwd(*args[n:])
+
+    def bwd_with_consts(residuals, cts):
+        return [None] * n + list(bwd(residuals, cts))
+
+    if hasattr(bwd, "linear_in"):  # (the operands it is linear in: stage 2's linear solves)
+        bwd_with_consts.linear_in = tuple(i + n for i in bwd.linear_in)
+    return _named(fun, name), fwd_without_consts, bwd_with_consts
+
+
+def _named(fun: Callable, name: str) -> Callable:
     fun.__name__ = name  # stage 2 names the equation after it
     return fun
 

@@ -71,11 +71,28 @@ class CustomJVPCallPrimitive(Primitive):
         trace = find_top_trace(args)
         tracers = [full_raise(trace, x) for x in args]
         if call_jaxpr is not None:  # an equation of a jaxpr
-            consts, tracers = tracers[:num_consts], tracers[num_consts:]
-            _check_closure_not_differentiated(consts, name)
-            program = run_program(call_jaxpr)
-            fun = _named(lambda *xs: program(*consts, *xs), name)
+            _check_closure_not_differentiated(tracers[:num_consts], name)
+            fun, jvp = _consts_as_operands(run_program(call_jaxpr), jvp, num_consts, name)
         return trace.process_custom_jvp_call(self, fun, jvp, tracers)
+
+
+def _consts_as_operands(program: Callable, jvp: Callable, n: int,
+                        name: str) -> tuple[Callable, Callable]:
+    """An equation's function and rule, its ``n`` closed-over values kept as its first
+    operands rather than closed over again, so that every interpreter sees them as it sees
+    the arguments (``vmap`` unwraps its own tracers among them, where a closure would hide
+    them from it). The rule does not see them: they are its constants."""
+    if not n:
+        return _named(program, name), jvp
+
+    def fun(*args):
+        return program(*args)
+
+    def jvp_without_consts(primals, tangents):
+        return jvp(primals[n:], tangents[n:])
+
+    jvp_without_consts.__name__ = getattr(jvp, "__name__", "jvp")
+    return _named(fun, name), jvp_without_consts
 
 
 def _named(fun: Callable, name: str) -> Callable:

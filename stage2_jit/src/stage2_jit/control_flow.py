@@ -690,7 +690,9 @@ def scan_vjp(cts, *primals, out, needs, jaxpr, length, reverse, num_consts, num_
     fwd = _scan_keeping_carries(jaxpr, primals, length, reverse, num_consts, num_carry, unroll)
     carries = fwd[num_carry:]  # stacked: the carry before each step
     # 2. the backward scan
-    float_consts = [is_float(get_aval(c)) for c in consts]
+    # Only constants being differentiated get cotangents: the others (a NumPy array in the
+    # body, say) stay constants in the backward step, as a custom_vjp inside it needs.
+    float_consts = [is_float(get_aval(c)) and need for c, need in zip(consts, needs)]
     float_carry = [is_float(get_aval(c)) for c in init]
     float_xs = [is_float(get_aval(x)) for x in xs]
     float_ys = [is_float(a) for a in jaxpr.out_avals[num_carry:]]
