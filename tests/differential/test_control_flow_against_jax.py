@@ -86,3 +86,40 @@ def test_refused_as_jax(name, how):
         run(real)
     with pytest.raises(TypeError, match=match):
         run(ours)
+
+
+def _grow(lib):
+    return lambda x: lib.lax.while_loop(lambda c: c[1] < 3,
+                                        lambda c: (c[0] * 1.1 + 0.1, c[1] + 1), (x, 0))[0]
+
+
+def _tangent_of_grow(lib):
+    return lambda x: lib.jvp(_grow(lib), (x,), (1.0,))[1]
+
+
+@pytest.mark.parametrize("how", ["grad", "vjp", "jit_grad", "jvp_grad", "vmap_grad"])
+def test_reverse_mode_of_a_while_whose_tangent_does_not_depend_on_the_input(how):
+    """The tangent loop of jvp inside grad: the tangent's steps read the tangent alone, so
+    its derivative is zero, which JAX finds by partial evaluation; this raised here (reverse
+    mode through a while_loop) before its rule looked at what each carry depends on."""
+    def run(lib):
+        f = _tangent_of_grow(lib)
+        return {"grad": lambda: lib.grad(f)(0.7),
+                "vjp": lambda: lib.vjp(f, 0.7)[1](1.0),
+                "jit_grad": lambda: lib.jit(lib.grad(f))(0.7),
+                "jvp_grad": lambda: lib.jvp(lib.grad(f), (0.7,), (1.0,)),
+                "vmap_grad": lambda: lib.vmap(lib.grad(f))(np.float32([0.5, 0.7]))}[how]()
+    for o, t in zip(real.tree_util.tree_leaves(run(ours)), real.tree_util.tree_leaves(run(real))):
+        np.testing.assert_allclose(np.asarray(o), np.asarray(t))
+
+
+def test_reverse_mode_of_a_while_that_depends_on_the_input_is_refused_as_in_jax():
+    def sine_steps(lib):
+        return lambda x: lib.lax.while_loop(lambda c: c[1] < 3,
+                                            lambda c: (lib.numpy.sin(c[0]), c[1] + 1),
+                                            (x, 0))[0]
+    for lib in (real, ours):
+        with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+            lib.grad(lambda x: lib.jvp(sine_steps(lib), (x,), (1.0,))[1])(0.7)
+        with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+            lib.grad(_grow(lib))(0.7)

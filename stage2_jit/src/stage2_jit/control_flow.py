@@ -43,6 +43,7 @@ from stage1_autodiff.core import (
     trace_state,
     vjp_rules,
     vjp_rules_take_needs,
+    vjp_rules_take_none,
 )
 from stage1_autodiff.extension import set_while_loop
 from stage1_autodiff.tree_util import (
@@ -412,17 +413,59 @@ def while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_n
 jvp_rules[while_p] = while_jvp
 
 
-def while_vjp(cts, *primals, out, needs, **params):
-    raise ValueError(
-        "Reverse-mode differentiation does not work for lax.while_loop: its number of steps "
-        "is known only when it runs, so the values each step needs on the way back cannot be "
-        "stored in a program of fixed size. Use lax.fori_loop with Python-int bounds (which "
-        "becomes a scan), or lax.scan with a fixed length; forward mode (jax.jvp, jacfwd) "
-        "works with while_loop.")
+def while_vjp(cts, *primals, out, needs, cond_jaxpr, body_jaxpr, cond_nconsts,
+              body_nconsts):
+    """Reverse mode through a while loop is refused, unless no output that a cotangent
+    reaches depends on an input being differentiated: then every cotangent is zero (the
+    tangent loop of ``jvp`` inside ``grad``: it is linear in the tangents alone). JAX's partial
+    evaluation finds the same by leaving such a loop out of the linear program."""
+    reach = _carry_inputs(body_jaxpr.jaxpr, body_nconsts)
+    wanted = {i for i, need in enumerate(needs) if need}
+    for j, ct in enumerate(cts):
+        if ct is None or not is_float(get_aval(ct)):
+            continue
+        if any(cond_nconsts + k in wanted for k in reach[j]):
+            raise ValueError(
+                "Reverse-mode differentiation does not work for lax.while_loop: its number of "
+                "steps is known only when it runs, so the values each step needs on the way "
+                "back cannot be stored in a program of fixed size. Use lax.fori_loop with "
+                "Python-int bounds (which becomes a scan), or lax.scan with a fixed length; "
+                "forward mode (jax.jvp, jacfwd) works with while_loop.")
+    return [None] * len(primals)
+
+
+def _carry_inputs(body: Jaxpr, nconsts: int) -> list[set[int]]:
+    """For each carry the loop returns, the body operands it depends on after any number of
+    steps (``k < nconsts`` a constant, else the initial carry ``k - nconsts``): the carries
+    each body output reads, followed to a fixed point."""
+    reads = _inputs_read(body)
+    n_carry = len(body.outvars)
+    reach = [{nconsts + j} for j in range(n_carry)]
+    changed = True
+    while changed:
+        changed = False
+        for j in range(n_carry):
+            grown = reach[j].union(*[reach[k - nconsts] if k >= nconsts else {k}
+                                     for k in reads[j]])
+            if grown != reach[j]:
+                reach[j], changed = grown, True
+    return reach
+
+
+def _inputs_read(jaxpr: Jaxpr) -> list[set[int]]:
+    """For each output of ``jaxpr``, the inputs it depends on through its equations (all the
+    operands of an equation count, an inner program's included)."""
+    reads: dict[Var, set[int]] = {v: {i} for i, v in enumerate(jaxpr.invars)}
+    for eqn in jaxpr.eqns:
+        depends = set().union(*[reads.get(a, set()) for a in eqn.invars if isinstance(a, Var)])
+        for v in eqn.outvars:
+            reads[v] = depends
+    return [reads.get(v, set()) if isinstance(v, Var) else set() for v in jaxpr.outvars]
 
 
 vjp_rules[while_p] = while_vjp
 vjp_rules_take_needs.add(while_p)
+vjp_rules_take_none.add(while_p)  # (an output no cotangent reaches gets None: see above)
 
 
 set_while_loop(while_loop)  # stage 1's rejection samplers trace their loops with it
