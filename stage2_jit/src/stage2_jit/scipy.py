@@ -1,4 +1,5 @@
 """``jax.scipy``: stage 1's modules, unchanged (primitives carry every later stage's rules),
+and ``sparse.linalg``, whose iterative solvers start in this stage (they need while_loop),
 registered as this stage's submodules so that ``import <stage>.scipy.linalg`` works."""
 
 import sys
@@ -16,18 +17,24 @@ from stage1_autodiff.scipy import (
     stats,
 )
 
-for _name, _module in {"fft": fft, "integrate": integrate, "interpolate": interpolate,
-                      "linalg": linalg, "ndimage": ndimage, "optimize": optimize,
-                      "signal": signal, "special": special, "stats": stats}.items():
-    sys.modules[f"{__name__}.{_name}"] = _module
-for _name in stats.DISTRIBUTIONS:  # each module, so that ``import <stage>.scipy.stats.t`` works
-    sys.modules[f"{__name__}.stats.{_name}"] = getattr(stats, _name)
-
-# ``jax.scipy.sparse`` holds ``linalg`` alone: the iterative solvers, which start in this stage
-# (they need while_loop). A module object, so that ``import <stage>.scipy.sparse.linalg`` works.
-from . import sparse_linalg  # noqa: E402
+from . import sparse_linalg
 
 sparse = ModuleType(f"{__name__}.sparse", "``jax.scipy.sparse``: its ``linalg`` module.")
 sparse.linalg = sparse_linalg
-sys.modules[f"{__name__}.sparse"] = sparse
-sys.modules[f"{__name__}.sparse.linalg"] = sparse_linalg
+
+# Every module by its name under ``scipy``; each later stage registers them under its own.
+SUBMODULES = {"fft": fft, "integrate": integrate, "interpolate": interpolate,
+              "linalg": linalg, "ndimage": ndimage, "optimize": optimize, "signal": signal,
+              "special": special, "stats": stats, "sparse": sparse,
+              "sparse.linalg": sparse_linalg,
+              # each distribution, so that ``import <stage>.scipy.stats.t`` works
+              **{f"stats.{name}": getattr(stats, name) for name in stats.DISTRIBUTIONS}}
+
+
+def register_submodules(package: str) -> None:
+    """Makes ``import <package>.linalg`` (and the others) find these modules."""
+    for name, module in SUBMODULES.items():
+        sys.modules[f"{package}.{name}"] = module
+
+
+register_submodules(__name__)
