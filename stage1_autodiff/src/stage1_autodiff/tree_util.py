@@ -883,11 +883,7 @@ def block_until_ready(tree: Any) -> Any:
         >>> jax.block_until_ready({"w": jnp.ones(2), "step": 3})["step"]
         3
     """
-    for leaf in tree_leaves(tree):
-        wait = getattr(leaf, "block_until_ready", None)
-        if callable(wait):
-            wait()
-    return tree
+    return _ask_each_leaf(tree, "block_until_ready")
 
 
 def copy_to_host_async(tree: Any) -> Any:
@@ -900,10 +896,15 @@ def copy_to_host_async(tree: Any) -> Any:
         >>> jax.copy_to_host_async({"w": jnp.ones(2), "step": 3})["step"]
         3
     """
+    return _ask_each_leaf(tree, "copy_to_host_async")
+
+
+def _ask_each_leaf(tree: Any, method: str) -> Any:
+    """Calls ``method`` of each leaf that has one; returns ``tree``."""
     for leaf in tree_leaves(tree):
-        start = getattr(leaf, "copy_to_host_async", None)
-        if callable(start):
-            start()
+        ask = getattr(leaf, method, None)
+        if callable(ask):
+            ask()
     return tree
 
 
