@@ -50,7 +50,7 @@ def machine(monkeypatch):
 
 def test_a_busy_machine_gets_one_blas_thread_and_a_quiet_one_all(machine):
     clock, coordinator, limits = machine
-    coordinator.coordinate()  # the first look only takes a sample
+    coordinator.coordinate()  # as soon as it was made: too soon to tell
     clock.step(0.5, others=1.0, own=1.0)  # another process keeps a core busy
     coordinator.coordinate()
     clock.step(0.1, others=0.0, own=2.0)
@@ -58,6 +58,19 @@ def test_a_busy_machine_gets_one_blas_thread_and_a_quiet_one_all(machine):
     clock.step(0.5, others=0.0, own=2.0)  # it has gone
     coordinator.coordinate()
     assert limits == [1, 2]
+
+
+def test_the_first_product_is_decided_from_the_look_taken_when_it_was_made(machine):
+    """The coordinator looks at the machine when it is made (at import), so the first
+    product under load already runs on the cores left; a look sooner than ``MIN_WINDOW``
+    after the last one waits (``/proc/stat`` counts in 10 ms ticks)."""
+    clock, coordinator, limits = machine
+    clock.step(threads.MIN_WINDOW / 2, others=1.0, own=1.0)
+    coordinator.coordinate()
+    assert limits == []
+    clock.step(threads.MIN_WINDOW, others=1.0, own=1.0)
+    coordinator.coordinate()
+    assert limits == [1]
 
 
 def test_a_users_own_setting_is_left_alone(machine, monkeypatch):

@@ -32,6 +32,7 @@ import time
 from .config import config
 
 INTERVAL = 0.25  # seconds between two looks at the machine's load
+MIN_WINDOW = 0.1  # the shortest time over which a look measures the others' CPU time
 
 config.define("jax_from_numpy_coordinate_threads", True,
               "Gives BLAS inside the kernels the cores other processes leave free.")
@@ -50,7 +51,10 @@ class Coordinator:
     def __init__(self) -> None:
         self.cores = os.cpu_count() or 1
         self.next = 0.0  # when to look again
-        self.sample: tuple[float, float, float] | None = None  # (time, busy, own) seconds
+        # (time, busy, own) seconds. The first look is taken now, at import, so that the
+        # first matrix product already has a decision to go by: with none before it, a short
+        # run under load (a benchmark's first half second) kept every thread.
+        self.sample: tuple[float, float, float] | None = (time.monotonic(), *_cpu_seconds())
         self.threads = self.cores
         self.lock = threading.Lock()
 
@@ -66,10 +70,12 @@ class Coordinator:
                     os.environ or self.cores == 1:
                 return
             sample = (now, *_cpu_seconds())
-            if self.sample is not None and sample[0] > self.sample[0]:
-                elapsed = sample[0] - self.sample[0]
-                others = ((sample[1] - self.sample[1]) - (sample[2] - self.sample[2])) / elapsed
-                self.set_threads(blas_threads(self.cores, others))
+            elapsed = sample[0] - self.sample[0] if self.sample is not None else 0.0
+            if elapsed < MIN_WINDOW:  # /proc/stat counts in 10 ms ticks: too short to tell
+                self.next = now + MIN_WINDOW - elapsed
+                return
+            others = ((sample[1] - self.sample[1]) - (sample[2] - self.sample[2])) / elapsed
+            self.set_threads(blas_threads(self.cores, others))
             self.sample = sample
         finally:
             self.lock.release()
