@@ -264,7 +264,7 @@ def _vjp(fun: Callable, primals: tuple[Any, ...], has_aux: bool,
                 # an output may appear twice: add its cotangents
                 cts_out[t.node] = ct if t.node not in cts_out else lax.add(cts_out[t.node], ct)
         cts = backward_pass(tape, cts_out)
-        cts_in = [_zero_cotangent(x) if t.node not in cts else _like_primal(cts[t.node], x)
+        cts_in = [zero_derivative(x) if t.node not in cts else _like_primal(cts[t.node], x)
                   for x, t in zip(primals_flat, tracers_in)]
         return tuple(tree_unflatten(in_tree, cts_in))
 
@@ -300,8 +300,9 @@ def _like_primal(ct: Any, x: Any) -> Any:
     return lax.with_sharding_of(ct, x)
 
 
-def _zero_cotangent(x: Any) -> Any:
-    """A zero cotangent; for an integer input, a NumPy array of dtype float0, as in JAX."""
+def zero_derivative(x: Any) -> Any:
+    """A zero tangent or cotangent of ``x``; for an integer ``x``, a NumPy array of dtype
+    float0, as in JAX."""
     aval = get_aval(x)
     if dtypes.is_inexact(aval.dtype):
         return lax.zeros_like(x)
@@ -527,7 +528,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
         out_tracers = [full_raise(trace, _as_value(o)) for o in out_flat]
         aux = tree_map(lambda x: _lower(x, main), aux)
     primals_out = [t.primal for t in out_tracers]
-    tangents_out = [_zero_cotangent(t.primal) if t.tangent is None else t.tangent
+    tangents_out = [zero_derivative(t.primal) if t.tangent is None else t.tangent
                     for t in out_tracers]
     result = (tree_unflatten(out_tree, primals_out), tree_unflatten(out_tree, tangents_out))
     return (*result, aux) if has_aux else result

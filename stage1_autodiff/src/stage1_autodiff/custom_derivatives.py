@@ -34,13 +34,13 @@ from .autodiff import (  # noqa: F401 (custom_gradient, custom_vjp: as in JAX's 
     TapeTrace,
     TapeTracer,
     _as_value,
-    _zero_cotangent,
     backward_pass,
     custom_gradient,
     custom_vjp,
     merge_nondiff,
     nondiff_positions,
     split_nondiff,
+    zero_derivative,
 )
 from .core import (
     Primitive,
@@ -127,7 +127,7 @@ impl_rules[custom_jvp_call_p] = custom_jvp_call_impl
 def custom_jvp_call_jvp(primals, tangents, *, fun, jvp):
     """Forward mode calls the user's rule. An integer argument's tangent is a float0 zero,
     as in JAX."""
-    tangents = [t if dtypes.is_float(get_aval(p).dtype) else _zero_cotangent(p)
+    tangents = [t if dtypes.is_float(get_aval(p).dtype) else zero_derivative(p)
                 for p, t in zip(primals, tangents)]
     return jvp(list(primals), tangents)
 
@@ -146,7 +146,7 @@ def custom_jvp_call_vjp(cts, *primals, out, fun, jvp):
     with new_main(TapeTrace, Tape()) as main:
         tape: Tape = main.global_data
         tangents = [TapeTracer(main.trace, lax.zeros_like(p), tape.new_node()) if f
-                    else _zero_cotangent(p) for p, f in zip(primals, is_float)]
+                    else zero_derivative(p) for p, f in zip(primals, is_float)]
         _, tangents_out = jvp(list(primals), tangents)
         # (an integer output's tangent is a float0 zero: no gradient flows back through it)
         tangents_out = [None if dtypes.is_float0(t) else full_raise(main.trace, _as_value(t))

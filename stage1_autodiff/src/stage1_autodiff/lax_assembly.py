@@ -16,17 +16,9 @@ from typing import Any
 from . import dtypes
 from . import prims as lax
 from .core import get_aval
-from .numpy.promotion import as_value
+from .numpy.promotion import as_value, broadcast_to_shape, canonicalize_axis
 
 __all__ = ["broadcast_like", "empty", "stack", "unstack"]
-
-
-def _axis_in(axis: int, ndim: int) -> int:
-    """``axis`` (negative counts from the end) as a dim of an array of ``ndim`` dims."""
-    axis = operator.index(axis)
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
-    return axis % ndim
 
 
 def stack(operands: Sequence[Any], axis: int = 0) -> Any:
@@ -50,7 +42,7 @@ def stack(operands: Sequence[Any], axis: int = 0) -> Any:
     if len({a.shape for a in avals}) > 1:
         shapes = ", ".join(str(a.shape) for a in avals)
         raise ValueError(f"All input arrays must have the same shape. Got {shapes}.")
-    axis = _axis_in(axis, avals[0].ndim + 1)
+    axis = canonicalize_axis(operator.index(axis), avals[0].ndim + 1, "lax.stack")
     return lax.concatenate([lax.expand_dims(x, (axis,)) for x in arrays], axis)
 
 
@@ -64,7 +56,7 @@ def unstack(x: Any, axis: int = 0) -> tuple[Any, ...]:
     """
     x = as_value(x)
     shape = get_aval(x).shape
-    axis = _axis_in(axis, len(shape))
+    axis = canonicalize_axis(operator.index(axis), len(shape), "lax.unstack")
     pieces = []
     for i in range(shape[axis]):
         start, limit = [0] * len(shape), list(shape)
@@ -97,13 +89,5 @@ def broadcast_like(arr: Any, like_arr: Any) -> Any:
         Array([[0., 1.],
                [0., 1.]], dtype=float32)
     """
-    arr, like = as_value(arr), get_aval(as_value(like_arr))
-    aval = get_aval(arr)
-    leading = like.ndim - aval.ndim
-    if leading < 0 or any(n not in (1, like.shape[leading + i])
-                          for i, n in enumerate(aval.shape)):
-        raise ValueError(f"Incompatible types for broadcasting: input type={aval.str_short()} "
-                         f"and requested type={like.str_short()}. Its dims must equal or be "
-                         f"1 where they meet the other's, aligned from the right.")
-    out = lax.broadcast_in_dim(arr, like.shape, tuple(range(leading, like.ndim)))
+    out = broadcast_to_shape(as_value(arr), get_aval(as_value(like_arr)).shape)
     return lax.with_sharding_of(out, like_arr)

@@ -35,14 +35,13 @@ from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
-from stage1_autodiff.autodiff import JVPTrace, custom_vjp_call_p, jvp, vjp
-from stage1_autodiff.core import find_top_trace, full_raise, get_aval
+from stage1_autodiff.autodiff import JVPTrace, custom_vjp_call_p, jvp, vjp, zero_derivative
+from stage1_autodiff.core import find_top_trace, full_raise
 from stage1_autodiff.custom_derivatives import custom_jvp
 from stage1_autodiff.linear_transpose import linear_transpose
 from stage1_autodiff.numpy.promotion import as_value
 from stage1_autodiff.tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
-from stage1_autodiff import dtypes
 from stage1_autodiff import prims as lax
 
 from .everyday import closure_convert
@@ -92,14 +91,6 @@ def _explicit(fun: Callable, example: Any) -> tuple[Callable, list[Any]]:
 
 def _sub(a: Any, b: Any) -> Any:
     return tree_map(lax.sub, a, b)
-
-
-def _zero_tangent(x: Any) -> Any:
-    """The tangent of a value not differentiated: zeros, or float0 zeros for an integer."""
-    aval = get_aval(x)
-    if dtypes.is_inexact(aval.dtype):
-        return lax.zeros_like(x)
-    return np.zeros(aval.shape, dtypes.float0)
 
 
 # ------------------------------------------------------------------------------------------
@@ -209,7 +200,7 @@ def _linear_solve_jvp(system: _LinearSystem, primals: tuple, tangents: tuple) ->
         rhs = _sub(b_dot, a_dot_x)
     x_dot = _solve_tangent(system, consts, rhs)
     if system.has_aux:  # aux is not differentiated: zero tangents (float0 for integers)
-        return out, (x_dot, tree_map(_zero_tangent, out[1]))
+        return out, (x_dot, tree_map(zero_derivative, out[1]))
     return out, x_dot
 # --8<-- [end:linear_solve_jvp]
 
@@ -333,6 +324,6 @@ def _root_jvp(problem: _RootProblem, primals: tuple, tangents: tuple) -> tuple:
                        tuple(consts_dot[0]))
     x_dot = tree_map(lax.neg, problem.tangent_solve(consts[2], (x, f_dot)))
     if problem.has_aux:  # aux is not differentiated: zero tangents (float0 for integers)
-        return out, (x_dot, tree_map(_zero_tangent, out[1]))
+        return out, (x_dot, tree_map(zero_derivative, out[1]))
     return out, x_dot
 # --8<-- [end:root_jvp]
