@@ -484,7 +484,7 @@ NN_CALLS: dict[str, list[Call]] = {
 ERROR_CALLS: list[Call] = [
     call("jnp.sum(a, out=a)", a="f@3"), call("jnp.sum(a, axis=3)", a="f@2,3"),
     call("jnp.fabs(a * 1j)", a="f@3"), call("jnp.matrix_transpose(a)", a="f@3"),
-    call("jnp.max(a, axis=-3)", a="f@2,3"), call("jnp.reshape(a, (7,))", a="f@2,3"),
+    call("jnp.max(a, axis=-3)", a="f@2,3"), call("jnp.reshape(jnp.asarray(a), (7,))", a="f@2,3"),
     call("jnp.add(a, b)", a="f@2,3", b="f@4"), call("jnp.where(c, a)", c="b@3", a="f@3"),
     call("jnp.concatenate([a, b])", a="f@2,3", b="f@2,4"),
     call("jnp.stack([a, b])", a="f@2", b="f@3"), call("jnp.dot(a, b)", a="f@2,3", b="f@4"),

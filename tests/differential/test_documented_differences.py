@@ -55,6 +55,15 @@ def test_jnp_also_exports_the_array_class() -> None:
     assert sjnp.Array is sj.Array and sjnp.ndarray is sj.Array
 
 
+def test_jnp_reshape_of_a_numpy_array_gives_an_array() -> None:
+    a = np.arange(6.0, dtype=np.float32)
+    assert type(jnp.reshape(a, (2, 3))) is np.ndarray
+    assert type(sjnp.reshape(a, (2, 3))) is sj.Array
+    raises(ValueError, jnp.reshape, a, (7,))
+    raises(TypeError, jnp.reshape, jnp.asarray(a), (7,))
+    raises(TypeError, sjnp.reshape, a, (7,), match="cannot reshape array of size 6")
+
+
 def test_weak_types_follow_one_rule_for_every_primitive() -> None:
     """Weak iff every operand of the result's dtype is weak (core._result_weak_type): int32
     starts or indices make a weak int32 slice strong; a weak float operand and update keep

@@ -61,3 +61,33 @@ def _cases(jax):
 @pytest.mark.parametrize("name", list(_cases(ours)))
 def test_as_jax(name, how):
     assert_call_as_jax(_cases, name, how)
+
+
+@pytest.mark.parametrize("shape, dtype, weak", [((0,), "float32", False), ((2, 0), "int32", False),
+                                                ((0, 3), "float32", True)])
+def test_repr_names_the_shape_as_jax(shape, dtype, weak):
+    """An empty array's data shows nothing, so its repr names its shape, as JAX's does."""
+    def make(jax):
+        if weak:  # a Python scalar broadcast to nothing stays weak
+            return jax.numpy.broadcast_to(1.0, shape)
+        return jax.numpy.zeros(shape, dtype)
+    assert repr(make(ours)) == repr(make(real))
+
+
+@pytest.mark.parametrize("shape", [(4, 2), (-1, 4), (-1, -1), 5])
+def test_impossible_reshape_is_a_type_error_as_jax(shape):
+    """The shape is part of an array's type: JAX refuses an impossible one with a TypeError."""
+    with pytest.raises(TypeError):
+        real.numpy.reshape(real.numpy.arange(6), shape)
+    with pytest.raises(TypeError, match="reshape"):
+        ours.numpy.reshape(ours.numpy.arange(6), shape)
+
+
+@pytest.mark.parametrize("value", [None, [None], [1.0, None]])
+def test_none_is_a_value_error_as_jax(value):
+    with pytest.raises(ValueError):
+        real.numpy.array(value)
+    with pytest.raises(ValueError, match="None is not an array value"):
+        ours.numpy.array(value)
+    with pytest.raises(TypeError):  # as an operand it is a type JAX does not take
+        ours.numpy.add(ours.numpy.zeros(2), None)

@@ -566,11 +566,11 @@ def test_reshape_and_ravel(shape, seed, order, data):
 
 
 def test_reshape_errors():
-    with pytest.raises((TypeError, ValueError)):
+    with pytest.raises(TypeError):
         jnp.reshape(jnp.ones(6), (4, -1))
-    with pytest.raises((TypeError, ValueError)):
+    with pytest.raises(TypeError):
         jnp.reshape(jnp.ones(6), (5,))
-    with pytest.raises(ValueError):
+    with pytest.raises(TypeError):
         jnp.reshape(jnp.ones(6), (-1, -1))
 
 
@@ -1279,7 +1279,7 @@ REPRS = [
     (lambda: jnp.array(np.float32(1.5)), "Array(1.5, dtype=float32)"),
     (lambda: jnp.array(1.0), "Array(1., dtype=float32, weak_type=True)"),
     (lambda: jnp.array(2), "Array(2, dtype=int32, weak_type=True)"),
-    (lambda: jnp.zeros((0,)), "Array([], dtype=float32)"),
+    (lambda: jnp.zeros((0,)), "Array([], shape=(0,), dtype=float32)"),
     (lambda: jnp.array([1, 2], dtype=jnp.uint32), "Array([1, 2], dtype=uint32)"),
     (lambda: jnp.array([0.5, 1e-3]), "Array([0.5  , 0.001], dtype=float32)"),
 ]

@@ -16,6 +16,7 @@ import inspect
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,9 @@ class Tape:
     def new_node(self) -> int:
         return next(self._ids)
 
+    def new_nodes(self, n: int) -> list[int]:
+        return list(itertools.islice(self._ids, n))
+
 
 class PrimalTracer(Tracer):
     """A tracer of the autodiff interpreters: it carries the primal value (from the level
@@ -99,9 +103,9 @@ class PrimalTracer(Tracer):
         return self.primal.aval
 
     # Shortcuts past ``aval``: the primal knows its own shape and dtype.
-    shape = property(lambda self: self.primal.shape)
-    dtype = property(lambda self: self.primal.dtype)
-    weak_type = property(lambda self: self.primal.weak_type)
+    shape = property(attrgetter("primal.shape"))
+    dtype = property(attrgetter("primal.dtype"))
+    weak_type = property(attrgetter("primal.weak_type"))
 
     def _concrete_value(self, context: str,
                         error: type[TypeError] = ConcretizationTypeError) -> np.ndarray:
@@ -140,6 +144,9 @@ class TapeTracer(PrimalTracer):
         self.node = node
 
 
+_primal_of, _node_of = attrgetter("primal"), attrgetter("node")
+
+
 class TapeTrace(Trace):
     def pure(self, val: Any) -> TapeTracer:
         return TapeTracer(self, val, None)
@@ -147,17 +154,17 @@ class TapeTrace(Trace):
     lift = pure
 
     def process_primitive(self, prim, tracers, params):
-        primals_in = [t.primal for t in tracers]
+        primals_in = list(map(_primal_of, tracers))  # (C loops: ``[t.primal for t in
+        in_nodes = list(map(_node_of, tracers))      # tracers]``, once per op)
         outs = bind_below(prim, primals_in, params)
-        in_nodes = [t.node for t in tracers]
         if in_nodes.count(None) == len(in_nodes) or vjp_rules.get(prim) is lax._zero_vjp:
             # constants only (nodes are ints or None), or a zero derivative (stop_gradient,
             # sign, comparisons): the results are constants, no gradient flows back through
             return [TapeTracer(self, out, None) for out in outs]
         tape: Tape = self.main.global_data
-        out_nodes = [tape.new_node() for _ in outs]
+        out_nodes = tape.new_nodes(len(outs))
         tape.entries.append(TapeEntry(prim, params, in_nodes, out_nodes, primals_in, outs))
-        return [TapeTracer(self, out, node) for out, node in zip(outs, out_nodes)]
+        return list(map(TapeTracer, itertools.repeat(self), outs, out_nodes))
 # --8<-- [end:tape]
 
     def process_custom_vjp_call(self, prim, fun, fwd, bwd, tracers, out_trees):
@@ -183,16 +190,12 @@ def _backward_pass(tape: Tape, cts_out: dict[int, Any]) -> dict[int, Any]:
     # --8<-- [start:task1_1]
     cts = dict(cts_out)
     for entry in reversed(tape.entries):
-        cts_here = [cts.pop(node, None) for node in entry.out_nodes]
-        if all(ct is None for ct in cts_here):
-            continue  # this entry does not reach the output
         if entry.prim.multiple_results:
-            ct = cts_here if entry.prim in vjp_rules_take_none else [
-                lax.zeros_like(out) if c is None else c
-                for c, out in zip(cts_here, entry.primals_out)]
-            out = entry.primals_out
+            ct, out = _result_cotangents(entry, cts), entry.primals_out
         else:
-            ct, out = cts_here[0], entry.primals_out[0]
+            ct, out = cts.pop(entry.out_nodes[0], None), entry.primals_out[0]
+        if ct is None:
+            continue  # this entry does not reach the output
         rule = vjp_rules[entry.prim]
         if entry.prim in vjp_rules_take_needs:
             needs = [node is not None for node in entry.in_nodes]
@@ -204,6 +207,19 @@ def _backward_pass(tape: Tape, cts_out: dict[int, Any]) -> dict[int, Any]:
                 cts[node] = ct_in if node not in cts else lax.add(cts[node], ct_in)
     return cts
     # --8<-- [end:task1_1]
+
+
+def _result_cotangents(entry: TapeEntry, cts: dict[int, Any]) -> list[Any] | None:
+    """The cotangents of a primitive's several results, taken from ``cts``: None when no
+    cotangent reached any of them, zeros for those none reached (None for a rule that
+    takes None)."""
+    cts_here = [cts.pop(node, None) for node in entry.out_nodes]
+    if all(ct is None for ct in cts_here):
+        return None
+    if entry.prim in vjp_rules_take_none:
+        return cts_here
+    return [lax.zeros_like(out) if ct is None else ct
+            for ct, out in zip(cts_here, entry.primals_out)]
 # --8<-- [end:backward_pass]
 
 

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -294,11 +295,15 @@ def bind_below(prim: Primitive, args: list[Any], params: dict[str, Any]) -> list
 def find_top_trace(xs: Sequence[Any]) -> Trace:
     """The interpreter of the highest level among the arguments' tracers."""
     top = trace_state.dynamic_trace  # the bottom (eval) trace unless make_jaxpr is running
+    level = top.level
     for x in xs:
-        if isinstance(x, Tracer) and x._trace.main.level > top.level:
+        if isinstance(x, Tracer) and x._trace.main.level > level:
             top = x._trace.main
-    if top.level:
-        _check_alive(top)
+            level = top.level
+    if level:  # (``_check_alive(top)``, inline: this runs once per op)
+        stack = trace_state.trace_stack
+        if level >= len(stack) or stack[level] is not top:
+            _check_alive(top)
     return top.trace
 
 
@@ -398,15 +403,16 @@ class EvalTrace(Trace):
 def run_on_host(prim: Primitive, arrays: Sequence[Array], params: dict[str, Any]
                 ) -> list[Array]:
     """``prim``'s NumPy implementation on host arrays, its results typed as Arrays."""
-    values = [a._value for a in arrays]
-    if len(values) == 2 and values[0].dtype != values[1].dtype \
-            and prim.kind is PrimitiveKind.ELEMENTWISE and prim.name != "select_n":
+    values = list(map(_value_of, arrays))  # (a C loop: this runs once per op)
+    kind = prim.kind
+    if kind is ELEMENTWISE and len(values) == 2 and values[0].dtype != values[1].dtype \
+            and prim.name != "select_n":
         raise TypeError(f"lax.{prim.name} requires arguments of one dtype, got "
                         f"{values[0].dtype.name} and {values[1].dtype.name}. lax does not "
                         f"promote: convert one (x.astype(...)), or call jnp's function.")
-    if trace_state.numpy_quiet or prim.kind is PrimitiveKind.SHAPE:  # (moves no arithmetic)
+    if trace_state.numpy_quiet or kind is SHAPE:  # (moves no arithmetic)
         outs = impl_rules[prim](*values, **params)
-    elif prim.kind is PrimitiveKind.ELEMENTWISE:  # NumPy's arithmetic, and nothing else
+    elif kind is ELEMENTWISE:  # NumPy's arithmetic, and nothing else
         outs = _quietly(impl_rules[prim], values, params)
     else:  # an eager op outside any transformation: silence NumPy for this one call
         with np.errstate(all="ignore"):
@@ -421,6 +427,9 @@ def run_on_host(prim: Primitive, arrays: Sequence[Array], params: dict[str, Any]
     return [out if isinstance(out, Array) else
             Array(np.asarray(out), _result_weak_type(prim, arrays, out.dtype, params))
             for out in outs]
+
+
+_value_of = attrgetter("_value")
 
 
 class _QuietContext(threading.local):
@@ -450,19 +459,16 @@ def _quietly(impl: Callable, values: list[Any], params: dict[str, Any]) -> Any:
         state.numpy_quiet = False
 
 
-def _result_weak_type(prim: Primitive, args: list[Array], out_dtype: np.dtype,
+def _result_weak_type(prim: Primitive, args: Sequence[Array], out_dtype: np.dtype,
                       params: dict[str, Any]) -> bool:
     """A result is weakly typed when all its operands of the same dtype are (JAX's rule for
     most primitives: the predicate of a select or the indices of a gather do not count)."""
     if params and "weak_type" in params:  # convert_element_type says explicitly
         return params["weak_type"]
-    for a in args:
-        if a.weak_type:
-            break
-    else:  # no operand is weak (the usual case), nor is the result
-        return False
+    if not any(map(_weak_type_of, args)):  # no operand is weak (the usual case), nor is
+        return False                         # the result
     if prim in weak_when_operands_weak:
-        return bool(args) and all(a.weak_type for a in args)
+        return all(map(_weak_type_of, args))
     same_dtype = False
     for a in args:
         if a.dtype == out_dtype:
@@ -470,6 +476,9 @@ def _result_weak_type(prim: Primitive, args: list[Array], out_dtype: np.dtype,
                 return False
             same_dtype = True
     return same_dtype
+
+
+_weak_type_of = attrgetter("weak_type")
 # --8<-- [end:eval_trace]
 
 
@@ -889,11 +898,10 @@ class Array(ArrayMethods):
         self._value = value
         self.weak_type = weak_type
 
-    @property
-    def shape(self) -> tuple[int, ...]: return self._value.shape
-
-    @property
-    def dtype(self) -> np.dtype: return self._value.dtype
+    # Read by C getters (``attrgetter``) rather than Python functions: dispatch reads an
+    # operand's shape and dtype several times per op, and a Python property is a call.
+    shape = property(attrgetter("_value.shape"), doc="The array's shape.")
+    dtype = property(attrgetter("_value.dtype"), doc="The array's dtype.")
 
     @property
     def aval(self) -> ShapedArray:
@@ -971,7 +979,8 @@ class Array(ArrayMethods):
     def __repr__(self) -> str:
         body = np.array2string(self._concrete_value("repr"), separator=", ", prefix="Array(")
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"Array({body}, dtype={self.dtype.name}{weak})"
+        shape = f", shape={self.shape}" if self.size == 0 else ""  # (NumPy's and JAX's way)
+        return f"Array({body}{shape}, dtype={self.dtype.name}{weak})"
 
     def __str__(self) -> str:
         return str(self._concrete_value("str"))
@@ -1003,6 +1012,9 @@ def asarray(x: Any, dtype: Any = None, copy: bool = True) -> Array:
     else:
         value = np.asarray(x._value if isinstance(x, Array) else x)
         if value.dtype == object:
+            if isinstance(x, (list, tuple)) and any(v is None for v in value.flat):
+                raise ValueError(f"None is not an array value, in {x!r}: use jnp.nan for a "
+                                 f"missing number.")
             raise TypeError(f"Can't convert {type(x).__name__} to an array: {x!r}.")
         target = dtypes.canonicalize_dtype(value.dtype if dtype is None else dtype)
         if isinstance(x, (list, tuple)):

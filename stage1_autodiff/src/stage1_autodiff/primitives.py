@@ -454,7 +454,7 @@ def _unbroadcast(operand, ct):
 
     NB: JAX's transpose rules of add, sub and mul call ``_unbroadcast`` in jax/_src/lax/lax.py.
     """
-    if ct is None or _ndim(operand) or not _ndim(ct):
+    if ct is None or not _ndim(ct) or _ndim(operand):
         return ct
     return reduce_sum(ct, tuple(range(_ndim(ct))))
 

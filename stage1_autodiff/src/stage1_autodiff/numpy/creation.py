@@ -73,6 +73,9 @@ def _array(object: Any, dtype: Any, fun_name: str, order: Any = None,  # noqa: A
         raise NotImplementedError(
             f"{fun_name}: only order='K' is implemented, as in JAX (got order={order!r}): "
             f"an array's memory layout is not the user's to choose.")
+    if object is None:
+        raise ValueError(f"jnp.{fun_name}(None): None is not an array value. Pass a number "
+                         f"or a sequence of numbers (jnp.nan for a missing one).")
     if dtype is None:
         out = as_value(object)
     else:

@@ -57,7 +57,7 @@ def _scalar_like(x: Any, scalar: Any) -> Any | None:
     if not isinstance(x, (Array, Tracer)):
         return None
     dtype, scalar_type = x.dtype, type(scalar)
-    kind = dtypes.kind(dtype)
+    kind = dtype.kind if dtype.kind != "V" else dtypes.kind(dtype)  # (bfloat16's is "V")
     if kind == "c" and scalar_type in (int, float, complex) or (
             kind == "f" and scalar_type in (int, float)):
         if scalar_type is complex or abs(scalar) > _largest(dtype):
@@ -159,6 +159,8 @@ def promote_inexact(*args: Any) -> list[Any]:
 
 def broadcast_shapes(*shapes: Sequence[int], op_name: str = "broadcast_shapes") -> tuple[int, ...]:
     """NumPy's broadcasting of shapes, with an error that names every shape."""
+    if len(shapes) == 2 and (pair := _broadcast_pair(*shapes)) is not None:
+        return pair  # (the usual case, ``x + b``, in one loop)
     nonscalar = {tuple(s) for s in shapes if len(s)}
     if len(nonscalar) <= 1:  # the common case: one shape, and scalars
         return nonscalar.pop() if nonscalar else ()
@@ -172,6 +174,20 @@ def broadcast_shapes(*shapes: Sequence[int], op_name: str = "broadcast_shapes") 
                              f"Dims must be equal or 1, aligned from the right.")
         result.append(sizes.pop() if sizes else 1)
     return tuple(result)
+
+
+def _broadcast_pair(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
+    """Two shapes broadcast together, or None when they do not."""
+    if len(a) < len(b):
+        a, b = b, a
+    out, lead = list(a), len(a) - len(b)
+    for i, n in enumerate(b, lead):
+        if n != out[i]:
+            if out[i] == 1:
+                out[i] = n
+            elif n != 1:
+                return None
+    return tuple(out)
 
 
 def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
@@ -202,11 +218,12 @@ def promote_and_broadcast(op_name: str, *args: Any, inexact: bool = False,
                 and not (weak and x.dtype.kind == "b"):
             return list(args)
     values = promote_inexact(*args) if inexact else promote(*args)
-    shapes = [v.shape for v in values]
-    if len(shapes) == 2:  # the usual binary op: the same shape, or a scalar kept as it is
-        if shapes[0] == shapes[1] or keep_scalars and () in shapes:
+    if len(values) == 2:  # the usual binary op: the same shape, or a scalar kept as it is
+        x_shape, y_shape = values[0].shape, values[1].shape
+        if x_shape == y_shape or keep_scalars and (x_shape == () or y_shape == ()):
             return values
-    elif all(s == shapes[0] for s in shapes):
+    shapes = [v.shape for v in values]
+    if len(shapes) != 2 and all(s == shapes[0] for s in shapes):
         return values
     check_rank_promotion(op_name, shapes)
     shape = broadcast_shapes(*shapes, op_name=op_name)

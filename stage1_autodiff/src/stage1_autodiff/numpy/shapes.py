@@ -23,18 +23,20 @@ from .promotion import (
 
 
 def _resolve_shape(size: int, shape: Sequence[int]) -> tuple[int, ...]:
-    """Fills in one ``-1`` and checks that the element count matches."""
+    """Fills in one ``-1`` and checks that the element count matches (a ``TypeError``, as
+    JAX's: the shape is part of the type)."""
     shape = tuple(int(d) for d in shape)
     if shape.count(-1) > 1:
-        raise ValueError(f"reshape: can only specify one unknown dimension (-1), got {shape}.")
+        raise TypeError(f"reshape: can only specify one unknown dimension (-1), got {shape}.")
     if -1 in shape:
         known = math.prod(d for d in shape if d != -1)
         if known == 0 or size % known:
-            raise ValueError(f"cannot reshape array of size {size} into shape {shape}.")
+            raise TypeError(f"cannot reshape array of size {size} into shape {shape}: no "
+                            f"size for the -1 dimension makes the element counts equal.")
         shape = tuple(size // known if d == -1 else d for d in shape)
     if math.prod(shape) != size:
-        raise ValueError(f"cannot reshape array of size {size} into shape {shape}: the new "
-                         f"shape must have the same number of elements.")
+        raise TypeError(f"cannot reshape array of size {size} into shape {shape}: the new "
+                        f"shape must have the same number of elements.")
     return shape
 
 
