@@ -97,14 +97,22 @@ def _tangent_of_grow(lib):
     return lambda x: lib.jvp(_grow(lib), (x,), (1.0,))[1]
 
 
-@pytest.mark.parametrize("how", ["grad", "vjp", "jit_grad", "jvp_grad", "vmap_grad"])
+@pytest.mark.parametrize("how", ["grad", "vjp", "jit_grad", "jvp_grad", "vmap_grad",
+                                 "grad_of_jitted", "grad_in_cond"])
 def test_reverse_mode_of_a_while_whose_tangent_does_not_depend_on_the_input(how):
     """The tangent loop of jvp inside grad: the tangent's steps read the tangent alone, so
     its derivative is zero, which JAX finds by partial evaluation; this raised here (reverse
-    mode through a while_loop) before its rule looked at what each carry depends on."""
+    mode through a while_loop) before its rule looked at what each carry depends on. Inside
+    a jit or a cond it raised until their backward programs took no cotangent for an output
+    none reached (the loop's primal): an array of zeros was a cotangent to its rule."""
     def run(lib):
         f = _tangent_of_grow(lib)
-        return {"grad": lambda: lib.grad(f)(0.7),
+        jitted = lambda x: lib.jvp(lib.jit(_grow(lib)), (x,), (1.0,))[1]  # noqa: E731
+        in_cond = lambda x: lib.lax.cond(x > 0, lambda v: lib.jvp(  # noqa: E731
+            _grow(lib), (v,), (1.0,)), lambda v: (v, v), x)[1]
+        return {"grad_of_jitted": lambda: lib.grad(jitted)(0.7),
+                "grad_in_cond": lambda: lib.grad(in_cond)(0.7),
+                "grad": lambda: lib.grad(f)(0.7),
                 "vjp": lambda: lib.vjp(f, 0.7)[1](1.0),
                 "jit_grad": lambda: lib.jit(lib.grad(f))(0.7),
                 "jvp_grad": lambda: lib.jvp(lib.grad(f), (0.7,), (1.0,)),
@@ -123,3 +131,60 @@ def test_reverse_mode_of_a_while_that_depends_on_the_input_is_refused_as_in_jax(
             lib.grad(lambda x: lib.jvp(sine_steps(lib), (x,), (1.0,))[1])(0.7)
         with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
             lib.grad(_grow(lib))(0.7)
+
+
+def _clipped_sine(lib):
+    """A custom_vjp function whose bwd doubles the cotangent: its derivative is the rule's."""
+    @lib.custom_vjp
+    def f(x):
+        return lib.numpy.sin(x)
+    f.defvjp(lambda x: (lib.numpy.sin(x), lib.numpy.cos(x)), lambda c, g: (2.0 * g * c,))
+    return f
+
+
+def _custom_vjp_inside(lib, where):
+    f, lax, np_ = _clipped_sine(lib), lib.lax, lib.numpy
+    twice = lambda v: lax.scan(lambda c, _: (f(c), None), v, None, length=2)[0]  # noqa: E731
+    return {"cond": lambda x: lax.cond(x > 0, f, lambda v: v * 3.0, x),
+            "fori_loop": lambda x: lax.fori_loop(0, 2, lambda i, v: f(v) + v, x),
+            "scan": lambda x: lax.scan(lambda c, w: (f(c * w), None), x,
+                                       np.float32([1.0, 0.5]))[0],
+            "scan in cond": lambda x: lax.cond(x > 0, twice, np_.sin, x),
+            "cond in scan": lambda x: lax.scan(lambda c, _: (lax.cond(c > 0, f, np_.sin, c),
+                                                             None), x, None, length=2)[0],
+            "jit": lib.jit(lambda x: f(x) * x),
+            "checkpoint": lib.checkpoint(lambda x: f(f(x)) * x)}[where]
+
+
+WHERE = ["cond", "fori_loop", "scan", "scan in cond", "cond in scan", "jit", "checkpoint"]
+
+
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("how", ["jvp_grad", "hessian", "grad_grad", "grad_grad_grad"])
+def test_higher_order_of_a_custom_vjp_inside_a_program(where, how):
+    """A second derivative of a custom_vjp function inside a branch, a loop, a jit or a
+    checkpoint: the inner grad differentiates the call by its bwd, and the outer
+    differentiation sees its fwd, as in JAX. Before ``primal_below`` claimed the programs,
+    forward over reverse raised here (a jvp of a custom_vjp function), and reverse over
+    reverse through a scan was silently wrong: the outer grad applied bwd again."""
+    def run(lib):
+        h, g = _custom_vjp_inside(lib, where), lib.grad
+        return {"jvp_grad": lambda: lib.jvp(g(h), (0.5,), (1.0,)),
+                "hessian": lambda: lib.hessian(h)(0.5),
+                "grad_grad": lambda: g(g(h))(0.5),
+                "grad_grad_grad": lambda: g(g(g(h)))(0.5)}[how]()
+    for o, t in zip(real.tree_util.tree_leaves(run(ours)), real.tree_util.tree_leaves(run(real))):
+        np.testing.assert_allclose(np.asarray(o), np.asarray(t), rtol=2e-6)
+
+
+@pytest.mark.parametrize("where", ["cond", "jit", "scan"])
+def test_forward_mode_of_a_custom_vjp_inside_a_program_is_still_refused(where):
+    """Without a grad above, a jvp of the call is refused as in JAX, also after the same
+    program was differentiated under grad (the claimed programs are copies)."""
+    for lib in (ours, real):
+        h = _custom_vjp_inside(lib, where)
+        lib.jvp(lib.grad(h), (0.5,), (1.0,))
+        with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+            lib.jvp(h, (0.5,), (1.0,))
+    with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+        ours.grad(lambda x: ours.jvp(_custom_vjp_inside(ours, where), (x,), (1.0,))[1])(0.5)

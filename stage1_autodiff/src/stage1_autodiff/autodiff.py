@@ -35,6 +35,7 @@ from .core import (
     ConcretizationTypeError,
     MainTrace,
     Primitive,
+    PrimitiveKind,
     Trace,
     Tracer,
     asarray,
@@ -47,12 +48,13 @@ from .core import (
     jvp_rules_take_none,
     new_main,
     numpy_warnings_off,
+    trace_state,
     vjp_rules,
     vjp_rules_take_needs,
     vjp_rules_take_none,
 )
 from .errors import UnexpectedTracerError
-from .extension import run_program
+from .extension import claim_programs, run_program
 from .tree_util import (
     keystr,
     tree_flatten,
@@ -156,7 +158,9 @@ class TapeTrace(Trace):
     def process_primitive(self, prim, tracers, params):
         primals_in = list(map(_primal_of, tracers))  # (C loops: ``[t.primal for t in
         in_nodes = list(map(_node_of, tracers))      # tracers]``, once per op)
-        outs = bind_below(prim, primals_in, params)
+        # (a program is a param of an OTHER primitive only; the eval level needs no claim)
+        outs = (primal_below(prim, primals_in, params) if prim.kind is PrimitiveKind.OTHER
+                and self.main.level > 1 else bind_below(prim, primals_in, params))
         if in_nodes.count(None) == len(in_nodes) or vjp_rules.get(prim) is lax._zero_vjp:
             # constants only (nodes are ints or None), or a zero derivative (stop_gradient,
             # sign, comparisons): the results are constants, no gradient flows back through
@@ -168,7 +172,8 @@ class TapeTrace(Trace):
 # --8<-- [end:tape]
 
     def process_custom_vjp_call(self, prim, fun, fwd, bwd, tracers, out_trees):
-        del fun
+        if _claimed_here(self):  # a grad above differentiates the call: see primal_below
+            return [full_raise(self, _as_value(out)) for out in fwd(*tracers)[0]]
         primals_in = [t.primal for t in tracers]
         outs, residuals = fwd(*primals_in)
         tape: Tape = self.main.global_data
@@ -177,6 +182,27 @@ class TapeTrace(Trace):
         in_nodes = [t.node for t in tracers]
         tape.entries.append(TapeEntry(prim, params, in_nodes, out_nodes, primals_in, outs))
         return [TapeTracer(self, out, node) for out, node in zip(outs, out_nodes)]
+
+
+# --8<-- [start:primal_below]
+def primal_below(prim: Primitive, primals: list[Any], params: dict[str, Any]) -> list[Any]:
+    """``bind_below`` for an op that may hold a program (a ``cond``'s branches, a loop's body,
+    a ``jit``), run by the levels below a tape as its primal computation: by the tape itself,
+    or by a VJP rule that runs the forward pass again (a scan's).
+
+    A ``custom_vjp`` call inside that program is this tape's to differentiate, by its
+    ``bwd``. As in JAX, the levels below compute it by its ``fwd`` and differentiate that:
+    a ``jvp`` below (``jvp(grad(f))``), which would refuse the call itself, and a ``grad``
+    below (``grad(grad(f))``), which would apply ``bwd`` a second time. So the programs go
+    down marked as claimed (stage 2's ``tracing.claim_programs``), and while one runs, the
+    interpreters on the stack compute its calls by ``fwd`` (``_claimed_here``)."""
+    return bind_below(prim, primals, claim_programs(params))
+
+
+def _claimed_here(trace: Trace) -> bool:
+    """Whether a custom_vjp call met by ``trace`` is inside a program a grad claimed."""
+    return trace.main.level < trace_state.claim_depth
+# --8<-- [end:primal_below]
 
 
 # --8<-- [start:backward_pass]
@@ -276,7 +302,9 @@ def _vjp(fun: Callable, primals: tuple[Any, ...], has_aux: bool,
         for t, ct in zip(out_tracers, cts_flat):
             # An integer or boolean output carries no derivative (JAX's cotangent for it is a
             # float0): nothing flows back from it, so no rule sees an integer cotangent.
-            if t.node is not None and dtypes.is_inexact(get_aval(t.primal).dtype):
+            # (None: no cotangent at all, JAX's symbolic zero; see vjp_flat)
+            if t.node is not None and ct is not None and dtypes.is_inexact(
+                    get_aval(t.primal).dtype):
                 # an output may appear twice: add its cotangents
                 cts_out[t.node] = ct if t.node not in cts_out else lax.add(cts_out[t.node], ct)
         cts = backward_pass(tape, cts_out)
@@ -287,6 +315,15 @@ def _vjp(fun: Callable, primals: tuple[Any, ...], has_aux: bool,
     out_primal = tree_unflatten(out_tree, primals_out)
     return out_primal, pullback, out_tree, primals_out, aux
 # --8<-- [end:vjp]
+
+
+def vjp_flat(fun: Callable, *primals: Any) -> tuple[Any, Callable[[list[Any]], tuple]]:
+    """``vjp`` for the rules of stage 2: the pullback takes the cotangents of ``fun``'s flat
+    outputs as a list, None for an output no cotangent reaches (JAX's symbolic zero), so the
+    rules only it reaches see None, where an array of zeros would be a cotangent to them (a
+    ``while_loop``'s rule refuses one that depends on the inputs)."""
+    out, pullback, *_ = _vjp(fun, primals, False)
+    return out, pullback
 
 
 def _split_aux(out: Any, has_aux: bool, name: str) -> tuple[Any, Any]:
@@ -518,6 +555,8 @@ class JVPTrace(Trace):
 # --8<-- [end:jvp_trace]
 
     def process_custom_vjp_call(self, prim, fun, fwd, bwd, tracers, out_trees):
+        if _claimed_here(self):  # a grad above differentiates the call: see primal_below
+            return [full_raise(self, _as_value(out)) for out in fwd(*tracers)[0]]
         raise TypeError(
             "can't apply forward-mode autodiff (jvp) to a custom_vjp function. A custom_vjp "
             "function only defines reverse mode: use grad or vjp, or define it with "

@@ -227,6 +227,9 @@ class _TraceState(threading.local):
         # Stage 2's make_jaxpr sets this so that even ops on constants get staged.
         self.dynamic_trace: MainTrace = self.trace_stack[0]
         self.numpy_quiet = False  # whether NumPy's floating-point warnings are already off
+        # While a program that a grad claimed runs (``autodiff.primal_below``), the number of
+        # interpreters then on the stack: those compute its custom_vjp calls by their fwd.
+        self.claim_depth = 0
 
 
 @contextmanager

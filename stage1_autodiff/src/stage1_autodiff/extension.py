@@ -13,7 +13,9 @@ them; they reach in only through the seams listed here, each a name a reader can
    stage 4 fills it in, and stage 1's rules that make arrays of a given type (``full_like``,
    ``with_sharding_of``) pass it on.
 3. **How a program runs** (``run_program``). A ``custom_vjp`` function that a jaxpr holds is a
-   program, which stage 1 cannot run; stage 2 registers how (``set_program_runner``), and the
+   program, which stage 1 cannot run; stage 2 registers how (``set_program_runner``), how an
+   op's programs are marked as the primal computation of a ``grad`` (``set_program_claimer``:
+   see ``autodiff.primal_below``), and the
    loop that traces (``set_while_loop``), which ``while_loop_eager_or_traced`` hands a loop to
    under ``jit`` and ``vmap`` (the rejection samplers of ``jax.random``, the minimizers of
    ``jax.scipy.optimize``).
@@ -61,6 +63,21 @@ def run_program(program: Any) -> Callable[..., list[Any]]:
     if not _program_runner:
         raise TypeError("A program (a jaxpr) needs stage 2 to run: import stage2_jit.")
     return _program_runner[0](program)
+
+
+_program_claimer: list[Callable[[dict[str, Any]], dict[str, Any]]] = []
+
+
+def set_program_claimer(claim: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Registers how the programs among an op's params are marked as the primal computation
+    of a ``grad`` above (stage 2's ``tracing.claim_programs``)."""
+    _program_claimer[:] = [claim]
+
+
+def claim_programs(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with its programs marked so, by the registered claimer (stage 1 has no
+    programs: as they are)."""
+    return _program_claimer[0](params) if _program_claimer else params
 
 
 _while_loop: list[Callable[..., Any]] = []

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from stage1_autodiff.autodiff import jvp, vjp
+from stage1_autodiff.autodiff import jvp, primal_below, vjp
 from stage1_autodiff.core import (
     Array,
     Primitive,
@@ -270,7 +270,8 @@ def cond_vjp(cts, index, *operands, out, needs, branches):
         return [None] * (1 + len(operands))
     float_cts = [ct for ct, a in zip(cts, branches[0].out_avals) if is_float(a)]
     programs, consts = join_consts([vjp_program(b, wanted, float_cts) for b in branches])
-    results = iter(cond_p.bind(index, *consts, *operands, *float_cts,
+    results = iter(cond_p.bind(index, *consts, *operands,
+                               *[ct for ct in float_cts if ct is not None],
                                branches=tuple(programs)))
     return [None, *[next(results) if w else None for w in wanted]]
 # --8<-- [end:cond_vjp]
@@ -278,6 +279,7 @@ def cond_vjp(cts, index, *operands, out, needs, branches):
 
 vjp_rules[cond_p] = cond_vjp
 vjp_rules_take_needs.add(cond_p)
+vjp_rules_take_none.add(cond_p)  # (a result no cotangent reaches: None, see vjp_program)
 
 
 # ------------------------------------------------------------------------------------------
@@ -713,10 +715,11 @@ def _scan_keeping_carries(jaxpr: ClosedJaxpr, primals, length, reverse, num_cons
         return [*run(*args)[:num_carry], *args[num_consts:num_consts + num_carry]]
 
     program, consts = trace_flat(forward, jaxpr.in_avals)
-    return scan_p.bind(*consts, *primals, jaxpr=program, length=length, reverse=reverse,
-                       num_consts=len(consts) + num_consts, num_carry=num_carry,
-                       linear=(False,) * (len(consts) + len(primals)), unroll=unroll,
-                       _split_transpose=False)
+    # (the tape's primal computation, run again: its custom_vjp calls are the tape's)
+    return primal_below(scan_p, [*consts, *primals], dict(
+        jaxpr=program, length=length, reverse=reverse, num_consts=len(consts) + num_consts,
+        num_carry=num_carry, linear=(False,) * (len(consts) + len(primals)), unroll=unroll,
+        _split_transpose=False))
 
 
 def scan_vjp(cts, *primals, out, needs, jaxpr, length, reverse, num_consts, num_carry, linear,

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from stage1_autodiff.autodiff import jvp, vjp
+from stage1_autodiff.autodiff import jvp, vjp_flat
 from stage1_autodiff.core import ShapedArray, get_aval
 
 from stage1_autodiff import dtypes
@@ -77,8 +77,10 @@ def vjp_program(program: ClosedJaxpr, wanted: Sequence[bool], cts: Sequence[Any]
     """The program of (primals, cotangents of the float outputs) -> cotangents of the wanted
     inputs (zeros where an input does not matter), and the constants it takes first. The
     cotangents ``cts``, when given, say which are weakly typed (as the results then are, in
-    JAX); by default, those of weakly typed outputs."""
-    float_out = [is_float(a) for a in program.out_avals]
+    JAX; by default, those of weakly typed outputs), and None for an output that no cotangent
+    reaches: the program takes none for it, and no rule inside sees one."""
+    float_avals = [a for a in program.out_avals if is_float(a)]
+    given = [ct is not None for ct in cts] if cts else [True] * len(float_avals)
     run = jaxpr_as_fun(program)
 
     def vjp_of_program(*args):
@@ -89,17 +91,17 @@ def vjp_program(program: ClosedJaxpr, wanted: Sequence[bool], cts: Sequence[Any]
             return run(*[next(xs) if w else p for w, p in zip(wanted, primals)])
 
         chosen = [p for p, w in zip(primals, wanted) if w]
-        outs, pullback = vjp(of_wanted, *chosen)
-        full = [next(cts) if f else lax.zeros_like(o) for f, o in zip(float_out, outs)]
+        _, pullback = vjp_flat(of_wanted, *chosen)
+        present = iter(given)
+        full = [next(cts) if is_float(a) and next(present) else None
+                for a in program.out_avals]
         return [lax.zeros_like(p) if ct is None else ct for ct, p in zip(pullback(full), chosen)]
 
-    ct_avals = [a for a in program.out_avals if is_float(a)]
-    if cts:
-        ct_avals = [a if ct is None else a._replace(weak_type=get_aval(ct).weak_type)
-                    for a, ct in zip(ct_avals, cts)]
+    ct_avals = [a if not cts else a._replace(weak_type=get_aval(ct).weak_type)
+                for a, ct, g in zip(float_avals, cts or float_avals, given) if g]
     avals = list(program.in_avals) + ct_avals
-    return _cached(program, ("vjp", tuple(wanted), tuple(a.weak_type for a in ct_avals)),
-                   lambda: trace(vjp_of_program, avals), trace)
+    key = ("vjp", tuple(wanted), tuple(given), tuple(a.weak_type for a in ct_avals))
+    return _cached(program, key, lambda: trace(vjp_of_program, avals), trace)
 # --8<-- [end:vjp_program]
 
 

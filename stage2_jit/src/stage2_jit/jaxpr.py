@@ -79,10 +79,13 @@ class Jaxpr:
 
 @dataclass(frozen=True, eq=False)
 class ClosedJaxpr:
-    """A jaxpr together with the values of its constants."""
+    """A jaxpr together with the values of its constants. ``claimed``: staged as the primal
+    computation of a ``grad`` above, which differentiates the ``custom_vjp`` calls in it by
+    their ``bwd``; running it computes them by their ``fwd`` (``tracing.claim_programs``)."""
 
     jaxpr: Jaxpr
     consts: list[Any]
+    claimed: bool = False
 
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)

@@ -38,6 +38,7 @@ from stage1_autodiff.core import (
     trace_state,
     vjp_rules,
     vjp_rules_take_needs,
+    vjp_rules_take_none,
 )
 from stage1_autodiff.linear_transpose import inline_rules
 from stage1_autodiff.special_values import (
@@ -153,15 +154,17 @@ def jit_vjp(cts, *primals, out, needs, jaxpr: ClosedJaxpr, name: str, backend: s
     wanted = [need and _is_float(a) for need, a in zip(needs, jaxpr.in_avals)]
     if not any(wanted):
         return [None] * len(wanted)
+    # (None: an output no cotangent reaches, which the backward program takes no input for)
     float_cts = [ct for ct, a in zip(cts, jaxpr.out_avals) if _is_float(a)]
     program, consts = vjp_program(jaxpr, wanted, float_cts)
-    results = iter(jit_p.bind(*consts, *primals, *float_cts, jaxpr=program,
-                              name=f"vjp({name})", backend=backend))
+    results = iter(jit_p.bind(*consts, *primals, *[ct for ct in float_cts if ct is not None],
+                              jaxpr=program, name=f"vjp({name})", backend=backend))
     return [next(results) if w else None for w in wanted]
 
 
 vjp_rules[jit_p] = jit_vjp
 vjp_rules_take_needs.add(jit_p)
+vjp_rules_take_none.add(jit_p)
 # --8<-- [end:jit_vjp]
 
 

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stage1_autodiff.autodiff import TapeEntry, TapeTrace, TapeTracer, vjp
+from stage1_autodiff.autodiff import TapeEntry, TapeTrace, TapeTracer, primal_below, vjp
 from stage1_autodiff.core import (
     Primitive,
     ShapedArray,
@@ -134,7 +134,7 @@ def _taped_forward(trace: TapeTrace, tracers: list[TapeTracer], params: dict) ->
     forward = ClosedJaxpr(Jaxpr(inner.constvars, inner.invars, [*inner.outvars, *extra],
                                 inner.eqns), jaxpr.consts)
     primals_in = [t.primal for t in tracers]
-    outs = remat_p.bind(*primals_in, **dict(params, jaxpr=forward))
+    outs = primal_below(remat_p, primals_in, dict(params, jaxpr=forward))
     outs, residuals = outs[:len(inner.outvars)], outs[len(inner.outvars):]
     tape = trace.main.global_data
     out_nodes = [tape.new_node() for _ in outs]

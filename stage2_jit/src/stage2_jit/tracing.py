@@ -8,6 +8,7 @@ come from ``abstract_eval_rules``.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,7 +24,9 @@ from stage1_autodiff.core import (
     dynamic_trace,
     full_raise,
     new_main,
+    trace_state,
 )
+from stage1_autodiff.extension import set_program_claimer as set_claimer
 from stage1_autodiff.extension import set_program_runner
 
 from .abstract_eval import abstract_eval_rules
@@ -174,6 +177,11 @@ class JaxprTrace(Trace):
 # --8<-- [end:jaxpr_trace]
 
     def process_custom_vjp_call(self, prim, fun, fwd, bwd, tracers, out_trees):
+        if self.main.level < trace_state.claim_depth:  # a grad above differentiates the
+            return [full_raise(self, out) for out in fwd(*tracers)[0]]  # call: fwd's ops
+        return self._stage_custom_vjp_call(prim, fun, fwd, bwd, tracers, out_trees)
+
+    def _stage_custom_vjp_call(self, prim, fun, fwd, bwd, tracers, out_trees):
         """Stages one ``custom_vjp_call`` equation rather than the operations of ``fun``, so
         that differentiating the jaxpr later (``grad(jit(f))``) still uses ``bwd``. The
         equation keeps ``fun`` traced to a program, ``call_jaxpr`` (what running the jaxpr
@@ -270,7 +278,52 @@ def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
         >>> double(jnp.float32(3.0))
         [Array(6., dtype=float32)]
     """
+    if closed.claimed:
+        return lambda *args: _run_claimed(closed, args)
     return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, args)
+
+
+def _run_claimed(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+    """A claimed program's run, the interpreters now on the stack computing its custom_vjp
+    calls by their fwd (a grad begun inside the run is not among them)."""
+    state = trace_state
+    before, state.claim_depth = state.claim_depth, len(state.trace_stack)
+    try:
+        return eval_jaxpr(closed.jaxpr, closed.consts, args)
+    finally:
+        state.claim_depth = before
+
+
+_claimed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> claimed copy
+
+
+def claim_programs(params: dict[str, Any]) -> dict[str, Any]:
+    """An op's params, its programs (and theirs, nested) marked ``claimed``: a ``grad`` above
+    runs the op as its primal computation (stage 1's ``autodiff.primal_below``) and
+    differentiates the ``custom_vjp`` calls inside by their ``bwd``. Whatever runs such a
+    program, then or later (a ``jvp`` of the grad, a second ``grad``, a staged backward
+    pass), computes those calls by their ``fwd`` and differentiates that, as in JAX."""
+    for value in params.values():  # (most ops hold no program: a look, no copy)
+        if type(value) is ClosedJaxpr or type(value) is tuple and value and \
+                type(value[0]) is ClosedJaxpr:
+            return {name: _claim(value) for name, value in params.items()}
+    return params
+
+
+def _claim(value: Any) -> Any:
+    if isinstance(value, ClosedJaxpr) and not value.claimed:
+        if value not in _claimed:
+            jaxpr = value.jaxpr
+            eqns = [eqn._replace(params=claim_programs(eqn.params)) for eqn in jaxpr.eqns]
+            _claimed[value] = ClosedJaxpr(
+                Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns), value.consts, True)
+        return _claimed[value]
+    if type(value) is tuple and value and isinstance(value[0], ClosedJaxpr):
+        return tuple(map(_claim, value))  # (a cond's branches)
+    return value
+
+
+set_claimer(claim_programs)
 
 
 # A custom_vjp_call equation carries its function as a program; stage 1 runs it with this.
