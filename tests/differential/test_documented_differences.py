@@ -1169,6 +1169,28 @@ def test_a_few_errors_are_of_another_class() -> None:
     from stage4_sharding.example_libraries import optimizers
     assert type(_error_of(jax_optimizers.pack_optimizer_state, [1.0])) is AssertionError
     assert type(_error_of(optimizers.pack_optimizer_state, [1.0])) is TypeError
+    x = np.arange(4.0, dtype=np.float32)
+    for lib, cls in ((jax, AssertionError), (sj, ValueError)):
+        short = lib.vmap(lambda v: lib.lax.pshuffle(v, "i", [1, 0]), axis_name="i")
+        outside = lib.vmap(lambda v: lib.lax.pbroadcast(v, "i", 7), axis_name="i")
+        assert type(_error_of(short, x)) is cls and type(_error_of(outside, x)) is cls
+
+
+def test_pbroadcast_is_a_masked_psum() -> None:
+    x = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    theirs = jax.vmap(lambda v: lax.pbroadcast(v, "i", 1), axis_name="i")
+    raises(TypeError, theirs, jnp.asarray(x))
+    np.testing.assert_array_equal(np.asarray(theirs(x)), np.broadcast_to(x[1], x.shape))
+    mesh = jax.make_mesh((4,), ("i",))
+    spec = jax.sharding.PartitionSpec("i")
+    on_cpu = jax.shard_map(lambda v: lax.pbroadcast(v, "i", 1), mesh=mesh, in_specs=spec,
+                           out_specs=spec)
+    raises(NotImplementedError, on_cpu, jax.device_put(x, jax.NamedSharding(mesh, spec)))
+    masked = jax.vmap(lambda v: lax.psum(jnp.where(lax.axis_index("i") == 1, v, 0.0), "i"),
+                      axis_name="i")(x)
+    ours = sj.vmap(lambda v: slax.pbroadcast(v, "i", 1), axis_name="i")(x)
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(masked))
+    assert (np.asarray(ours) == x[1]).all()
 
 
 # ------------------------------------------------------------------------------------------

@@ -31,6 +31,14 @@ BODIES = {
         x * L.lax.axis_index("i").astype(np_.float32) + np_.exp(x)),
     "all_to_all": lambda L, np_: lambda x: L.lax.all_to_all(
         x.reshape(4, -1), "i", 0, 0, tiled=True).reshape(x.shape) * x,
+    "pshuffle": lambda L, np_: lambda x: L.lax.pshuffle(np_.sin(x), "i", [2, 0, 3, 1]) * x,
+    "pswapaxes": lambda L, np_: lambda x: L.lax.pswapaxes(
+        x.reshape(4, -1), "i", 0).reshape(x.shape) * x,
+    # JAX 0.10.2's pbroadcast has no CPU lowering ("Differences from JAX"): on its side, the
+    # masked psum its documentation gives as the meaning
+    "pbroadcast": lambda L, np_: lambda x: x * (L.lax.pbroadcast(x * x, "i", 1) if L is sj else
+                                                L.lax.psum(np_.where(L.lax.axis_index("i") == 1,
+                                                                     x * x, 0.0), "i")),
     "psum_in_scan": lambda L, np_: lambda x: L.lax.scan(
         lambda c, v: (c + L.lax.psum(v, "i"), c * v), np_.zeros((), np_.float32), x)[1],
 }

@@ -511,3 +511,57 @@ vjp_rules[all_to_all_p] = lambda ct, x, *, out, axis_name, split_axis, concat_ax
     all_to_all_p.bind(ct, axis_name=axis_name, split_axis=concat_axis,
                       concat_axis=split_axis, tiled=tiled)]
 # --8<-- [end:all_to_all]
+
+
+# --8<-- [start:conveniences]
+# Three collectives written with the ones above (JAX's pshuffle and pswapaxes are such
+# compositions too; its pbroadcast is a primitive of its own).
+
+
+def pshuffle(x: Any, axis_name: Any, perm: Any) -> Any:
+    """``ppermute`` with the permutation given by its sources: the example at position ``i``
+    of the named axis receives ``x`` from position ``perm[i]``. ``perm`` names every
+    position once.
+
+    Example:
+        >>> import stage3_vmap as jax, stage3_vmap.numpy as jnp
+        >>> jax.vmap(lambda v: jax.lax.pshuffle(v, "i", [2, 0, 1]), axis_name="i")(
+        ...     jnp.arange(3.0))
+        Array([2., 0., 1.], dtype=float32)
+    """
+    perm = [int(p) for p in perm]
+    if sorted(perm) != list(range(len(perm))):
+        raise ValueError(f"pshuffle: perm {perm} is not a permutation: it must name each "
+                         f"position 0 to {len(perm) - 1} once (the source of each example).")
+    size = axis_size(axis_name)
+    if len(perm) != size:
+        raise ValueError(f"pshuffle: perm {perm} names {len(perm)} positions, but axis "
+                         f"{axis_name!r} has {size}: give a source for every example.")
+    return ppermute(x, axis_name, list(zip(perm, range(size))))
+
+
+def pswapaxes(x: Any, axis_name: Any, axis: int, *, axis_index_groups: Any = None) -> Any:
+    """Swaps the named axis with dim ``axis`` of ``x``, whose size must be the axis size:
+    example ``i`` gets piece ``i`` of every example's dim ``axis``, in the examples' order
+    (``all_to_all`` with ``split_axis = concat_axis = axis``)."""
+    if axis_index_groups is not None:
+        raise NotImplementedError("pswapaxes: axis_index_groups is not supported here (nor "
+                                  "by the other collectives): leave it out.")
+    return all_to_all(x, axis_name, axis, axis)
+
+
+def pbroadcast(x: Any, axis_name: Any, source: int) -> Any:
+    """Every example of the named axis gets the ``x`` of the example at position
+    ``source``: a ``psum`` in which every other example contributes zeros."""
+    size = axis_size(axis_name)
+    if not 0 <= source < size:
+        raise ValueError(f"pbroadcast: source {source} is not a position of axis "
+                         f"{axis_name!r}, which has {size} examples (0 to {size - 1}).")
+    chosen = axis_index(axis_name) == source
+
+    def broadcast(leaf):
+        if get_aval(leaf).dtype == np.bool_:  # (psum adds numbers: a bool goes as an int)
+            return psum(jnp.where(chosen, leaf, False).astype(np.int32), axis_name) > 0
+        return psum(jnp.where(chosen, leaf, jnp.zeros_like(leaf)), axis_name)
+    return tree_map(broadcast, x)
+# --8<-- [end:conveniences]

@@ -9,12 +9,15 @@ from .collectives import (  # noqa: F401
     all_to_all,
     axis_index,
     axis_size,
+    pbroadcast,
     pmax,
     pmean,
     pmin,
     ppermute,
+    pshuffle,
     psum,
     psum_scatter,
+    pswapaxes,
 )
 
 _sys.modules[f"{__name__}.linalg"] = linalg  # noqa: F405 (``import <stage>.lax.linalg``)
