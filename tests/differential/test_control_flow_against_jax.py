@@ -153,10 +153,13 @@ def _custom_vjp_inside(lib, where):
             "cond in scan": lambda x: lax.scan(lambda c, _: (lax.cond(c > 0, f, np_.sin, c),
                                                              None), x, None, length=2)[0],
             "jit": lib.jit(lambda x: f(x) * x),
-            "checkpoint": lib.checkpoint(lambda x: f(f(x)) * x)}[where]
+            "checkpoint": lib.checkpoint(lambda x: f(f(x)) * x),
+            "checkpoint in scan": lambda x: lax.scan(lib.checkpoint(
+                lambda c, w: (f(c) * w + c, None)), x, np.float32([0.8, -0.5]))[0]}[where]
 
 
-WHERE = ["cond", "fori_loop", "scan", "scan in cond", "cond in scan", "jit", "checkpoint"]
+WHERE = ["cond", "fori_loop", "scan", "scan in cond", "cond in scan", "jit", "checkpoint",
+         "checkpoint in scan"]
 
 
 @pytest.mark.parametrize("where", WHERE)
@@ -166,7 +169,8 @@ def test_higher_order_of_a_custom_vjp_inside_a_program(where, how):
     checkpoint: the inner grad differentiates the call by its bwd, and the outer
     differentiation sees its fwd, as in JAX. Before ``primal_below`` claimed the programs,
     forward over reverse raised here (a jvp of a custom_vjp function), and reverse over
-    reverse through a scan was silently wrong: the outer grad applied bwd again."""
+    reverse through a scan (or a checkpoint in one) was silently wrong: the outer grad
+    applied bwd again."""
     def run(lib):
         h, g = _custom_vjp_inside(lib, where), lib.grad
         return {"jvp_grad": lambda: lib.jvp(g(h), (0.5,), (1.0,)),

@@ -55,6 +55,7 @@ from .derived import is_float, jvp_program, split_tangents, trace_flat
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal
 from .passes import dce
 from .runtime import compile_jaxpr
+from .tracing import run_claimed
 
 
 # --8<-- [start:policies]
@@ -213,7 +214,10 @@ def _backward_program(jaxpr: ClosedJaxpr, wanted: tuple[bool, ...], policy: Any,
         def of_wanted(*xs):
             xs = iter(xs)
             full = [next(xs) if w else p for w, p in zip(wanted, primals)]
-            return _replay(jaxpr, full, dict(_by_eqn(jaxpr.jaxpr, saved, residuals)))
+            replay = dict(_by_eqn(jaxpr.jaxpr, saved, residuals))
+            if jaxpr.claimed:  # (see tracing.claim_programs)
+                return run_claimed(_replay, jaxpr, full, replay)
+            return _replay(jaxpr, full, replay)
 
         chosen = [p for p, w in zip(primals, wanted) if w]
         outs, pullback = vjp(of_wanted, *chosen)

@@ -279,17 +279,18 @@ def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
         [Array(6., dtype=float32)]
     """
     if closed.claimed:
-        return lambda *args: _run_claimed(closed, args)
+        return lambda *args: run_claimed(eval_jaxpr, closed.jaxpr, closed.consts, args)
     return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, args)
 
 
-def _run_claimed(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
-    """A claimed program's run, the interpreters now on the stack computing its custom_vjp
-    calls by their fwd (a grad begun inside the run is not among them)."""
+def run_claimed(evaluate: Callable[..., list[Any]], *args: Any) -> list[Any]:
+    """``evaluate(*args)``, the run of a claimed program (``eval_jaxpr``, or remat's replay),
+    with the interpreters now on the stack computing its custom_vjp calls by their fwd (a
+    grad begun inside the run is not among them)."""
     state = trace_state
     before, state.claim_depth = state.claim_depth, len(state.trace_stack)
     try:
-        return eval_jaxpr(closed.jaxpr, closed.consts, args)
+        return evaluate(*args)
     finally:
         state.claim_depth = before
 
