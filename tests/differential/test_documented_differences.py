@@ -988,6 +988,37 @@ def _custom_sin(lib, np_, rule):
     return f
 
 
+def _square_with_a_rule_of_its_own(lib):
+    @lib.custom_jvp
+    def sq(x):
+        return x * x
+    sq.defjvp(lambda p, t: (sq(p[0]), 3.0 * p[0] * t[0]))  # not sq's derivative, 2 * x * t
+    steps = np.float32([0.8, -0.5, 1.3])
+    return sq, lambda x: lib.lax.scan(lambda c, w: (sq(c) + w, None), x, steps)[0]
+
+
+def test_a_custom_jvp_rule_is_used_at_every_order() -> None:
+    x = np.float32(0.7)
+    orders = {"grad(grad)": lambda lib, f: lib.grad(lib.grad(f))(x),
+              "jvp(grad)": lambda lib, f: lib.jvp(lib.grad(f), (x,), (1.0,))[1],
+              "grad(jvp)": lambda lib, f: lib.grad(lambda v: lib.jvp(f, (v,), (1.0,))[1])(x)}
+    for lib in (jax, sj):  # outside a loop: the rule at every order, in both
+        sq, _ = _square_with_a_rule_of_its_own(lib)
+        for order in orders.values():
+            np.testing.assert_allclose(float(order(lib, lambda v: sq(sq(v)))), 36 * x * x,
+                                       rtol=1e-6)
+    c1 = x * x + 0.8
+    c2 = c1 * c1 - 0.5
+    rule_everywhere = 27 * (c1 * c2 + x * 3 * x * c2 + x * c1 * 3 * c1 * 3 * x)
+    function_inside = 27 * (c1 * c2 + x * 2 * x * c2 + x * c1 * 2 * c1 * 2 * x)
+    theirs = {k: float(f(jax, _square_with_a_rule_of_its_own(jax)[1])) for k, f in orders.items()}
+    ours = {k: float(f(sj, _square_with_a_rule_of_its_own(sj)[1])) for k, f in orders.items()}
+    np.testing.assert_allclose([theirs["grad(grad)"], theirs["jvp(grad)"]],
+                               [function_inside] * 2, rtol=1e-5)
+    np.testing.assert_allclose(theirs["grad(jvp)"], rule_everywhere, rtol=1e-5)
+    np.testing.assert_allclose(list(ours.values()), [rule_everywhere] * 3, rtol=1e-5)
+
+
 def test_a_nonlinear_custom_jvp_rule_is_refused_under_grad() -> None:
     """A rule whose tangent is not linear in the input tangents: ``jvp`` computes it in both;
     ``grad`` is JAX's internal AssertionError and our TypeError naming the primitive."""
