@@ -172,8 +172,8 @@ class TapeTrace(Trace):
 # --8<-- [end:tape]
 
     def process_custom_vjp_call(self, prim, fun, fwd, bwd, tracers, out_trees):
-        if _claimed_here(self):  # a grad above differentiates the call: see primal_below
-            return [full_raise(self, _as_value(out)) for out in fwd(*tracers)[0]]
+        if claimed_here(self):  # a grad above differentiates the call: see primal_below
+            return fwd_of_claimed(self, fwd, tracers)
         primals_in = [t.primal for t in tracers]
         outs, residuals = fwd(*primals_in)
         tape: Tape = self.main.global_data
@@ -195,13 +195,26 @@ def primal_below(prim: Primitive, primals: list[Any], params: dict[str, Any]) ->
     a ``jvp`` below (``jvp(grad(f))``), which would refuse the call itself, and a ``grad``
     below (``grad(grad(f))``), which would apply ``bwd`` a second time. So the programs go
     down marked as claimed (stage 2's ``tracing.claim_programs``), and while one runs, the
-    interpreters on the stack compute its calls by ``fwd`` (``_claimed_here``)."""
+    interpreters on the stack compute its calls by ``fwd`` (``claimed_here``)."""
     return bind_below(prim, primals, claim_programs(params))
 
 
-def _claimed_here(trace: Trace) -> bool:
+def claimed_here(trace: Trace) -> bool:
     """Whether a custom_vjp call met by ``trace`` is inside a program a grad claimed."""
     return trace.main.level < trace_state.claim_depth
+
+
+def fwd_of_claimed(trace: Trace, fwd: Callable, tracers: list[Any]) -> list[Any]:
+    """A claimed call's results, computed by its ``fwd`` on ``trace``'s values. A call that
+    ``fwd`` itself makes (it often calls the function it belongs to) is a new call on this
+    level, outside the claimed program: no claim holds while ``fwd`` runs."""
+    state = trace_state
+    before, state.claim_depth = state.claim_depth, 0
+    try:
+        outs = fwd(*tracers)[0]
+    finally:
+        state.claim_depth = before
+    return [full_raise(trace, _as_value(out)) for out in outs]
 # --8<-- [end:primal_below]
 
 
@@ -555,8 +568,8 @@ class JVPTrace(Trace):
 # --8<-- [end:jvp_trace]
 
     def process_custom_vjp_call(self, prim, fun, fwd, bwd, tracers, out_trees):
-        if _claimed_here(self):  # a grad above differentiates the call: see primal_below
-            return [full_raise(self, _as_value(out)) for out in fwd(*tracers)[0]]
+        if claimed_here(self):  # a grad above differentiates the call: see primal_below
+            return fwd_of_claimed(self, fwd, tracers)
         raise TypeError(
             "can't apply forward-mode autodiff (jvp) to a custom_vjp function. A custom_vjp "
             "function only defines reverse mode: use grad or vjp, or define it with "

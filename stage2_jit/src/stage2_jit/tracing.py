@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from stage1_autodiff.autodiff import claimed_here, fwd_of_claimed
 from stage1_autodiff.core import (
     Array,
     ConcretizationTypeError,
@@ -177,8 +178,8 @@ class JaxprTrace(Trace):
 # --8<-- [end:jaxpr_trace]
 
     def process_custom_vjp_call(self, prim, fun, fwd, bwd, tracers, out_trees):
-        if self.main.level < trace_state.claim_depth:  # a grad above differentiates the
-            return [full_raise(self, out) for out in fwd(*tracers)[0]]  # call: fwd's ops
+        if claimed_here(self):  # a grad above differentiates the call: fwd's operations
+            return fwd_of_claimed(self, fwd, tracers)
         return self._stage_custom_vjp_call(prim, fun, fwd, bwd, tracers, out_trees)
 
     def _stage_custom_vjp_call(self, prim, fun, fwd, bwd, tracers, out_trees):
