@@ -177,7 +177,7 @@ class TapeTrace(Trace):
         primals_in = [t.primal for t in tracers]
         outs, residuals = fwd(*primals_in)
         tape: Tape = self.main.global_data
-        out_nodes = [tape.new_node() for _ in outs]
+        out_nodes = tape.new_nodes(len(outs))
         params = dict(bwd=bwd, residuals=residuals)
         in_nodes = [t.node for t in tracers]
         tape.entries.append(TapeEntry(prim, params, in_nodes, out_nodes, primals_in, outs))

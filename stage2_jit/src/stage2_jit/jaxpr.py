@@ -97,6 +97,17 @@ class ClosedJaxpr:
 # --8<-- [end:ir]
 
 
+def map_programs(f: Callable[[ClosedJaxpr], Any], value: Any) -> Any:
+    """A param with ``f`` applied to the programs it is or holds: a ``ClosedJaxpr`` (a
+    ``jit``'s, a loop's body), or a tuple of them (a ``cond``'s branches); any other value as
+    it is. The passes and the claims of ``grad`` rewrite the programs ops hold with it."""
+    if isinstance(value, ClosedJaxpr):
+        return f(value)
+    if isinstance(value, tuple) and value and all(isinstance(v, ClosedJaxpr) for v in value):
+        return tuple(map(f, value))
+    return value
+
+
 # ------------------------------------------------------------------------------------------
 # Printing in JAX's format
 # ------------------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ from stage1_autodiff import windowed
 
 from .callback import io_callback_p
 from .debug import debug_print_p
-from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from .jaxpr import Atom, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, map_programs
 from .tracing import _dynamic, trace_to_jaxpr
 
 
@@ -414,17 +414,12 @@ def _optimize_held_programs(closed: ClosedJaxpr) -> ClosedJaxpr:
     equations that shared one still share the result, so CSE can still merge them."""
     done: dict[int, tuple[ClosedJaxpr, ClosedJaxpr]] = {}  # id -> (held, optimized)
 
-    def held(value: Any) -> Any:
-        if isinstance(value, ClosedJaxpr):
-            if id(value) not in done:
-                done[id(value)] = value, optimize(value, new_constants=False)
-            return done[id(value)][1]
-        if isinstance(value, tuple) and value and all(isinstance(v, ClosedJaxpr)
-                                                      for v in value):
-            return tuple(held(v) for v in value)
-        return value
+    def optimized(program: ClosedJaxpr) -> ClosedJaxpr:
+        if id(program) not in done:
+            done[id(program)] = program, optimize(program, new_constants=False)
+        return done[id(program)][1]
 
-    eqns = [eqn._replace(params={k: held(v) for k, v in eqn.params.items()})
+    eqns = [eqn._replace(params={k: map_programs(optimized, v) for k, v in eqn.params.items()})
             if eqn.primitive.name in _HOLDS_PROGRAMS else eqn for eqn in closed.jaxpr.eqns]
     jaxpr = closed.jaxpr
     return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns), closed.consts)

@@ -138,7 +138,7 @@ def _taped_forward(trace: TapeTrace, tracers: list[TapeTracer], params: dict) ->
     outs = primal_below(remat_p, primals_in, dict(params, jaxpr=forward))
     outs, residuals = outs[:len(inner.outvars)], outs[len(inner.outvars):]
     tape = trace.main.global_data
-    out_nodes = [tape.new_node() for _ in outs]
+    out_nodes = tape.new_nodes(len(outs))
     in_nodes = [t.node for t in tracers]
     entry_params = dict(params, residuals=tuple(residuals))
     tape.entries.append(TapeEntry(remat_p, entry_params, in_nodes, out_nodes, primals_in, outs))
@@ -215,9 +215,7 @@ def _backward_program(jaxpr: ClosedJaxpr, wanted: tuple[bool, ...], policy: Any,
             xs = iter(xs)
             full = [next(xs) if w else p for w, p in zip(wanted, primals)]
             replay = dict(_by_eqn(jaxpr.jaxpr, saved, residuals))
-            if jaxpr.claimed:  # (see tracing.claim_programs)
-                return run_claimed(_replay, jaxpr, full, replay)
-            return _replay(jaxpr, full, replay)
+            return run_claimed(jaxpr, _replay, jaxpr, full, replay)  # (a claimed one's claim)
 
         chosen = [p for p, w in zip(primals, wanted) if w]
         outs, pullback = vjp(of_wanted, *chosen)

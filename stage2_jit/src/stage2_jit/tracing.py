@@ -32,7 +32,7 @@ from stage1_autodiff.extension import set_program_runner
 
 from .abstract_eval import abstract_eval_rules
 from .errors import JaxprTypeError
-from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, map_programs
 
 
 # --8<-- [start:jaxpr_tracer]
@@ -280,14 +280,17 @@ def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
         [Array(6., dtype=float32)]
     """
     if closed.claimed:
-        return lambda *args: run_claimed(eval_jaxpr, closed.jaxpr, closed.consts, args)
+        return lambda *args: run_claimed(closed, eval_jaxpr, closed.jaxpr, closed.consts, args)
     return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, args)
 
 
-def run_claimed(evaluate: Callable[..., list[Any]], *args: Any) -> list[Any]:
-    """``evaluate(*args)``, the run of a claimed program (``eval_jaxpr``, or remat's replay),
-    with the interpreters now on the stack computing its custom_vjp calls by their fwd (a
-    grad begun inside the run is not among them)."""
+def run_claimed(closed: ClosedJaxpr, evaluate: Callable[..., list[Any]], *args: Any
+                ) -> list[Any]:
+    """``evaluate(*args)``, a run of ``closed`` (``eval_jaxpr``, or remat's replay). If the
+    program is claimed, the interpreters now on the stack compute its custom_vjp calls by
+    their fwd (a grad begun inside the run is not among them)."""
+    if not closed.claimed:
+        return evaluate(*args)
     state = trace_state
     before, state.claim_depth = state.claim_depth, len(state.trace_stack)
     try:
@@ -308,21 +311,17 @@ def claim_programs(params: dict[str, Any]) -> dict[str, Any]:
     for value in params.values():  # (most ops hold no program: a look, no copy)
         if type(value) is ClosedJaxpr or type(value) is tuple and value and \
                 type(value[0]) is ClosedJaxpr:
-            return {name: _claim(value) for name, value in params.items()}
+            return {name: map_programs(_claimed_copy, value) for name, value in params.items()}
     return params
 
 
-def _claim(value: Any) -> Any:
-    if isinstance(value, ClosedJaxpr) and not value.claimed:
-        if value not in _claimed:
-            jaxpr = value.jaxpr
-            eqns = [eqn._replace(params=claim_programs(eqn.params)) for eqn in jaxpr.eqns]
-            _claimed[value] = ClosedJaxpr(
-                Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns), value.consts, True)
-        return _claimed[value]
-    if type(value) is tuple and value and isinstance(value[0], ClosedJaxpr):
-        return tuple(map(_claim, value))  # (a cond's branches)
-    return value
+def _claimed_copy(program: ClosedJaxpr) -> ClosedJaxpr:
+    if not program.claimed and program not in _claimed:
+        jaxpr = program.jaxpr
+        eqns = [eqn._replace(params=claim_programs(eqn.params)) for eqn in jaxpr.eqns]
+        _claimed[program] = ClosedJaxpr(
+            Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns), program.consts, True)
+    return program if program.claimed else _claimed[program]
 
 
 set_claimer(claim_programs)
