@@ -630,7 +630,18 @@ CASE_IDS = [(name, dtype) for name, (dtypes, _) in CASES.items() for dtype in dt
 def test_jit_equals_eager(name, dtype, data):
     _, build = CASES[name]
     fn, args = build(data, dtype)
-    assert_same(jax.jit(fn)(*args), fn(*args))
+    assert_same(jax.jit(fn)(*args), fn(*args), atol=_summing_tolerance(name, args))
+
+
+def _summing_tolerance(name: str, args: list) -> float:
+    """A sum's kernel adds in another order than NumPy's pairwise sum, so the two may differ
+    by the rounding bound of a float sum, (n - 1) * eps * sum(|x|) (for the mean, over n).
+    Seen: a float32 sum of 36 values near -0.012 differed by 1.9e-6."""
+    x = np.asarray(args[0])
+    if name not in ("sum", "mean") or x.dtype.kind != "f" or x.size < 2:
+        return 1e-6
+    bound = (x.size - 1) * np.finfo(x.dtype).eps * float(np.abs(x).sum())
+    return max(1e-6, bound / x.size if name == "mean" else bound)
 
 
 @laws
