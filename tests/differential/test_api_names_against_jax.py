@@ -326,3 +326,35 @@ def test_process_indices_and_copy_to_host_async_as_jax() -> None:
     assert sj.copy_to_host_async(tree) is tree
     theirs = {"w": jax.numpy.ones(2), "step": 3}
     assert jax.copy_to_host_async(theirs) is theirs
+
+
+def test_default_device_is_a_context_manager_as_in_jax() -> None:
+    for lib, jnp in ((sj, sjnp), (jax, jax.numpy)):
+        assert lib.config.jax_default_device is None and lib.default_device.value is None
+        for device in ("cpu", lib.devices("cpu")[0]):
+            with lib.default_device(device):
+                assert lib.config.jax_default_device == device
+                assert [d.id for d in jnp.ones(2).devices()] == [0]
+                assert [d.id for d in lib.device_put(np.ones(2)).devices()] == [0]
+                assert [d.id for d in lib.jit(lambda x: x + 1)(np.ones(2)).devices()] == [0]
+            assert lib.config.jax_default_device is None
+        with pytest.raises(ValueError, match="platform name"), lib.default_device(3):
+            jnp.ones(2)
+        with pytest.raises(RuntimeError, match="tpu"), lib.default_device("tpu"):
+            jnp.ones(2)  # JAX refuses it here; ours when the block begins
+        assert lib.config.jax_default_device is None
+
+
+def test_control_flow_and_collective_primitives_are_in_lax_as_in_jax() -> None:
+    """A program that walks a jaxpr asks ``eqn.primitive is lax.cond_p``."""
+    names = ["cond_p", "while_p", "scan_p", "psum_p", "all_gather_p", "all_to_all_p",
+             "axis_index_p", "ppermute_p"]
+    assert [getattr(sj.lax, n).name for n in names] == [getattr(jax.lax, n).name for n in names]
+    for lib, jnp in ((sj, sjnp), (jax, jax.numpy)):
+        def f(x, lib=lib, jnp=jnp):
+            y = lib.lax.cond(x > 0, jnp.sin, jnp.cos, x)
+            y = lib.lax.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, y + 1.0)
+            return lib.lax.scan(lambda c, _: (c + 1.0, c), y, None, length=2)[0]
+        eqns = lib.make_jaxpr(f)(1.0).jaxpr.eqns
+        found = [e.primitive for e in eqns if e.primitive.name in ("cond", "while", "scan")]
+        assert found == [lib.lax.cond_p, lib.lax.while_p, lib.lax.scan_p]

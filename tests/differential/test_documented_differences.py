@@ -1098,13 +1098,55 @@ def test_pmax_and_pmin_are_differentiated() -> None:
             np.testing.assert_allclose(np.asarray(lib.grad(loss)(x)), np.asarray(expected))
 
 
-def test_remat_is_checkpoint_and_policies_by_name_are_missing() -> None:
+def test_remat_is_checkpoint_and_an_offloaded_value_stays_on_the_host() -> None:
+    from jax import ad_checkpoint as theirs
+
+    from stage4_sharding import ad_checkpoint as ours
     assert jax.remat is not jax.checkpoint and sj.remat is sj.checkpoint
-    theirs = {n for n in dir(jax.checkpoint_policies) if not n.startswith("_")}
-    ours = {n for n in dir(sj.checkpoint_policies) if not n.startswith("_")}
-    assert ours < theirs and all("names" in n or "offload" in n or "both" in n
-                                 for n in theirs - ours)
-    assert "save_only_these_names" in theirs - ours
+    assert _public(sj.checkpoint_policies) == _public(jax.checkpoint_policies)
+    assert _public(ours) == _public(theirs) - {"print_saved_residuals"}
+    # an offloading policy: the same values, and the offloaded value is saved, as a residual
+    results = []
+    for lib, np_, module in ((jax, jnp, theirs), (sj, sjnp, ours)):
+        def f(x, np_=np_, name=module.checkpoint_name):
+            return np_.sin(name(np_.sin(x), "a")) * np_.cos(name(np_.cos(x), "b"))
+        policy = lib.checkpoint_policies.save_and_offload_only_these_names(
+            names_which_can_be_saved=["a"], names_which_can_be_offloaded=["b"],
+            offload_src="device", offload_dst="pinned_host")
+        results.append(lib.grad(lib.checkpoint(f, policy=policy))(0.5))
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
+    # a second derivative: ours is the one without the policy; JAX's raises
+    second = sj.grad(sj.grad(sj.checkpoint(f, policy=policy)))(0.5)
+    np.testing.assert_allclose(second, jax.grad(jax.grad(
+        lambda x: jnp.sin(theirs.checkpoint_name(jnp.sin(x), "a"))
+        * jnp.cos(theirs.checkpoint_name(jnp.cos(x), "b"))))(0.5), rtol=1e-5)
+    their_policy = jax.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=["a"], names_which_can_be_offloaded=["b"],
+        offload_src="device", offload_dst="pinned_host")
+    with pytest.raises(ValueError, match="Expected cotangent type"):
+        jax.grad(jax.grad(jax.checkpoint(lambda x: jnp.sin(theirs.checkpoint_name(
+            jnp.sin(x), "a")) * jnp.cos(theirs.checkpoint_name(jnp.cos(x), "b")),
+            policy=their_policy)))(0.5)
+    closed = sj.make_jaxpr(sj.grad(sj.checkpoint(f, policy=policy)))(0.5)
+    forward = next(e for e in closed.jaxpr.eqns if e.primitive.name == "remat2")
+    assert len(forward.outvars) == 3  # the value, and the residuals a and b
+    # names: strings only; our arrays out; the name transposes
+    str(jax.make_jaxpr(lambda x: theirs.checkpoint_name(x, None))(1.0))
+    with pytest.raises(AttributeError):
+        str(jax.make_jaxpr(lambda x: theirs.checkpoint_name(x, 3))(1.0))
+    raises(TypeError, ours.checkpoint_name, 1.0, None, match="must be a string")
+    assert type(theirs.checkpoint_name(1.0, "a")).__name__ == "TypedFloat"
+    assert type(theirs.checkpoint_name(np.ones(2), "a")).__name__ == "TypedNdArray"
+    assert type(ours.checkpoint_name(1.0, "a")) is type(ours.checkpoint_name(np.ones(2), "a"))
+    assert isinstance(ours.checkpoint_name(np.ones(2), "a"), sj.Array)
+    with pytest.raises(NotImplementedError, match="'name' not implemented"):
+        jax.linear_transpose(lambda x: theirs.checkpoint_name(2.0 * x, "a"), 1.0)(1.0)
+    (ct,) = sj.linear_transpose(lambda x: ours.checkpoint_name(2.0 * x, "a"), 1.0)(1.0)
+    assert float(ct) == 2.0
+
+
+def _public(module) -> set[str]:
+    return {n for n in dir(module) if not n.startswith("_")}
 
 
 # ------------------------------------------------------------------------------------------
@@ -1584,6 +1626,21 @@ def test_a_spatially_split_convolution_gathers_its_input_whole() -> None:
     assert [(c.kind, c.bytes_sent) for c in log] == [("all-gather", 7 * 2 * 2 * 1 * 6 * 4)]
 
 
+def test_default_device_moves_no_array_that_exists_already() -> None:
+    for lib, np_ in ((jax, jnp), (sj, sjnp)):
+        with lib.default_device(lib.devices()[3]):
+            made = np_.ones(2)
+        assert [d.id for d in made.devices()] == ([3] if lib is jax else [0])
+    pytest.importorskip("numba.cuda")  # the rest asks stage 2's GPU, in Numba's simulator
+    script = ("import numpy as np\nimport stage2_jit as jax, stage2_jit.numpy as jnp\n"
+              "x = jnp.ones(2)\nwith jax.default_device('gpu'):\n"
+              "    print(type(x + 1.0).__name__, type(jnp.ones(2) + 1.0).__name__)\n")
+    environment = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env=environment)
+    assert done.stdout.split() == ["Array", "GpuArray"], done.stderr[-2000:]
+
+
 # ------------------------------------------------------------------------------------------
 # Several processes
 # ------------------------------------------------------------------------------------------
@@ -1700,6 +1757,27 @@ def test_addressable_shards_are_pairs_of_a_device_and_its_block() -> None:
     assert [b.tolist() for _, b in ours] == [np.asarray(s.data).tolist() for s in theirs]
     index = x.sharding.devices_indices_map(x.shape)
     assert [index[d] for d, _ in ours] == [s.index for s in theirs]
+
+
+def test_host_local_array_helpers_run_outside_jit() -> None:
+    from jax.experimental import multihost_utils as theirs
+    from stage4_sharding.experimental import multihost_utils as ours
+    local = np.arange(8.0, dtype=np.float32)
+    for lib, module in ((jax, theirs), (sj, ours)):
+        mesh = lib.make_mesh((8,), ("d",))
+        spec = lib.sharding.PartitionSpec("d")
+        eager = module.host_local_array_to_global_array(local, mesh, spec)
+        assert str(lib.typeof(eager)) == "float32[8@d]"
+        back = module.global_array_to_host_local_array(eager, mesh, spec)
+        np.testing.assert_array_equal(np.asarray(back), local)
+    their_mesh, their_spec = jax.make_mesh((8,), ("d",)), jax.sharding.PartitionSpec("d")
+    jitted = jax.jit(lambda v: theirs.host_local_array_to_global_array(v, their_mesh,
+                                                                         their_spec))
+    np.testing.assert_array_equal(np.asarray(jitted(local)), local)
+    mesh = sj.make_mesh((8,), ("d",))
+    for fun in (ours.host_local_array_to_global_array, ours.global_array_to_host_local_array):
+        raises(TypeError, sj.jit(lambda v, fun=fun: fun(v, mesh, sj.sharding.PartitionSpec("d"))),
+               local, match="call it outside jit")
 
 
 # ------------------------------------------------------------------------------------------

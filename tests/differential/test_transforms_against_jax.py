@@ -11,7 +11,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
-
+pytest.importorskip("jax.ad_checkpoint")  # (import jax leaves jax.ad_checkpoint out)
 import stage4_sharding.numpy as sjnp  # noqa: E402
 
 import stage4_sharding as sj  # noqa: E402
@@ -179,6 +179,47 @@ def test_checkpoint_prints_as_jax_prints_it():
         mlp_of(jx, np_), policy=jx.checkpoint_policies.dots_saveable))(np.ones(3, np.float32))))
     assert "policy=DotsSaveable(only_if_no_batch_dims=False)" in ours
     assert "policy=DotsSaveable(only_if_no_batch_dims=False)" in theirs
+
+
+def _named_of(jx, np_):
+    name = jx.ad_checkpoint.checkpoint_name
+    return lambda x: np_.sin(name(np_.sin(x), "a")) * np_.cos(name(np_.cos(x), "b"))
+
+
+NAME_POLICIES = {
+    "only_a": lambda P: P.save_only_these_names("a"),
+    "any_but_a": lambda P: P.save_any_names_but_these("a"),
+    "anything_except_a": lambda P: P.save_anything_except_these_names("a"),
+    "a_or_dots": lambda P: P.save_from_both_policies(P.save_only_these_names("a"),
+                                                     P.dots_saveable),
+    "offload_b": lambda P: P.save_and_offload_only_these_names(
+        names_which_can_be_saved=["a"], names_which_can_be_offloaded=["b"],
+        offload_src="device", offload_dst="pinned_host"),
+    "offload_dots": lambda P: P.offload_dot_with_no_batch_dims("device", "pinned_host"),
+}
+
+
+@pytest.mark.parametrize("policy", NAME_POLICIES)
+def test_checkpoint_names_and_their_policies_agree_with_jax(policy):
+    def run(jx, np_):
+        g = jx.checkpoint(_named_of(jx, np_), policy=NAME_POLICIES[policy](jx.checkpoint_policies))
+        xs = np.array([0.5, -1.0, 2.0], np.float32)
+        return (g(0.5), jx.grad(g)(0.5), jx.jit(jx.grad(g))(0.5), jx.vmap(jx.grad(g))(xs),
+                jx.jvp(g, (0.5,), (1.0,)), jx.hessian(g)(0.5))
+    ours, theirs = both(run)
+    _same(ours, theirs)
+
+
+def test_checkpoint_name_prints_as_jax_prints_it():
+    def texts(jx, np_):
+        f = lambda x: np_.sin(jx.ad_checkpoint.checkpoint_name(x * 2.0, "a"))  # noqa: E731
+        policy = jx.checkpoint_policies.save_only_these_names("a")
+        return [str(jx.make_jaxpr(f)(1.0)), str(jx.make_jaxpr(jx.grad(f))(1.0)),
+                str(jx.make_jaxpr(jx.vmap(f))(np.ones(3, np.float32))),
+                str(jx.make_jaxpr(lambda x: jx.jvp(f, (x,), (x,)))(1.0)),
+                str(jx.make_jaxpr(jx.checkpoint(f, policy=policy))(1.0))]
+    ours, theirs = both(texts)
+    assert ours == theirs
 
 
 def test_checkpoint_under_sharding_equals_unsharded():

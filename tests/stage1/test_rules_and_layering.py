@@ -207,6 +207,7 @@ DTYPE_CASES: dict[str, list[DtypeCase]] = {
                              (lambda: jax.lax.bitcast_convert_type(U, np.float32), (f32,))],
     "stop_gradient": [(lambda: lax.stop_gradient(X), (f32,))],
     "copy": [(lambda: lax.copy_p.bind(X), (f32,))],
+    "name": [(lambda: lax.name_p.bind(X, name="x"), (f32,))],
     "broadcast_in_dim": [(lambda: lax.broadcast_in_dim(X, (2, 3), (1,)), (f32,)),
                          (lambda: lax.broadcast_in_dim(a(1.0), (2,), ()), (f32,))],
     "reshape": [(lambda: lax.reshape(M, (4,)), (f32,))],

@@ -476,6 +476,7 @@ LAW_CASES: dict[str, tuple[tuple[np.dtype, ...], Case]] = {
     "bitcast_convert_type": (NUMBERS, bitcast_convert_type_case),
     "stop_gradient": (NUMBERS, unary(lax.stop_gradient)),
     "copy": (NUMBERS, unary(lax.copy_p.bind)),
+    "name": (NUMBERS, unary(lambda x: lax.name_p.bind(x, name="x"))),
     "broadcast_in_dim": (NUMBERS, broadcast_in_dim_case),
     "reshape": (NUMBERS, reshape_case),
     "transpose": (NUMBERS, transpose_case),

@@ -4,8 +4,10 @@
 import numpy as np
 import pytest
 import stage2_jit.numpy as jnp
+from stage2_jit.ad_checkpoint import checkpoint_name
 
 import stage2_jit as jax
+from stage2_jit import ad_checkpoint
 
 
 def sin_sin(x):
@@ -127,3 +129,79 @@ def test_linearize_of_checkpoint_recomputes_in_the_linear_function():
     np.testing.assert_allclose(y, np.sin(np.sin(1.0)), rtol=1e-6)
     np.testing.assert_allclose(f_jvp(1.0), np.cos(np.sin(1.0)) * np.cos(1.0), rtol=1e-6)
     assert "remat2[" in str(jax.make_jaxpr(f_jvp)(1.0))
+
+
+# ------------------------------------------------------------------------------------------
+# Names: checkpoint_name and the policies that choose by name
+# ------------------------------------------------------------------------------------------
+
+P = jax.checkpoint_policies
+
+
+def named(x):
+    return jnp.sin(checkpoint_name(jnp.sin(x), "a")) * jnp.cos(checkpoint_name(jnp.cos(x), "b"))
+
+
+def _residuals(policy) -> int:
+    """How many values the forward pass of grad(checkpoint(named)) keeps besides its result."""
+    closed = jax.make_jaxpr(jax.grad(jax.checkpoint(named, policy=policy)))(0.5)
+    forward = next(e for e in closed.jaxpr.eqns if e.primitive.name == "remat2")
+    return len(forward.outvars) - 1
+
+
+NAME_POLICIES = {  # (the ids name them: a set's repr varies from process to process)
+    "none": (None, 0),
+    "only_a": (P.save_only_these_names("a"), 1),
+    "only_a_b": (P.save_only_these_names("a", "b"), 2),
+    "only_c": (P.save_only_these_names("c"), 0),
+    "any_but_a": (P.save_any_names_but_these("a"), 1),
+    "any": (P.save_any_names_but_these(), 2),
+    "both": (P.save_from_both_policies(P.save_only_these_names("a"),
+                                       P.save_only_these_names("b")), 2),
+    "offload_b": (P.save_and_offload_only_these_names(
+        names_which_can_be_saved=["a"], names_which_can_be_offloaded=["b"],
+        offload_src="device", offload_dst="pinned_host"), 2),
+    "anything_except_a": (P.save_anything_except_these_names("a"), 7),  # all, as in JAX 0.10.2
+    "saveable_names": (lambda prim, *_, **params: ad_checkpoint.Saveable
+                       if prim.name == "name" else ad_checkpoint.Recompute, 2),
+}
+
+
+@pytest.mark.parametrize("case", NAME_POLICIES)
+def test_name_policies_save_the_named_values(case):
+    policy, saved = NAME_POLICIES[case]
+    assert _residuals(policy) == saved
+    g = jax.checkpoint(named, policy=policy)
+    for x in (0.5, -1.0, 2.0):
+        want = jax.grad(named)(x)
+        np.testing.assert_allclose(jax.grad(g)(x), want, rtol=1e-6)
+        np.testing.assert_allclose(jax.jit(jax.grad(g))(x), want, rtol=1e-6)
+        np.testing.assert_allclose(jax.grad(jax.grad(g))(x), jax.grad(jax.grad(named))(x),
+                                   rtol=1e-5)
+
+
+def test_checkpoint_name_is_the_identity_on_a_pytree():
+    tree = {"w": jnp.ones((2, 3)), "step": 3, "scale": 0.5}
+    out = checkpoint_name(tree, "params")
+    assert out["step"].dtype == np.int32 and out["step"].weak_type and out["w"].shape == (2, 3)
+    np.testing.assert_array_equal(jax.jit(lambda t: checkpoint_name(t, "p"))(tree)["w"], 1.0)
+    text = str(jax.make_jaxpr(lambda x: checkpoint_name(x * 2.0, "h"))(1.0))
+    assert "name[name=h]" in text
+    # its tangent is not named: only forward values are a policy's to save
+    text = str(jax.make_jaxpr(lambda x: jax.jvp(lambda y: checkpoint_name(y, "h"), (x,), (x,)))(
+        1.0))
+    assert text.count("name[") == 1
+
+
+def test_name_policies_refuse_what_they_cannot_mean():
+    with pytest.raises(TypeError, match="must be a string"):
+        checkpoint_name(jnp.ones(2), 3)
+    with pytest.raises(ValueError, match="saved or offloaded, not both"):
+        P.save_and_offload_only_these_names(
+            names_which_can_be_saved=["a"], names_which_can_be_offloaded=["a", "b"],
+            offload_src="device", offload_dst="pinned_host")
+    with pytest.raises(TypeError, match="returned None"):
+        jax.grad(jax.checkpoint(named, policy=lambda *_, **__: None))(0.5)
+    both = P.save_from_both_policies(lambda *_, **__: ad_checkpoint.Saveable, P.dots_saveable)
+    with pytest.raises(ValueError, match="True or False"):
+        jax.grad(jax.checkpoint(named, policy=both))(0.5)

@@ -365,3 +365,18 @@ def test_a_long_scan_is_one_host_loop_over_its_body_kernels():
     assert len(re.findall(r"^def scan_body_\d+\(", long, re.M)) == 1
     assert re.search(r"^    for t\d+_i in range\(10000\):", long, re.M)
     assert "@cuda.jit" in long.split("def scan_body_")[0]  # the body's kernels
+
+
+def test_default_device_gpu_places_new_arrays_device_put_and_jit_calls():
+    host = np.arange(3, dtype=np.float32)
+    with jax.default_device("gpu"):
+        made, put = jnp.ones(3), jax.device_put(host)
+        called = jax.jit(lambda x: x * 2.0)(host)
+        eager = jnp.asarray(np.ones(3, np.float32)) + 1.0  # made on the GPU: stays there
+        kept = jnp.ones(3, device=jax.devices("cpu")[0])  # a device given wins
+    for x in (made, put, called, eager):
+        assert x.devices() == {jax.devices("gpu")[0]}, x
+    assert kept.devices() == {jax.devices("cpu")[0]}
+    np.testing.assert_array_equal(np.asarray(called), host * 2.0)
+    with jax.default_device(jax.devices("cpu")[0]):
+        assert jax.jit(lambda x: x * 2.0)(host).devices() == {jax.devices("cpu")[0]}

@@ -197,6 +197,7 @@ def bitcast_convert_type_case(draw):
 CASES[p.bitcast_convert_type_p] = bitcast_convert_type_case
 CASES[p.stop_gradient_p] = unary(p.stop_gradient_p, (f32, i32))
 CASES[p.copy_p] = unary(p.copy_p, (f32, i32))
+CASES[p.name_p] = unary(p.name_p, (f32, i32), name="x")
 
 # --- shapes
 

@@ -127,7 +127,7 @@ CASES: dict[str, tuple[Callable, tuple]] = {
         jnp.tanh(x), jax.nn.sigmoid(x), jnp.sqrt(jnp.abs(x)), jnp.abs(x), jnp.sign(x),
         jnp.floor(x), jnp.ceil(x), x ** 3, lax.erf_inv(jnp.tanh(x) * 0.5),
         jnp.log1p(jnp.abs(x)), jnp.expm1(x), lax.stop_gradient(x), jnp.copy(x), jnp.sinh(x),
-        jnp.cosh(x),
+        jnp.cosh(x), jax.ad_checkpoint.checkpoint_name(x, "x"),
         jnp.arcsin(jnp.tanh(x) * 0.5), jnp.arccos(jnp.tanh(x) * 0.5), jnp.arctan(x),
         jnp.arcsinh(x), jnp.arccosh(jnp.abs(x) + 1.5), jnp.arctanh(jnp.tanh(x) * 0.5),
         jnp.cbrt(x), jnp.exp2(x), lax.rsqrt(jnp.abs(x) + 1), lax.erf(x), lax.erfc(x),

@@ -120,7 +120,38 @@ def api() -> dict[str, np.ndarray]:
     part_total = jax.jit(lambda v: v.sum())(y)
     if part_total.is_fully_addressable:
         assert float(part_total) == float(data[:4].sum())
+    _multihost_helpers(mesh, data, rows)
     return {"sum": np.float64(whole(x.sum()))}
+
+
+def _multihost_helpers(mesh, data: np.ndarray, rows: slice) -> None:
+    """multihost_utils' helpers: a broadcast, equality across processes, and the passage
+    between this process's part of a global array and the global array."""
+    count, here = jax.process_count(), jax.process_index()
+    mine = {"step": np.int32(10 + here), "w": np.full(3, here, np.float32)}
+    sent = multihost_utils.broadcast_one_to_all(mine)
+    assert int(sent["step"]) == 10 and not sent["w"].any()
+    last = multihost_utils.broadcast_one_to_all(mine, is_source=here == count - 1)
+    assert int(last["step"]) == 10 + count - 1
+    multihost_utils.assert_equal({"same": np.arange(3)}, "the same everywhere")
+    multihost_utils.sync_global_devices("api")
+    if count > 1:
+        for check in (lambda: multihost_utils.assert_equal(np.int32(here), "differs"),
+                      lambda: multihost_utils.sync_global_devices(f"name {here}")):
+            try:
+                check()
+            except AssertionError:
+                pass
+            else:
+                raise AssertionError("a value that differs between processes passed")
+    local = {"x": data[rows], "b": np.ones(2, np.float32)}
+    specs = {"x": P("data"), "b": P()}
+    g = multihost_utils.host_local_array_to_global_array(local, mesh, specs)
+    assert g["x"].shape == data.shape and g["b"].shape == (2,)
+    np.testing.assert_array_equal(whole(g["x"]), data)
+    back = multihost_utils.global_array_to_host_local_array(g, mesh, specs)
+    np.testing.assert_array_equal(np.asarray(back["x"]), data[rows])
+    assert back["x"].is_fully_addressable and np.asarray(back["b"]).shape == (2,)
 
 
 def fail_on_one_process() -> dict[str, np.ndarray]:

@@ -32,6 +32,7 @@ from .config import (
     check_tracer_leaks,
     checking_leaks,
     config,
+    default_device,
     default_matmul_precision,
     default_prng_impl,
     enable_x64,

@@ -201,3 +201,13 @@ config.define("jax_traceback_filtering", "auto",
 config.define("jax_use_shardy_partitioner", True,
               "Chooses between XLA's two SPMD partitioners. Stage 4 has one, whatever the value.",
               on_update=_check_bool("jax_use_shardy_partitioner"))
+
+
+
+config.define("jax_default_device", None,
+              "The device that new arrays, device_put without a device, and jit calls of "
+              "arrays that name none go to: a device, a platform name ('cpu'), or None (the "
+              "default backend's first device). core.py checks the values.")
+default_device = State("jax_default_device")
+"""``jax_default_device`` for a block: ``with jax.default_device(jax.devices("cpu")[0]): ...``
+(or a platform name, ``"cpu"``)."""

@@ -34,6 +34,7 @@ from .errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
+from .config import _check_platforms, config
 from .extension import device_memory, executor_for, place
 from .special_values import CHECKS, check_results
 
@@ -834,6 +835,20 @@ _HOST_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 CPU_DEVICE = Device("cpu")
+
+
+def _check_default_device(value: Any) -> None:
+    """``jax_default_device`` takes a device, one platform's name, or None."""
+    if value is None or isinstance(value, Device):
+        return
+    if not isinstance(value, str) or "," in value:
+        raise ValueError(f"jax.default_device takes a device (jax.devices('cpu')[0]), one "
+                         f"platform name such as 'cpu' or 'gpu', or None, got {value!r} of type "
+                         f"{type(value).__name__}.")
+    _check_platforms(value)
+
+
+config.on_update("jax_default_device", _check_default_device)
 
 
 @dataclass(frozen=True)

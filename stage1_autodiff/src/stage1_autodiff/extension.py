@@ -181,7 +181,8 @@ _placement: list[Callable[[Any, Any, Any], Any]] = []
 
 def set_placement(place: Callable[[Any, Any, Any], Any]) -> None:
     """Registers how an array is put on a device or laid out: ``place(x, device,
-    out_sharding)``, one of the two given (a later stage's replaces an earlier one's)."""
+    out_sharding)``, at most one of the two given; neither: on ``jax.default_device``'s
+    device (a later stage's rule replaces an earlier one's)."""
     _placement[:] = [place]
 
 
@@ -191,7 +192,7 @@ def place(x: Any, device: Any, out_sharding: Any) -> Any:
     if _placement:
         return _placement[0](x, device, out_sharding)
     from .core import CPU_DEVICE, SingleDeviceSharding
-    if out_sharding is None and device in (CPU_DEVICE, SingleDeviceSharding(CPU_DEVICE)):
+    if out_sharding is None and device in (None, CPU_DEVICE, SingleDeviceSharding(CPU_DEVICE)):
         return x
     what = (f"out_sharding={out_sharding!r} lays an array out over a mesh of devices"
             if out_sharding is not None else f"device={device!r} is not a device of stage 1")

@@ -49,8 +49,9 @@ P = lax  # (the elementwise and shape primitives are in primitives.py)
 linear_operands: dict[Any, tuple[tuple[int, ...], str]] = {
     **{prim: ((0,), ANY) for prim in (
         P.neg_p, P.reduce_sum_p, P.reshape_p, P.broadcast_in_dim_p, P.transpose_p, P.squeeze_p,
-        P.slice_p, P.rev_p, P.copy_p, real_p, imag_p, conj_p, P.convert_element_type_p,
-        tile_p, reduce_window_sum_p, cumsum_p, fft_p, dynamic_slice_p, gather_p)},
+        P.slice_p, P.rev_p, P.copy_p, P.name_p, real_p, imag_p, conj_p,
+        P.convert_element_type_p, tile_p, reduce_window_sum_p, cumsum_p, fft_p,
+        dynamic_slice_p, gather_p)},
     **{prim: ((0, 1), ANY) for prim in (P.add_p, P.sub_p, complex_p, P.pad_p,
                                         dynamic_update_slice_p)},
     P.concatenate_p: (tuple(range(1024)), ANY),

@@ -606,6 +606,15 @@ impl_rules[copy_p] = lambda x: x
 vjp_rules[copy_p] = lambda ct, x, *, out: [copy(ct)]
 jvp_rules[copy_p] = _unary_elementwise_jvp(copy_p)
 
+# x itself, under a name that a checkpoint policy can ask about (stage 2's ``checkpoint_name``
+# and ``checkpoint_policies.save_only_these_names``). Its tangent goes unnamed, as in JAX: a
+# policy sees the names of forward values only.
+name_p = Primitive("name", kind=ELEMENTWISE)
+impl_rules[name_p] = lambda x, *, name: x
+vjp_rules[name_p] = lambda ct, x, *, out, name: [ct]
+jvp_rules[name_p] = lambda primals, tangents, *, name: (name_p.bind(primals[0], name=name),
+                                                        tangents[0])
+
 # ------------------------------------------------------------------------------------------
 # Shapes
 # ------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
     custom_vjp,
     debug_infs,
     debug_nans,
+    default_device,
     default_matmul_precision,
     default_prng_impl,
     device_get,
@@ -61,6 +62,7 @@ from stage1_autodiff import (  # noqa: E402 -- after the environment is set
 )
 
 from . import (  # noqa: E402
+    ad_checkpoint,
     custom_derivatives,
     debug,
     errors,

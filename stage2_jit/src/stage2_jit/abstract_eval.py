@@ -199,6 +199,7 @@ def bitcast_convert_type_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype) -
 abstract_eval_rules[p.bitcast_convert_type_p] = bitcast_convert_type_abstract_eval
 abstract_eval_rules[p.stop_gradient_p] = _unary(p.stop_gradient_p, _ANY)
 abstract_eval_rules[p.copy_p] = _unary(p.copy_p, _ANY)
+abstract_eval_rules[p.name_p] = _unary(p.name_p, _ANY)
 
 
 # ------------------------------------------------------------------------------------------

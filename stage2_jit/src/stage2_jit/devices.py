@@ -149,9 +149,12 @@ def _per_leaf(prefix: Any, tree: Any, what: str, is_leaf: Callable[[Any], bool])
 
 
 def _as_device(device: Any, fun_name: str) -> Device:
-    """The device ``device`` names: a device, or another array's ``x.sharding``."""
+    """The device ``device`` names: a device, or another array's ``x.sharding``; None: the
+    default device (``jax.default_device``'s, which may be a platform's name)."""
     if device is None:
-        return devices()[0]
+        device = config.jax_default_device
+        if device is None or isinstance(device, str):
+            return devices(device)[0]
     if isinstance(device, SingleDeviceSharding):
         device = device.device
     if not isinstance(device, Device):

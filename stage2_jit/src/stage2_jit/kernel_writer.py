@@ -190,8 +190,11 @@ def common_rules(select: Spelling, extremum: Spelling) -> dict[Primitive, Rule]:
         p.convert_element_type_p: lambda args, eqn: cast(args[0], eqn.params["new_dtype"]),
         p.stop_gradient_p: lambda args, eqn: args[0],
         p.copy_p: lambda args, eqn: args[0],
+        p.name_p: lambda args, eqn: args[0],
     }
 # --8<-- [end:common_rules]
+
+_IDENTITIES = (p.stop_gradient_p, p.copy_p, p.name_p)  # their operand, read where it is
 
 
 # --8<-- [start:reductions]
@@ -417,7 +420,7 @@ class KernelWriter:
         if atom in self.names and (atom in self.materialized or atom in self.jaxpr.invars):
             return self._read(atom, index)
         eqn = self.producer[atom]
-        if not is_elementwise(eqn.primitive) or eqn.primitive in (p.stop_gradient_p, p.copy_p):
+        if not is_elementwise(eqn.primitive) or eqn.primitive in _IDENTITIES:
             return self._fused(eqn, index, body, memo)  # a read elsewhere: no temporary
         key = (atom, index)
         if key not in memo:

@@ -11,7 +11,16 @@ from typing import Any as _Any
 
 from stage1_autodiff.lax import *  # noqa: F403
 
-from .control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: F401
+from .control_flow import (  # noqa: F401
+    cond,
+    cond_p,
+    fori_loop,
+    scan,
+    scan_p,
+    switch,
+    while_loop,
+    while_p,
+)
 from .solves import custom_linear_solve, custom_root  # noqa: F401
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from stage1_autodiff.autodiff import TapeEntry, TapeTrace, TapeTracer, primal_below, vjp
 from stage1_autodiff.core import (
@@ -46,7 +46,7 @@ from stage1_autodiff.core import (
     vjp_rules_take_needs,
 )
 from stage1_autodiff.numpy.promotion import as_value
-from stage1_autodiff.tree_util import tree_flatten, tree_unflatten
+from stage1_autodiff.tree_util import tree_flatten, tree_map, tree_unflatten
 
 from stage1_autodiff import prims as lax
 
@@ -87,6 +87,151 @@ class DotsSaveable:
         return not (self.only_if_no_batch_dims and lhs_batch)
 
 
+# --8<-- [end:policies]
+
+
+# --8<-- [start:names]
+def checkpoint_name(x: Any, name: str) -> Any:
+    """``x`` unchanged (any pytree of arrays), each leaf named ``name`` for the policies that
+    choose by name (``checkpoint_policies.save_only_these_names`` and the others below). The
+    name is an equation of its own, ``name[name=...]``, which a policy is asked about like
+    any other; outside a checkpoint it does nothing.
+
+    Example:
+        >>> import stage2_jit as jax, stage2_jit.numpy as jnp
+        >>> from stage2_jit.ad_checkpoint import checkpoint_name
+        >>> policy = jax.checkpoint_policies.save_only_these_names("hidden")
+        >>> f = jax.checkpoint(lambda x: jnp.sin(checkpoint_name(jnp.sin(x), "hidden")),
+        ...                    policy=policy)
+        >>> print(jax.grad(f)(1.0))
+        0.36003944
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"checkpoint_name's name must be a string, got {name!r} of type "
+                        f"{type(name).__name__}: a policy such as save_only_these_names "
+                        f"compares it with the names it is given.")
+    return tree_map(lambda leaf: lax.name_p.bind(as_value(leaf), name=name), x)
+
+
+class _Named:
+    """A policy shown in a jaxpr by its repr, as JAX shows it (``SaveOnlyTheseNames(...)``)."""
+
+    @property
+    def __name__(self) -> str:
+        return repr(self)
+
+
+@dataclass(frozen=True)
+class SaveOnlyTheseNames(_Named):
+    """Save the values named (``checkpoint_name``) with one of ``saveable_names``; recompute
+    everything else."""
+
+    saveable_names: frozenset[str]
+
+    def __call__(self, prim: Primitive, *_: ShapedArray, **params: Any) -> bool:
+        return prim is lax.name_p and params["name"] in self.saveable_names
+
+
+@dataclass(frozen=True)
+class SaveAnyNamesButThese(_Named):
+    """Save every named value except those named with one of ``names``; recompute the
+    rest."""
+
+    names: frozenset[str]
+
+    def __call__(self, prim: Primitive, *_: ShapedArray, **params: Any) -> bool:
+        return prim is lax.name_p and params["name"] not in self.names
+
+
+def save_only_these_names(*names: str) -> SaveOnlyTheseNames:
+    """The policy that saves only values named with one of ``names``."""
+    return SaveOnlyTheseNames(frozenset(names))
+
+
+def save_any_names_but_these(*names: str) -> SaveAnyNamesButThese:
+    """The policy that saves every named value except those named with one of ``names``."""
+    return SaveAnyNamesButThese(frozenset(names))
+
+
+def save_anything_except_these_names(*names: str) -> Callable[..., bool]:
+    """Meant to save every value but those named with one of ``names``; it saves every value,
+    as JAX 0.10.2's does. Not saving a named value would not help: the value is also the
+    result of the equation before its ``name``, which this policy saves."""
+    return everything_saveable
+
+
+def save_from_both_policies(policy_1: Callable, policy_2: Callable) -> Callable[..., bool]:
+    """Saves what either policy saves. Both must answer True or False."""
+    def policy(prim: Primitive, *avals: ShapedArray, **params: Any) -> bool:
+        first, second = policy_1(prim, *avals, **params), policy_2(prim, *avals, **params)
+        if not (isinstance(first, bool) and isinstance(second, bool)):
+            raise ValueError(f"save_from_both_policies needs policies that return True or "
+                             f"False, got {first!r} and {second!r} for {prim}. Write the "
+                             f"combined policy as a function of your own instead.")
+        return first or second
+    return policy
+# --8<-- [end:names]
+
+
+# --8<-- [start:decisions]
+class _Decision:
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+Saveable, Recompute = _Decision("Saveable"), _Decision("Recompute")
+
+
+class Offloadable(NamedTuple):
+    """Save the value in another memory (``src`` to ``dst``, JAX's memory kinds such as
+    ``"pinned_host"``). Our devices have one memory each, the host's, so it is saved."""
+
+    src: str
+    dst: str
+
+
+def save_and_offload_only_these_names(*, names_which_can_be_saved: Sequence[str],
+                                      names_which_can_be_offloaded: Sequence[str],
+                                      offload_src: str, offload_dst: str) -> Callable:
+    """``save_only_these_names``, and the values of the second list offloaded (here: saved)."""
+    saved, offloaded = set(names_which_can_be_saved), set(names_which_can_be_offloaded)
+    if saved & offloaded:
+        raise ValueError(f"A name may be saved or offloaded, not both: {sorted(saved & offloaded)}"
+                         f" appear in names_which_can_be_saved and "
+                         f"names_which_can_be_offloaded.")
+
+    def policy(prim: Primitive, *_: ShapedArray, **params: Any):
+        name = params.get("name") if prim is lax.name_p else None
+        if name in saved:
+            return Saveable
+        return Offloadable(offload_src, offload_dst) if name in offloaded else Recompute
+    return policy
+
+
+def offload_dot_with_no_batch_dims(offload_src: str, offload_dst: str) -> Callable:
+    """``dots_with_no_batch_dims_saveable``, the products offloaded (here: saved)."""
+    def policy(prim: Primitive, *avals: ShapedArray, **params: Any):
+        keep = DotsSaveable(only_if_no_batch_dims=True)(prim, *avals, **params)
+        return Offloadable(offload_src, offload_dst) if keep else Recompute
+    return policy
+
+
+def _saves(decision: Any, policy: Callable) -> bool:
+    """A policy's answer: True or False, or JAX's ``Saveable``, ``Recompute`` or
+    ``Offloadable(...)``."""
+    if isinstance(decision, bool) or decision is Saveable or decision is Recompute:
+        return decision is True or decision is Saveable
+    if isinstance(decision, Offloadable):
+        return True
+    raise TypeError(f"The checkpoint policy {getattr(policy, '__name__', policy)} returned "
+                    f"{decision!r} of type {type(decision).__name__}: a policy returns True "
+                    f"or False, or ad_checkpoint.Saveable, Recompute or Offloadable(src, dst).")
+# --8<-- [end:decisions]
+
+
 class checkpoint_policies:  # noqa: N801 -- a module in JAX: jax.checkpoint_policies
     """The policies, by JAX's names."""
 
@@ -95,7 +240,12 @@ class checkpoint_policies:  # noqa: N801 -- a module in JAX: jax.checkpoint_poli
     dots_saveable = checkpoint_dots = DotsSaveable()
     dots_with_no_batch_dims_saveable = DotsSaveable(only_if_no_batch_dims=True)
     checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
-# --8<-- [end:policies]
+    save_only_these_names = staticmethod(save_only_these_names)
+    save_any_names_but_these = staticmethod(save_any_names_but_these)
+    save_anything_except_these_names = staticmethod(save_anything_except_these_names)
+    save_from_both_policies = staticmethod(save_from_both_policies)
+    save_and_offload_only_these_names = staticmethod(save_and_offload_only_these_names)
+    offload_dot_with_no_batch_dims = staticmethod(offload_dot_with_no_batch_dims)
 
 
 def _saved_eqns(jaxpr: Jaxpr, policy: Callable | None) -> list[int]:
@@ -104,7 +254,8 @@ def _saved_eqns(jaxpr: Jaxpr, policy: Callable | None) -> list[int]:
         return []
     return [i for i, eqn in enumerate(jaxpr.eqns)
             if all(is_float(v.aval) for v in eqn.outvars)
-            and policy(eqn.primitive, *[a.aval for a in eqn.invars], **eqn.params)]
+            and _saves(policy(eqn.primitive, *[a.aval for a in eqn.invars], **eqn.params),
+                       policy)]
 
 
 # --8<-- [start:remat_p]

@@ -96,12 +96,15 @@ def values_for(backend: str, arrays: Sequence[Array]) -> list[Any]:
 
 def backend_for(chosen: str | None, arrays: Sequence[Any]) -> str:
     """The backend a call runs on: the one ``jit`` was given; else the GPU when an argument
-    lives there (computation follows data, as in JAX); else the configured default."""
+    lives there (computation follows data, as in JAX); else the default device's, or the
+    configured default backend."""
     if chosen is not None:
         return chosen
     if any(type(a) is GpuArray for a in arrays):
         return "cuda"
-    return BACKEND_ALIASES.get(config.jax_default_backend, config.jax_default_backend)
+    name = config.jax_default_device or config.jax_default_backend  # (jax.default_device)
+    name = name if isinstance(name, str) else name.platform
+    return BACKEND_ALIASES.get(name, name)
 # --8<-- [end:values_for]
 
 

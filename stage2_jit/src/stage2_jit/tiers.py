@@ -81,8 +81,8 @@ config.define("jax_from_numpy_tiered", True,
 # Elementwise primitives whose NumPy implementation gives the kernel's bits for every dtype.
 EXACT = {p.neg_p, p.add_p, p.sub_p, p.mul_p, p.div_p, p.rem_p, p.eq_p, p.ne_p, p.lt_p,
          p.le_p, p.gt_p, p.ge_p, p.and_p, p.or_p, p.xor_p, p.not_p, p.select_n_p,
-         p.convert_element_type_p, p.stop_gradient_p, p.copy_p, p.abs_p, p.floor_p, p.ceil_p,
-         p.sqrt_p, p.shift_left_p, p.shift_right_logical_p, p.shift_right_arithmetic_p,
+         p.convert_element_type_p, p.stop_gradient_p, p.copy_p, p.name_p, p.abs_p, p.floor_p,
+         p.ceil_p, p.sqrt_p, p.shift_left_p, p.shift_right_logical_p, p.shift_right_arithmetic_p,
          p.bitcast_convert_type_p}
 
 

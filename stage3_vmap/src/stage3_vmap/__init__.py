@@ -23,6 +23,7 @@ from stage2_jit import (  # noqa: F401
     ShapeDtypeStruct,
     TracerArrayConversionError,
     Var,
+    ad_checkpoint,
     block_until_ready,
     check_grads,
     check_tracer_leaks,
@@ -40,6 +41,7 @@ from stage2_jit import (  # noqa: F401
     debug_infs,
     debug_nans,
     default_backend,
+    default_device,
     default_matmul_precision,
     default_prng_impl,
     device_count,
@@ -111,7 +113,8 @@ __version__ = "0.1.0"
 # ``import jax.dtypes`` (and the others) as well as ``from jax import dtypes``: the modules of
 # the stages before, by this package's names.
 _sys.modules.update({f"{__name__}.{name}": module for name, module in (
-    ("dtypes", dtypes), ("custom_derivatives", custom_derivatives), ("stages", stages),
+    ("dtypes", dtypes), ("ad_checkpoint", ad_checkpoint),
+    ("custom_derivatives", custom_derivatives), ("stages", stages),
     ("image", image), ("flatten_util", flatten_util), ("profiler", profiler),
     ("custom_batching", custom_batching), ("example_libraries", example_libraries),
     ("example_libraries.optimizers", example_libraries.optimizers),

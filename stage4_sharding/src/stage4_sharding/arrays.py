@@ -13,9 +13,11 @@ and the devices exchange blocks in collectives where the layouts require.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from stage1_autodiff.config import config
 from stage1_autodiff.core import (
     Array,
     Device,
@@ -267,22 +269,35 @@ def make_array_from_process_local_data(sharding: NamedSharding, local_data: Any,
     if global_shape is None:
         global_shape = tuple(n * _process_parts(sharding, local_data.shape, d)
                              for d, n in enumerate(local_data.shape))
-    indices = sharding.devices_indices_map(tuple(global_shape))
-    here = distributed.process_index()
-    mine = {d: index for d, index in indices.items() if d.process_index == here}
-    start = [min(index[d].start or 0 for index in mine.values())
-             for d in range(len(global_shape))]
-    stop = [max(index[d].stop if index[d].stop is not None else global_shape[d]
-                for index in mine.values()) for d in range(len(global_shape))]
+    start, stop = process_block(sharding, tuple(global_shape))
     if tuple(b - a for a, b in zip(start, stop)) != local_data.shape:
         raise ValueError(
-            f"make_array_from_process_local_data: process {here}'s devices hold "
-            f"{tuple(b - a for a, b in zip(start, stop))} of the global shape "
+            f"make_array_from_process_local_data: process {distributed.process_index()}'s "
+            f"devices hold {tuple(b - a for a, b in zip(start, stop))} of the global shape "
             f"{tuple(global_shape)} under {sharding.spec}, but its local data has shape "
             f"{local_data.shape}.")
     return make_array_from_callback(global_shape, sharding, lambda index: local_data[
-        tuple(slice((s.start or 0) - a, (s.stop if s.stop is not None else n) - a)
-              for s, a, n in zip(index, start, global_shape))])
+        within(index, start, global_shape)])
+
+
+def process_block(sharding: NamedSharding, shape: tuple[int, ...]
+                  ) -> tuple[list[int], list[int]]:
+    """Where this process's devices' blocks lie in an array of ``shape``: the first and
+    past-the-last index along each dim."""
+    here = distributed.process_index()
+    mine = [index for d, index in sharding.devices_indices_map(shape).items()
+            if d.process_index == here]
+    start = [min(index[d].start or 0 for index in mine) for d in range(len(shape))]
+    stop = [max(index[d].stop if index[d].stop is not None else shape[d] for index in mine)
+            for d in range(len(shape))]
+    return start, stop
+
+
+def within(index: tuple[slice, ...], start: Sequence[int], shape: tuple[int, ...]
+           ) -> tuple[slice, ...]:
+    """A block's ``index`` into the global array, as an index into the part from ``start``."""
+    return tuple(slice((s.start or 0) - a, (s.stop if s.stop is not None else n) - a)
+                 for s, a, n in zip(index, start, shape))
 
 
 def _process_parts(sharding: NamedSharding, shape: tuple[int, ...], dim: int) -> int:
@@ -356,6 +371,9 @@ def place(x: Any, device: Any, out_sharding: Any) -> Any:
         raise TypeError(f"out_sharding= takes a NamedSharding or a PartitionSpec, got "
                         f"{out_sharding!r}. For a device, pass device= instead.")
     target = device if out_sharding is None else out_sharding
+    if target is None:  # jax.default_device's device: a device, or a platform's name
+        target = config.jax_default_device
+        target = devices(target)[0] if isinstance(target, str) else target
     if not isinstance(target, (*shardings, Device, SingleDeviceSharding)):
         raise TypeError(f"device= takes a device (jax.devices()[0]) or a sharding, got "
                         f"{target!r} of type {type(target).__name__}.")

@@ -208,6 +208,21 @@ class Mesh:
         return [d for d in self.devices.flat if d.process_index == here]
 
     @property
+    def local_mesh(self) -> Mesh:
+        """The part of the grid that this process drives, with the same axis names: the
+        smallest block of the grid that holds its devices, which must hold no other's."""
+        here = distributed.process_index()
+        where = np.argwhere(np.vectorize(lambda d: d.process_index == here,
+                                         otypes=[bool])(self.devices))
+        block = tuple(slice(lo, hi + 1) for lo, hi in zip(where.min(0), where.max(0)))
+        local = self.devices[block]
+        if any(d.process_index != here for d in local.flat):
+            raise ValueError(f"Process {here}'s devices are not a block of the mesh's grid "
+                             f"{self.device_ids.tolist()}: it has no local mesh. Lay the "
+                             f"devices out process by process (jax.make_mesh does).")
+        return Mesh(local, self.axis_names)  # (Auto axes, as JAX's local mesh has)
+
+    @property
     def is_multi_process(self) -> bool:
         return len({d.process_index for d in self.devices.flat}) > 1
 

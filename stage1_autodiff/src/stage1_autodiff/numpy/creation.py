@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import dtypes, extension
 from .. import prims as lax
+from ..config import config
 from ..core import Array, Tracer, get_aval
 from ..core import asarray as _core_asarray
 from ..errors import ConcretizationTypeError
@@ -89,8 +90,8 @@ def placed(x: Any, device: Any, out_sharding: Any) -> Any:
     """``x`` on ``device`` (a device or a sharding) or laid out as ``out_sharding``: the
     keywords of the functions that make arrays. Stage 1 has one device, the host; later
     stages place arrays on a GPU or over a mesh (``extension.place``)."""
-    if device is None and out_sharding is None:
-        return x
+    if device is None and out_sharding is None and config.jax_default_device is None:
+        return x  # (else the placement puts x on jax.default_device's device)
     if device is not None and out_sharding is not None:
         raise ValueError(f"Only one of device= and out_sharding= can be given: got "
                          f"device={device!r} and out_sharding={out_sharding!r}.")
