@@ -9,6 +9,7 @@ both ways, so neither a difference nor its description can drift: if a differenc
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -1469,6 +1470,24 @@ def test_debug_callback_is_a_debug_print_equation() -> None:
         seen = []
         lib.debug.callback(seen.append, 2.0)
         assert seen[0].weak_type is (lib is jax)
+
+
+def test_debug_log_is_a_callback_that_logs_to_its_own_logger(caplog) -> None:
+    logged = {}
+    for lib, np_ in ((jax, jnp), (sj, sjnp)):
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            lib.debug.log("x is {} and {y}", np_.ones(2), y=3.0)
+            lib.jit(lambda x, lib=lib: lib.debug.log("in jit {}", x) or x)(np.arange(2.0))
+            lib.vmap(lambda x, lib=lib: lib.debug.log("in vmap {}", x) or x)(np.arange(2.0))
+        logged[lib.__name__] = [(r.name, r.levelname, r.getMessage()) for r in caplog.records
+                                if "debug" in r.name]
+    theirs, ours = logged["jax"], logged["stage4_sharding"]
+    assert [r[1:] for r in ours] == [r[1:] for r in theirs] and len(ours) == 4
+    assert {r[0] for r in theirs} == {"jax._src.debugging"}
+    assert {r[0] for r in ours} == {"stage2_jit.debug"}
+    assert [e.primitive.name for e in sj.make_jaxpr(
+        lambda x: sj.debug.log("{}", x))(1.0).jaxpr.eqns] == ["debug_print"]
 
 
 def test_device_splits_what_array_asarray_and_linspace_make() -> None:

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import dtypes
+from .config import _check_platforms, config
 from .errors import (
     ConcretizationTypeError,
     TracerArrayConversionError,
@@ -34,7 +35,6 @@ from .errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
-from .config import _check_platforms, config
 from .extension import device_memory, executor_for, place
 from .special_values import CHECKS, check_results
 

@@ -10,6 +10,7 @@ format string.
 from __future__ import annotations
 
 import builtins
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -94,5 +95,21 @@ def debug_callback(callback: Callable[..., Any] | None = None, *args: Any, order
     return None
 
 
+def debug_log(fmt: str, *args: Any, **kwargs: Any) -> None:
+    """``debug_print``'s line, logged instead of printed: at level INFO, to the logger
+    ``stage2_jit.debug`` (JAX's is ``jax._src.debugging``), on every call.
+
+    Example:
+        >>> import stage2_jit as jax
+        >>> f = jax.jit(lambda x: jax.debug.log("x = {}", x) or x + 1)
+        >>> f(1.0)  # logs "x = 1.0" at level INFO
+        Array(2., dtype=float32, weak_type=True)
+    """
+    debug_callback(lambda *values, **named: _logger.info(fmt.format(*values, **named)),
+                   *args, **kwargs)
+
+
+_logger = logging.getLogger(__name__)
 print = debug_print  # noqa: A001 -- jax.debug.print
 callback = debug_callback  # jax.debug.callback
+log = debug_log  # jax.debug.log

@@ -1,3 +1,3 @@
-"""``jax.debug``: stage 2's ``print``, which batches (under ``vmap``, once per example)."""
+"""``jax.debug``: stage 2's ``print`` and ``log``, batched (once per example)."""
 
-from stage2_jit.debug import callback, print  # noqa: F401, A004
+from stage2_jit.debug import callback, log, print  # noqa: F401, A004

@@ -7,7 +7,7 @@ from typing import Any
 
 from stage1_autodiff.core import Array, SingleDeviceSharding, Tracer, asarray
 from stage1_autodiff.tree_util import tree_leaves
-from stage3_vmap.debug import callback, print  # noqa: F401, A004
+from stage3_vmap.debug import callback, log, print  # noqa: F401, A004
 
 from .arrays import visualize_array_sharding, visualize_sharding  # noqa: F401
 from .mesh import devices
