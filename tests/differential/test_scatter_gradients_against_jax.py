@@ -61,3 +61,20 @@ def test_jacrev_and_jacfwd_of_a_set_with_repeated_indices_agree():
     want = np.asarray(jax.jacrev(f(jax))(u))
     np.testing.assert_array_equal(np.asarray(oj.jacrev(f(oj))(u)), want)
     np.testing.assert_array_equal(np.asarray(oj.jacfwd(f(oj))(u)), want)
+
+
+@pytest.mark.parametrize("index", [-6, 5, -1])
+def test_second_derivative_through_an_index_past_the_end_is_jax_s(index):
+    """``x[idx]`` gathers with ``PROMISE_IN_BOUNDS``: an index past the end reads the clamped
+    row, and its VJP's scatter-add drops that row's cotangent. The scatter's own transpose (the
+    second derivative) reads with the same mode, so it reads the clamped row, as JAX's does.
+    Found by ``tools/differential.py --out-of-bounds`` (program 5240064): a float32 grad of
+    grad that differed at every element."""
+    x = np.array([[1.14, 1.85, 0.775]], np.float32)
+
+    def second(lib):
+        np_ = lib.numpy
+        f = lambda v: np_.sum(np_.sin(np_.dot(v, v[np_.array([0, 0, index])])))  # noqa: E731
+        return lib.grad(lambda v: np_.sum(lib.grad(f)(v) ** 2))(x)
+
+    np.testing.assert_allclose(np.asarray(second(oj)), np.asarray(second(jax)), rtol=1e-4)

@@ -218,8 +218,10 @@ def _scatter_of(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
 
 
 def _gather_of(x, indices, updates, dn: ScatterDimensionNumbers, mode):
-    """``x`` read at the windows a scatter with ``indices`` writes: a scatter's transpose.
-    A dropped update reads 0."""
+    """``x`` read at the windows a scatter with ``indices`` writes: a scatter's transpose,
+    a gather with the scatter's mode, as JAX's transpose is. An update that ``FILL_OR_DROP``
+    drops reads 0; under ``PROMISE_IN_BOUNDS`` an index past the end reads the clamped window,
+    as the gather does (the scatter itself drops that update: the promise was broken)."""
     x_shape, u_shape = get_aval(x).shape, get_aval(updates).shape
     window = window_operand_dims(len(x_shape), dn.inserted_window_dims, dn.operand_batching_dims)
     sizes = [1] * len(x_shape)
@@ -228,9 +230,8 @@ def _gather_of(x, indices, updates, dn: ScatterDimensionNumbers, mode):
     gather_dn = GatherDimensionNumbers(dn.update_window_dims, dn.inserted_window_dims,
                                        dn.scatter_dims_to_operand_dims, dn.operand_batching_dims,
                                        dn.scatter_indices_batching_dims)
-    clip = mode is GatherScatterMode.CLIP
-    return gather(x, indices, gather_dn, tuple(sizes), mode=mode if clip else "fill",
-                  fill_value=None if clip else 0)
+    fill = mode is GatherScatterMode.FILL_OR_DROP
+    return gather(x, indices, gather_dn, tuple(sizes), mode=mode, fill_value=0 if fill else None)
 
 
 def _scatter_impl(combine):
