@@ -160,3 +160,43 @@ def test_an_unsplit_program_on_the_mesh_equals_jax() -> None:
         assert want.error is None and got.error is None
         assert want.value.sharding.spec[:1] == (spec[0] if spec else None,)
         assert not compare(got, want, shardings=True)
+
+
+def test_where_lays_every_operand_out_alike_when_one_is_broadcast() -> None:
+    """JAX's ``jnp.where`` broadcasts all three operands to one layout, merged from theirs,
+    as soon as one of them is broadcast; without a broadcast, select_n's rule refuses cases
+    laid out differently. Found by ``tools/differential.py`` (program 5240075), where ours
+    refused ``where(v > a, v, a)`` with ``v`` a split row and ``a`` replicated."""
+    import stage4_sharding.numpy as sjnp
+
+    import stage4_sharding as sj
+    results = []
+    for lib, np_ in ((jax, jax.numpy), (sj, sjnp)):
+        mesh = lib.make_mesh((4, 2), ("x", "y"))
+        sharding = lib.sharding.NamedSharding
+        spec = lib.sharding.PartitionSpec
+
+        def put(value, *entries, lib=lib, mesh=mesh, sharding=sharding, spec=spec):
+            return lib.device_put(np.asarray(value, np.float32), sharding(mesh, spec(*entries)))
+        a = put(np.arange(4.0).reshape(2, 2))
+        row, split, column = put([[1.0, 2.5]], None, "y"), put(np.ones((2, 2)), None, "y"), \
+            put(np.ones((4, 1)), "x", None)
+        cases = {"row": lambda: np_.where(row > a, row, a),
+                 "jit": lambda: lib.jit(lambda r, a: np_.where(r > a, r, a))(row, a),
+                 "two splits": lambda: np_.where(column > 0, column, put(np.ones((4, 2)),
+                                                                         None, "y")),
+                 "grad": lambda: lib.grad(lambda r: np_.where(r > a, r, a).sum())(row),
+                 "no broadcast": lambda: np_.where(split > 0, split, a)}
+        with lib.set_mesh(mesh):
+            out = {}
+            for name, case in cases.items():
+                try:
+                    value = case()
+                    out[name] = (str(lib.typeof(value)), np.asarray(value).tolist())
+                except Exception as error:  # noqa: BLE001 -- the class is compared
+                    out[name] = type(error).__name__
+        results.append(out)
+    theirs, ours = results
+    assert ours == theirs
+    assert theirs["no broadcast"] == "ShardingTypeError"
+    assert theirs["two splits"][0] == "float32[4@x,2@y]"

@@ -85,8 +85,15 @@ def with_sharding_of(x: Any, like: Any) -> Any:
     one way stage 1 can say it. NB: JAX's transpose rules do the same in ``_unbroadcast``
     (jax/_src/lax/lax.py), with reshape's ``out_sharding``."""
     aval, like_aval = get_aval(x), get_aval(like)
-    current, target = aval.sharding, like_aval.sharding
-    if current is None and target is None or current == target or aval.shape != like_aval.shape:
+    return x if aval.shape != like_aval.shape else with_sharding(x, like_aval.sharding)
+
+
+def with_sharding(x: Any, target: Any) -> Any:
+    """``x`` laid out as ``target`` (a sharding of x's shape; None: replicated), as in
+    :func:`with_sharding_of`."""
+    aval = get_aval(x)
+    current = aval.sharding
+    if current is None and target is None or current == target:
         return x
     if target is None:
         target = current.with_spec(())  # replicated, on x's mesh

@@ -341,17 +341,33 @@ def where(condition, x=None, y=None, /, *, size: int | None = None, fill_value: 
     x, y = promote(x, y)
     operands = (condition, as_value(x), as_value(y))
     shape = broadcast_shapes(*(get_aval(v).shape for v in operands), op_name="where")
-    whole = [v for v in operands if get_aval(v).shape == shape]
-
-    def spread(v):
-        # A broadcast operand is laid out as the first whole one (from stage 4 on), as in
-        # JAX: a scalar case joins a split one; whole ones must agree (select_n's rule).
-        if get_aval(v).shape == shape:
-            return v
-        v = broadcast_to_shape(v, shape)
-        return lax.with_sharding_of(v, whole[0]) if whole else v
-    condition, x, y = map(spread, operands)
+    if any(get_aval(v).shape != shape for v in operands):
+        # As in JAX (stage 4 on): when one operand is broadcast, all three take one layout,
+        # merged from theirs (a split dim stays split); otherwise select_n's rule holds.
+        operands = [broadcast_to_shape(v, shape) for v in operands]
+        layout = _merged_layout(operands)
+        operands = [v if layout is None else lax.with_sharding(v, layout) for v in operands]
+    condition, x, y = operands
     return lax.select_n(condition, y, x)
+
+
+def _merged_layout(operands: list[Any]) -> Any:
+    """The layout of operands of one shape, merged as JAX's broadcast does: a dim split in
+    any of theirs is split. None: no layouts here, or one dim split two ways (select_n then
+    refuses, as JAX's broadcast does)."""
+    shardings = [get_aval(v).sharding for v in operands if get_aval(v).sharding is not None]
+    if not shardings:
+        return None
+    ndim = get_aval(operands[0]).ndim
+    specs = [sharding.padded(ndim).spec for sharding in shardings]
+    entries = []
+    for d in range(ndim):
+        axes = {spec.axes_of(d) for spec in specs} - {()}
+        if len(axes) > 1:
+            return None
+        (names,) = axes or {()}
+        entries.append(None if not names else names[0] if len(names) == 1 else names)
+    return shardings[0].padded(ndim).with_spec(type(specs[0])(*entries))
 
 
 # Comparisons return booleans.
