@@ -125,7 +125,7 @@ def host_local_array_to_global_array(local_inputs: Any, global_mesh: Mesh, pspec
             return leaf
         sharding = NamedSharding(global_mesh, _spec(spec, "host_local_array_to_global_array"))
         return make_array_from_process_local_data(sharding, np.asarray(leaf))
-    return _per_leaf(to_global, local_inputs, pspecs)
+    return _per_leaf(to_global, local_inputs, pspecs, "host_local_array_to_global_array")
 
 
 def global_array_to_host_local_array(global_inputs: Any, global_mesh: Mesh, pspecs: Any
@@ -145,7 +145,7 @@ def global_array_to_host_local_array(global_inputs: Any, global_mesh: Mesh, pspe
             part[within(indices[device], start, leaf.shape)] = block
         local = NamedSharding(global_mesh.local_mesh, spec)
         return make_array_from_callback(part.shape, local, lambda index: part[index])
-    return _per_leaf(to_local, global_inputs, pspecs)
+    return _per_leaf(to_local, global_inputs, pspecs, "global_array_to_host_local_array")
 
 
 def _spec(spec: Any, fun_name: str) -> PartitionSpec:
@@ -155,10 +155,10 @@ def _spec(spec: Any, fun_name: str) -> PartitionSpec:
     return spec
 
 
-def _per_leaf(fun: Any, tree: Any, pspecs: Any) -> Any:
+def _per_leaf(fun: Any, tree: Any, pspecs: Any, fun_name: str) -> Any:
     leaves, treedef = tree_flatten(tree)
     if any(isinstance(leaf, Tracer) for leaf in leaves):
-        raise TypeError(f"{fun.__qualname__.split('.')[0]} moves arrays between this process "
+        raise TypeError(f"{fun_name} moves arrays between this process "
                         f"and the job, which a traced program cannot do here: call it outside "
                         f"jit (and the other transformations), on the arrays going into or "
                         f"coming out of the jitted step.")
