@@ -42,7 +42,10 @@ def _node_class(lib):
 
     out = lib.jit(lambda s: Scaled(s.value * 2, s.unit))(Scaled(np.ones(2, np.float32), "m"))
     grads = lib.grad(lambda s: (s.value ** 2).sum())(Scaled(np.ones(2, np.float32), "m"))
-    return out.value, out.unit, grads.value, grads.unit, len(lib.tree.leaves(Scaled(1, "a")))
+    paths = [(lib.tree_util.keystr(path), lib.tree_util.keystr(path, simple=True))
+             for path, _ in lib.tree.leaves_with_path([Scaled(1, "a"), {"k": Scaled(2, "b")}])]
+    return (out.value, out.unit, grads.value, grads.unit, len(lib.tree.leaves(Scaled(1, "a"))),
+            paths)  # a node registered without keys: its children's keys print as JAX's
 
 
 def _static_dataclass(lib):

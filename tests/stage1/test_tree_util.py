@@ -253,7 +253,8 @@ def test_custom_node_round_trip_and_index_keys():
     assert leaves == [1, 2, 3]
     assert tu.tree_unflatten(treedef, [4, 5, 6]) == Pair([4, 5], Pair(6, None))
     paths = [tu.keystr(path) for path, _ in tu.tree_leaves_with_path(tree)]
-    assert paths == ["[0][0]", "[0][1]", "[1][0]"]
+    assert paths == ["[<flat index 0>][0]", "[<flat index 0>][1]",
+                     "[<flat index 1>][<flat index 0>]"]
 
 
 def test_aux_data_is_part_of_the_treedef():
@@ -324,7 +325,8 @@ def test_key_entries_print_like_indexing():
     assert str(tu.SequenceKey(0)) == "[0]"
     assert str(tu.DictKey("a")) == "['a']"
     assert str(tu.GetAttrKey("w")) == ".w"
-    assert str(tu.FlattenedIndexKey(1)) == "[1]"
+    assert str(tu.FlattenedIndexKey(1)) == "[<flat index 1>]"  # as JAX prints it
+    assert tu.keystr((tu.FlattenedIndexKey(1),), simple=True) == "1"
     path = (tu.DictKey("b"), tu.SequenceKey(1), tu.GetAttrKey("x"))
     assert tu.keystr(path) == "['b'][1].x"
     assert tu.keystr(path, simple=True, separator="/") == "b/1/x"

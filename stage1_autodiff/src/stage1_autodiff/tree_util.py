@@ -59,12 +59,14 @@ class GetAttrKey:
 
 @dataclasses.dataclass(frozen=True)
 class FlattenedIndexKey:
-    """Position of a child of a node registered without keys; prints as ``[0]``."""
+    """Position of a child of a node registered without keys; prints as
+    ``[<flat index 0>]``, as JAX's does (its bare index, as ``keystr(simple=True)`` gives it,
+    is ``0``)."""
 
     key: int
 
     def __str__(self) -> str:
-        return f"[{self.key!r}]"
+        return f"[<flat index {self.key!r}>]"
 
 
 KeyEntry = SequenceKey | DictKey | GetAttrKey | FlattenedIndexKey
