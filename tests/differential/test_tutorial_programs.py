@@ -5,13 +5,17 @@ results must agree leaf by leaf: structure, shape, dtype, weak type and values.
 This is the README's promise checked on whole programs (regression, classifiers, attention,
 GP regression, a CNN, an ODE in ``scan``, per-example gradients, ``custom_jvp``, remat,
 cumulative sums and dynamic slices, Newton's method, data parallelism, Monte Carlo, a
-``stax`` network trained with ``optimizers``, tensor parallelism with ``auto_axes``).
+``stax`` network trained with ``optimizers``, tensor parallelism with ``auto_axes``; a
+transformer trained with Adam and donation, a VAE, HMC, k-means, EM, Sinkhorn, molecular
+relaxation, spectral methods, least squares, sampling from many distributions, indexing and
+scatters, batching idioms, mixed precision, custom rules, pytree modules, ``shard_map``).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 import types
 from pathlib import Path
 
@@ -40,9 +44,16 @@ def swapped(source: str) -> str:
 
 
 def run(source: str, name: str):
+    """Runs the program as a module of its own, as ``python program.py`` would: registered in
+    ``sys.modules`` (``dataclasses`` looks its module up) and compiled without this file's
+    ``from __future__ import annotations``, which ``compile`` would otherwise pass on."""
     module = types.ModuleType(name)
-    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
-    return module.main()
+    sys.modules[name] = module
+    try:
+        exec(compile(source, f"<{name}>", "exec", dont_inherit=True), module.__dict__)
+        return module.main()
+    finally:
+        del sys.modules[name]
 
 
 def leaves(tree):
