@@ -13,6 +13,7 @@ from stage2_jit.passes import (
     cse,
     dce,
     dce_closed,
+    merge_scans,
     optimize,
 )
 from stage2_jit.tracing import eval_jaxpr, trace_to_jaxpr, typecheck_jaxpr
@@ -502,3 +503,61 @@ def test_prepare_program_keeps_the_constants_of_a_closed_jaxpr():
     optimized, program = prepare_program(closed)
     typecheck_jaxpr(program)  # every variable read is defined
     assert len(optimized.consts) == len(program.invars) - 1
+
+
+# ------------------------------------------------------------------------------------------
+# Merging a scan into a later one that computes more
+# ------------------------------------------------------------------------------------------
+
+
+def _running(w, xs):
+    def step(c, x):
+        c = jnp.tanh(c * w + x)
+        return c, c.sum()
+    c, ys = lax.scan(step, jnp.zeros(3), xs)
+    return c.sum() + ys.sum()
+
+
+def _scans(closed):
+    return [eqn for eqn in closed.jaxpr.eqns if eqn.primitive.name == "scan"]
+
+
+def test_value_and_grad_of_a_scan_runs_one_forward_scan_under_jit():
+    w, xs = jnp.full(3, 0.5), jnp.linspace(-1.0, 1.0, 15).reshape(5, 3)
+    closed = jax.make_jaxpr(jax.value_and_grad(_running))(w, xs)
+    assert len(_scans(closed)) == 3  # the tape's scan, the VJP's forward one, the backward
+    merged = optimize(closed)
+    assert len(_scans(merged)) == 2
+    assert [eqn.params["reverse"] for eqn in _scans(merged)] == [False, True]
+    typecheck_jaxpr(merged.jaxpr)
+    for got, want in zip(eval_jaxpr(merged.jaxpr, merged.consts, [w, xs]),
+                         eval_jaxpr(closed.jaxpr, closed.consts, [w, xs])):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    value, grad = jax.jit(jax.value_and_grad(_running))(w, xs)
+    want_value, want_grad = jax.value_and_grad(_running)(w, xs)
+    np.testing.assert_allclose(value, want_value, rtol=1e-6)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-5)
+
+
+@pytest.mark.parametrize("scale, merged", [(0.25, True), (0.5, False)])
+def test_a_scan_is_merged_only_into_one_that_computes_its_results_the_same_way(scale, merged):
+    def f(xs):
+        first = lax.scan(lambda c, x: (jnp.tanh(c * 0.25 + x), None), jnp.zeros(3), xs)[0]
+        second, kept = lax.scan(lambda c, x: (jnp.tanh(c * scale + x), c), jnp.zeros(3), xs)
+        return first, second, kept
+    xs = jnp.linspace(0.0, 1.0, 12).reshape(4, 3)
+    closed = jax.make_jaxpr(f)(xs)
+    out = merge_scans(cse(closed.jaxpr))
+    assert len([e for e in out.eqns if e.primitive.name == "scan"]) == (1 if merged else 2)
+    typecheck_jaxpr(out)
+    for got, want in zip(eval_jaxpr(out, closed.consts, [xs]),
+                         eval_jaxpr(closed.jaxpr, closed.consts, [xs])):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_scans_over_other_operands_are_not_merged():
+    def f(xs, ys):
+        step = lambda c, x: (c + x, None)  # noqa: E731
+        return lax.scan(step, 0.0, xs)[0], lax.scan(lambda c, x: (c + x, c), 0.0, ys)
+    closed = jax.make_jaxpr(f)(jnp.ones(4), jnp.ones(4))
+    assert len([e for e in merge_scans(closed.jaxpr).eqns if e.primitive.name == "scan"]) == 2

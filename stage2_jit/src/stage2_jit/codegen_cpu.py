@@ -295,7 +295,8 @@ class CpuWriter(KernelWriter):
                           *[self.names[v] for v in self.output_buffers]])
         lines = [f"def {name}({args}):", *indent(header + body)]
         decorator = f'@njit(parallel={self.parallel}, cache=True, error_model="numpy")'
-        if self.nested and not self.parallel and len(self.jaxpr.invars) <= _MAX_INLINED_ARGS:
+        if self.nested and not self.parallel and len(self.jaxpr.invars) <= _MAX_INLINED_ARGS \
+                and "\n".join(lines).count("\n") < _MAX_INLINED_LINES:
             # inlined into the loop: no call, no reference counting of its arrays
             decorator = '@njit(inline="always", cache=True, error_model="numpy")'
         return "\n".join([self._signature(name), decorator, *lines, ""])
@@ -683,6 +684,12 @@ def _rows_in_outputs(private: set[Var], outputs: set[Var], names: dict[Var, str]
 # --8<-- [start:scratch]
 # Python compiles a call of more arguments than this as f(*args), which Numba cannot inline.
 _MAX_INLINED_ARGS = 24
+# A body of more lines is called rather than inlined. Numba inlines by copying the body's IR
+# (``copy.deepcopy``), which grows faster than the body: the three scan bodies (214, 214 and
+# 504 lines) of tests/differential/tutorials/transformer.py's training step took 17 s of its
+# 50 s cold compilation to inline, and a step ran no faster for it (0.48 ms either way). A
+# call costs a body of this size nothing measurable.
+_MAX_INLINED_LINES = 120
 _ALLOCATION = re.compile(r"^    (v\d+) = np\.empty\(\(([^()]*)\), dtype=([\w.]+)\)$")
 
 

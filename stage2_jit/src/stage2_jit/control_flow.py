@@ -707,12 +707,13 @@ jvp_rules[scan_p] = scan_jvp
 # --8<-- [start:scan_vjp]
 def _scan_keeping_carries(jaxpr: ClosedJaxpr, primals, length, reverse, num_consts,
                           num_carry, unroll) -> list:
-    """The scan again, with the carry that goes into each step as extra ys: its final
-    carry, then the stacked carries (the residuals of the backward scan)."""
+    """The scan again, with the carry that goes into each step as extra ys: its results,
+    then the stacked carries (the residuals of the backward scan). Under ``jit`` it is the
+    tape's primal scan with outputs added, so ``passes.merge_scans`` computes both in one."""
     run = jaxpr_as_fun(jaxpr)
 
     def forward(*args):
-        return [*run(*args)[:num_carry], *args[num_consts:num_consts + num_carry]]
+        return [*run(*args), *args[num_consts:num_consts + num_carry]]
 
     program, consts = trace_flat(forward, jaxpr.in_avals)
     # (the tape's primal computation, run again: its custom_vjp calls are the tape's)
@@ -734,7 +735,7 @@ def scan_vjp(cts, *primals, out, needs, jaxpr, length, reverse, num_consts, num_
     run = jaxpr_as_fun(jaxpr)
     # 1. the forward pass again, keeping the carry that goes into each step
     fwd = _scan_keeping_carries(jaxpr, primals, length, reverse, num_consts, num_carry, unroll)
-    carries = fwd[num_carry:]  # stacked: the carry before each step
+    carries = fwd[len(jaxpr.out_avals):]  # stacked: the carry before each step
     # 2. the backward scan
     # Only constants being differentiated get cotangents: the others (a NumPy array in the
     # body, say) stay constants in the backward step, as a custom_vjp inside it needs.

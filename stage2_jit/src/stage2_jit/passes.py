@@ -234,6 +234,64 @@ def _atom_key(atom: Atom) -> Hashable:
     return "literal", atom.aval, bits
 
 
+# --8<-- [start:merge_scans]
+def merge_scans(jaxpr: Jaxpr) -> Jaxpr:
+    """Merges a scan into a later one that computes the same results and more: the same
+    operands and loop, a body whose first outputs are computed as the earlier body computes
+    its outputs. The later scan takes the earlier one's place (its operands are defined
+    there) and the earlier one's results are renamed to its first ones.
+
+    ``grad`` under ``jit`` makes such a pair: the tape records the primal scan, and the
+    scan's VJP runs it again keeping each step's carry for the backward pass
+    (``control_flow.scan_vjp``). JAX's partial evaluation runs one forward scan that saves
+    its residuals; after this pass so does ours."""
+    scans = [e for e in jaxpr.eqns if e.primitive.name == "scan" and not has_effects(e)]
+    taken: dict[int, JaxprEqn] = {}  # id of an earlier scan -> the later one in its place
+    moved: set[int] = set()  # ids of the later ones
+    for k, early in enumerate(scans):
+        for late in scans[k + 1:]:
+            if id(early) not in taken and id(late) not in moved and _computes_as(late, early):
+                taken[id(early)] = late
+                moved.add(id(late))
+    if not taken:
+        return jaxpr
+    renamed = {v: taken[id(early)].outvars[i] for early in scans if id(early) in taken
+               for i, v in enumerate(early.outvars)}
+    eqns = [taken.get(id(e), e) for e in jaxpr.eqns if id(e) not in moved]
+    eqns = [e._replace(invars=[_rename(a, renamed) for a in e.invars]) for e in eqns]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, [_rename(a, renamed) for a in jaxpr.outvars],
+                 eqns)
+
+
+def _computes_as(late: JaxprEqn, early: JaxprEqn) -> bool:
+    """Whether scan ``late``'s first results are scan ``early``'s, computed the same way."""
+    same = ("length", "reverse", "num_consts", "num_carry", "unroll")
+    if [_atom_key(a) for a in late.invars] != [_atom_key(a) for a in early.invars] or any(
+            late.params[k] != early.params[k] for k in same):
+        return False
+    body, model = late.params["jaxpr"], early.params["jaxpr"]
+    n = len(model.jaxpr.outvars)
+    if body.consts or model.consts or len(body.jaxpr.outvars) < n:
+        return False
+    head = dce(Jaxpr([], body.jaxpr.invars, body.jaxpr.outvars[:n], body.jaxpr.eqns))
+    return _same_program(head, model.jaxpr)
+
+
+def _same_program(a: Jaxpr, b: Jaxpr) -> bool:
+    """Whether ``a`` and ``b`` are the same equations on their inputs, up to the names of
+    their variables (params compared as CSE compares them)."""
+    if len(a.eqns) != len(b.eqns) or len(a.invars) != len(b.invars):
+        return False
+    names: dict[Var, Atom] = dict(zip(a.invars, b.invars))
+    for x, y in zip(a.eqns, b.eqns):
+        key = _cse_key(x._replace(invars=[_rename(v, names) for v in x.invars]))
+        if key is None or key != _cse_key(y):
+            return False
+        names.update(zip(x.outvars, y.outvars))
+    return [_atom_key(_rename(v, names)) for v in a.outvars] == list(map(_atom_key, b.outvars))
+# --8<-- [end:merge_scans]
+
+
 # ------------------------------------------------------------------------------------------
 # Constant folding
 # ------------------------------------------------------------------------------------------
@@ -391,7 +449,7 @@ def optimize(closed: ClosedJaxpr, new_constants: bool = True) -> ClosedJaxpr:
     closed = _optimize_held_programs(closed)
     for _ in range(MAX_ROUNDS):
         before = [eqn.primitive for eqn in closed.jaxpr.eqns]
-        jaxpr = cse(closed.jaxpr)
+        jaxpr = merge_scans(cse(closed.jaxpr))
         closed = constant_fold(ClosedJaxpr(jaxpr, closed.consts), new_constants)
         closed = dce_closed(closed)
         if [eqn.primitive for eqn in closed.jaxpr.eqns] == before:
