@@ -13,6 +13,7 @@ from stage2_jit.passes import (
     cse,
     dce,
     dce_closed,
+    drop_unread_ys,
     merge_scans,
     optimize,
 )
@@ -561,3 +562,35 @@ def test_scans_over_other_operands_are_not_merged():
         return lax.scan(step, 0.0, xs)[0], lax.scan(lambda c, x: (c + x, c), 0.0, ys)
     closed = jax.make_jaxpr(f)(jnp.ones(4), jnp.ones(4))
     assert len([e for e in merge_scans(closed.jaxpr).eqns if e.primitive.name == "scan"]) == 2
+
+
+def test_grad_of_a_scan_keeps_no_ys_that_nothing_reads():
+    """grad alone reads none of the forward scan's ys (value_and_grad reads them): optimize
+    drops them from the scan and from its body."""
+    def f(w, xs):
+        c, ys = lax.scan(lambda c, x: (jnp.tanh(c * w + x), jnp.exp(c) * 2.0), jnp.zeros(3), xs)
+        return c.sum() + ys.sum()
+    w, xs = jnp.full(3, 0.5), jnp.linspace(-1.0, 1.0, 15).reshape(5, 3)
+    for g, forward_outputs in ((jax.grad(f), 2), (jax.value_and_grad(f), 3)):
+        closed = jax.make_jaxpr(g)(w, xs)
+        first = _scans(optimize(closed))[0]
+        assert len(first.outvars) == forward_outputs  # carry, [ys,] the stacked carries
+        assert ("exp" in str(first.params["jaxpr"])) == (forward_outputs == 3)
+        for got, want in zip(jax.jit(g)(w, xs) if forward_outputs == 3 else [jax.jit(g)(w, xs)],
+                             g(w, xs) if forward_outputs == 3 else [g(w, xs)]):
+            np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_drop_unread_ys_keeps_every_carry_and_the_ys_that_are_read():
+    def f(xs):
+        c, ys = lax.scan(lambda c, x: (c + x, (c * x, c - x)), jnp.zeros(2), xs)
+        return c, ys[1]
+    xs = jnp.ones((4, 2))
+    closed = jax.make_jaxpr(f)(xs)
+    out = drop_unread_ys(closed.jaxpr)
+    (scan,) = [e for e in out.eqns if e.primitive.name == "scan"]
+    assert len(scan.outvars) == 2 and "mul" not in str(scan.params["jaxpr"])
+    typecheck_jaxpr(out)
+    for got, want in zip(eval_jaxpr(out, closed.consts, [xs]),
+                         eval_jaxpr(closed.jaxpr, closed.consts, [xs])):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

@@ -34,6 +34,7 @@ because our backends compile the jaxpr itself.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -289,6 +290,26 @@ def _same_program(a: Jaxpr, b: Jaxpr) -> bool:
             return False
         names.update(zip(x.outvars, y.outvars))
     return [_atom_key(_rename(v, names)) for v in a.outvars] == list(map(_atom_key, b.outvars))
+
+
+def drop_unread_ys(jaxpr: Jaxpr) -> Jaxpr:
+    """Scans no longer compute the stacked ``ys`` that nothing reads: each is dropped from the
+    body's outputs, and what only it needed from the body. (``grad`` alone keeps the ``ys`` of
+    the VJP's forward scan, which only ``value_and_grad`` reads.)"""
+    used = _used_vars(jaxpr)
+    eqns = []
+    for eqn in jaxpr.eqns:
+        keep = [k < eqn.params.get("num_carry", 0) or v in used
+                for k, v in enumerate(eqn.outvars)]
+        if eqn.primitive.name == "scan" and not all(keep) and not has_effects(eqn):
+            body = eqn.params["jaxpr"]
+            inner = body.jaxpr
+            outs = [v for v, k in zip(inner.outvars, keep) if k]
+            pruned = dce(Jaxpr(inner.constvars, inner.invars, outs, inner.eqns))
+            eqn = eqn._replace(params={**eqn.params, "jaxpr": replace(body, jaxpr=pruned)},
+                               outvars=[v for v, k in zip(eqn.outvars, keep) if k])
+        eqns.append(eqn)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
 # --8<-- [end:merge_scans]
 
 
@@ -452,6 +473,7 @@ def optimize(closed: ClosedJaxpr, new_constants: bool = True) -> ClosedJaxpr:
         jaxpr = merge_scans(cse(closed.jaxpr))
         closed = constant_fold(ClosedJaxpr(jaxpr, closed.consts), new_constants)
         closed = dce_closed(closed)
+        closed = ClosedJaxpr(drop_unread_ys(closed.jaxpr), closed.consts)
         if [eqn.primitive for eqn in closed.jaxpr.eqns] == before:
             break
     return closed
