@@ -299,9 +299,11 @@ def drop_unread_ys(jaxpr: Jaxpr) -> Jaxpr:
     used = _used_vars(jaxpr)
     eqns = []
     for eqn in jaxpr.eqns:
-        keep = [k < eqn.params.get("num_carry", 0) or v in used
-                for k, v in enumerate(eqn.outvars)]
-        if eqn.primitive.name == "scan" and not all(keep) and not has_effects(eqn):
+        if eqn.primitive.name != "scan" or has_effects(eqn):
+            eqns.append(eqn)
+            continue
+        keep = [k < eqn.params["num_carry"] or v in used for k, v in enumerate(eqn.outvars)]
+        if not all(keep):
             body = eqn.params["jaxpr"]
             inner = body.jaxpr
             outs = [v for v, k in zip(inner.outvars, keep) if k]
