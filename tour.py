@@ -427,7 +427,8 @@ def tour_stage4() -> None:
            "(stage2_jit/tiers.py; the same bits either way)" if jax.config.jax_from_numpy_tiered
            else "its kernels compiled first (tiers are off)")
     print(f"the first call took {first * 1e3:.0f} ms: {how}")
-    device, block = split_inputs.addressable_shards[0]
+    first = split_inputs.addressable_shards[0]
+    device, block = first.device, first.data
     print(f"\nthe inputs, {jax.typeof(split_inputs)}: {inputs.shape[0]} rows in 8 blocks, "
           f"one per device\n({device} holds rows 0 to {block.shape[0] - 1}, "
           f"a block of shape {block.shape}):")

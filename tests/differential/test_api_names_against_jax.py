@@ -358,3 +358,20 @@ def test_control_flow_and_collective_primitives_are_in_lax_as_in_jax() -> None:
         eqns = lib.make_jaxpr(f)(1.0).jaxpr.eqns
         found = [e.primitive for e in eqns if e.primitive.name in ("cond", "while", "scan")]
         assert found == [lib.lax.cond_p, lib.lax.while_p, lib.lax.scan_p]
+
+
+def test_print_environment_info_reports_what_jax_reports(capsys) -> None:
+    """The same facts in the same order (this library and Numba where JAX names jax and
+    jaxlib, and SciPy's version too); returned rather than printed when asked."""
+    def facts(lib):
+        assert lib.print_environment_info() is None
+        printed = capsys.readouterr().out
+        text = lib.print_environment_info(return_string=True)
+        assert capsys.readouterr().out == "" and printed == text + "\n"
+        lines = text.splitlines()
+        keys = [line.split(":")[0] for line in lines if ":" in line and "=" not in line]
+        device = next(line for line in lines if line.startswith("device info:"))
+        return keys[:2], [k for k in keys[2:] if k != "scipy"], device.rstrip('"')
+    ours, theirs = facts(sj), facts(jax)
+    assert ours[0] == ["stage4_sharding", "numba"] and theirs[0] == ["jax", "jaxlib"]
+    assert ours[1:] == theirs[1:]  # numpy, python, device info (cpu-8), process_count...

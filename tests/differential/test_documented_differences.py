@@ -1755,27 +1755,24 @@ def test_device_ids_run_on_across_processes() -> None:
     assert result.stdout.strip() == "[[0, 1], [2, 3]]"  # process 0's ids, then process 1's
 
 
-def test_addressable_shards_are_pairs_of_a_device_and_its_block() -> None:
-    """JAX's entries are Shard objects (device, index, replica_id, data); ours are
-    ``(device, block)`` tuples, with the same devices and blocks in the same order, and the
-    index from the sharding."""
+def test_make_array_from_single_device_arrays_takes_the_blocks_in_order() -> None:
+    """JAX puts each block on the device it is on; ours takes them in the order of the
+    sharding's addressable devices, so that order agrees and the reverse does not. A
+    shard's data is on its device in JAX, on device 0 here."""
     value = np.arange(16.0, dtype=np.float32)
-    their_x = _split(jax, jax.make_mesh((8,), ("d",)), value, "d")
-    theirs = their_x.addressable_shards
-    x = _split(sj, sj.make_mesh((8,), ("d",)), value, "d")
-    ours = x.addressable_shards
-    # addressable_data(i): the i-th block as an array in both, JAX's on device i, ours on 0
-    for i in (0, 5):
-        assert np.asarray(x.addressable_data(i)).tolist() == \
-            np.asarray(their_x.addressable_data(i)).tolist() == value[2 * i:2 * i + 2].tolist()
-        assert their_x.addressable_data(i).devices() == {jax.devices()[i]}
-        assert x.addressable_data(i).devices() == {sj.devices()[0]}
-    assert all(type(s).__name__ == "Shard" and not isinstance(s, tuple) for s in theirs)
-    assert all(isinstance(s, tuple) and len(s) == 2 for s in ours)
-    assert [d.id for d, _ in ours] == [s.device.id for s in theirs]
-    assert [b.tolist() for _, b in ours] == [np.asarray(s.data).tolist() for s in theirs]
-    index = x.sharding.devices_indices_map(x.shape)
-    assert [index[d] for d, _ in ours] == [s.index for s in theirs]
+    results = {}
+    for lib in (jax, sj):
+        sharding = lib.sharding.NamedSharding(lib.make_mesh((8,), ("d",)),
+                                              lib.sharding.PartitionSpec("d"))
+        blocks = [lib.device_put(value[index], device) for device, index in
+                  sharding.addressable_devices_indices_map(value.shape).items()]
+        results[lib] = [np.asarray(lib.make_array_from_single_device_arrays(
+            value.shape, sharding, order)).tolist() for order in (blocks, blocks[::-1])]
+        shard = lib.device_put(value, sharding).addressable_shards[5]
+        assert shard.device == lib.devices()[5]
+        assert shard.data.devices() == {lib.devices()[5 if lib is jax else 0]}
+    assert results[jax] == [value.tolist()] * 2
+    assert results[sj] == [value.tolist(), value.reshape(8, 2)[::-1].ravel().tolist()]
 
 
 def test_host_local_array_helpers_run_outside_jit() -> None:

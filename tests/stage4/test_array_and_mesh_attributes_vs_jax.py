@@ -173,3 +173,83 @@ def test_device_put_without_a_device_leaves_a_split_array_as_it_is():
         assert lib.device_put(x) is x
         assert lib.device_put({"w": x})["w"] is x
         assert lib.device_put(np.ones(3)).sharding.device_set == {lib.devices()[0]}
+
+
+def _shard_facts(lib, spec):
+    mesh = lib.make_mesh((4, 2), ("x", "y"))
+    sharding = lib.sharding.NamedSharding(mesh, lib.sharding.PartitionSpec(*spec))
+    x = lib.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4), sharding)
+    return [(type(s).__name__, s.device.id, s.index, s.replica_id, s.data.shape,
+             np.asarray(s.data).tolist()) for s in x.addressable_shards]
+
+
+@pytest.mark.parametrize("spec", [("x",), ("x", "y"), (None, "y"), (), (("x", "y"),)])
+def test_addressable_shards_are_jax_shards(spec):
+    """Each entry is a Shard with JAX's device, index, replica id and block."""
+    assert _shard_facts(jax, spec) == _shard_facts(real, spec)
+
+
+def test_the_shard_of_an_unsplit_array_is_the_array():
+    for lib in (jax, real):
+        y = lib.numpy.ones(3)
+        (shard,) = y.addressable_shards
+        assert (shard.device, shard.index, shard.replica_id) == \
+            (lib.devices()[0], (slice(None),), 0)
+        assert shard.data is y
+    assert "Shard(device=CpuDevice(id=0), index=(slice(None, None, None),), replica_id=0, " \
+        "data=[1. 1. 1.])" == repr(jax.numpy.ones(3).addressable_shards[0]) == \
+        repr(real.numpy.ones(3).addressable_shards[0])
+
+
+def _from_blocks(lib, spec, make_blocks):
+    mesh = lib.make_mesh((4, 2), ("x", "y"))
+    sharding = lib.sharding.NamedSharding(mesh, lib.sharding.PartitionSpec(*spec))
+    value = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+    blocks = make_blocks(lib, sharding, value)
+    y = lib.make_array_from_single_device_arrays((8, 4), sharding, blocks)
+    return str(lib.typeof(y)), y.weak_type, np.asarray(y).tolist()
+
+
+def _put_each_block(lib, sharding, value):
+    return [lib.device_put(value[index], device)
+            for device, index in sharding.addressable_devices_indices_map(value.shape).items()]
+
+
+def _shards_of_a_split_array(lib, sharding, value):
+    return [s.data for s in lib.device_put(value, sharding).addressable_shards]
+
+
+@pytest.mark.parametrize("spec", [("x",), ("x", "y"), (None, "y"), ()])
+@pytest.mark.parametrize("make_blocks", [_put_each_block, _shards_of_a_split_array])
+def test_make_array_from_single_device_arrays_agrees_with_jax(spec, make_blocks):
+    ours = _from_blocks(jax, spec, make_blocks)
+    assert ours == _from_blocks(real, spec, make_blocks)
+    assert ours[2] == np.arange(32.0).reshape(8, 4).tolist()
+
+
+def _single_device_errors(lib):
+    mesh = lib.make_mesh((4, 2), ("x", "y"))
+    sharding = lib.sharding.NamedSharding(mesh, lib.sharding.PartitionSpec("x"))
+    value = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+    good = _put_each_block(lib, sharding, value)
+    make = lib.make_array_from_single_device_arrays
+    cases = {"too few": lambda: make((8, 4), sharding, good[:3]),
+             "wrong shape": lambda: make((8, 4), sharding, [b[:1] for b in good]),
+             "two dtypes": lambda: make((8, 4), sharding, [good[0].astype(np.int32), *good[1:]]),
+             "dtype= differs": lambda: make((8, 4), sharding, good, dtype=np.int32),
+             "numpy blocks": lambda: make((8, 4), sharding, [np.asarray(b) for b in good]),
+             "split blocks": lambda: make((8, 4), sharding,
+                                          [lib.device_put(value, sharding)] * 8),
+             "under jit": lambda: lib.jit(lambda *b: make((8, 4), sharding, b))(*good)}
+    errors = {}
+    for name, call in cases.items():
+        with pytest.raises((ValueError, TypeError)) as caught:
+            call()
+        errors[name] = caught.type
+    return errors, caught
+
+
+def test_make_array_from_single_device_arrays_refuses_what_jax_refuses():
+    ours, caught = _single_device_errors(jax)
+    assert ours == _single_device_errors(real)[0]
+    assert "outside jit" in str(caught.value)

@@ -80,7 +80,7 @@ def test_device_put_splits_pytrees_into_blocks():
     set_mesh(mesh)
     inputs, targets = jax.device_put((x8x4, x8x4[:, 0].copy()), P("data"))
     assert isinstance(inputs, ShardedArray) and inputs.sharding == NamedSharding(mesh, P("data"))
-    assert all(block.shape == (1, 4) for _, block in inputs.addressable_shards)
+    assert all(s.data.shape == (1, 4) for s in inputs.addressable_shards)
     np.testing.assert_array_equal(np.asarray(inputs), x8x4)
     np.testing.assert_array_equal(np.asarray(targets), x8x4[:, 0])
     assert inputs.devices() == set(jax.devices())
@@ -89,7 +89,7 @@ def test_device_put_splits_pytrees_into_blocks():
 def test_replicated_dims_repeat_a_block():
     mesh = jax.make_mesh((4, 2), ("x", "y"))
     x = jax.device_put(x8x4, NamedSharding(mesh, P("x")))
-    blocks = dict(x.addressable_shards)
+    blocks = {s.device: s.data for s in x.addressable_shards}
     np.testing.assert_array_equal(blocks[mesh.devices[1, 0]], blocks[mesh.devices[1, 1]])
     np.testing.assert_array_equal(blocks[mesh.devices[1, 0]], x8x4[2:4])
 
@@ -150,4 +150,4 @@ def test_reshard_moves_blocks_to_a_new_sharding():
     y = jax.sharding.reshard(x, NamedSharding(mesh, P(None, "y")))
     assert str(jax.typeof(y)) == "float32[8,4@y]"
     np.testing.assert_array_equal(np.asarray(y), x8x4)
-    assert dict(y.addressable_shards)[mesh.devices[0, 1]].shape == (8, 2)
+    assert {s.device: s.data for s in y.addressable_shards}[mesh.devices[0, 1]].shape == (8, 2)

@@ -57,7 +57,7 @@ def test_the_issue_program_runs_verbatim(no_mesh_after):
         assert g.sharding == NamedSharding(mesh, P())
     # each device holds its own copy of each gradient, and its block of the inputs
     assert {d.id for d in grads["w1"].devices()} == set(range(8))
-    assert [block.shape for _, block in inputs.addressable_shards] == [(8, 16)] * 8
+    assert [s.data.shape for s in inputs.addressable_shards] == [(8, 16)] * 8
 
 
 def test_traced_types_carry_shardings():

@@ -73,9 +73,10 @@ def test_convert_moves_blocks_with_the_fewest_collectives(free_collectives, sour
     # (reshard types its result with one spec entry per dim, as JAX's does)
     assert moved.sharding.spec == P(*target, *[None] * (CUBE.ndim - len(target)))
     assert [c.primitive for c in log] == moves
-    for device, block in moved.addressable_shards:
-        index = NamedSharding(grid, target).devices_indices_map(CUBE.shape)[device]
-        np.testing.assert_array_equal(np.asarray(block), CUBE[index])
+    for shard in moved.addressable_shards:
+        index = NamedSharding(grid, target).devices_indices_map(CUBE.shape)[shard.device]
+        assert shard.index == index
+        np.testing.assert_array_equal(np.asarray(shard.data), CUBE[index])
 
 
 rng = np.random.default_rng(0)

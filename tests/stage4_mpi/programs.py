@@ -91,7 +91,7 @@ def api() -> dict[str, np.ndarray]:
     x = jax.make_array_from_process_local_data(split, data[rows])
     y = jax.device_put(data, split)  # the same global value on every process
     for array in (x, y):
-        assert [d for d, _ in array.addressable_shards] == jax.local_devices()
+        assert [s.device for s in array.addressable_shards] == jax.local_devices()
         assert array.is_fully_addressable == (count == 1)
         np.testing.assert_array_equal(whole(array), data)
     if count > 1:

@@ -38,7 +38,7 @@ from .config import (
     enable_x64,
     threefry_partitionable,
 )
-from .core import Array, Device
+from .core import Array, Device, Shard
 from .custom_derivatives import custom_jvp
 from .dtypes import float0
 from .errors import ConcretizationTypeError, TracerArrayConversionError

@@ -688,7 +688,7 @@ class ArrayMethods:
     @property
     def device_buffers(self):
         raise AttributeError("x.device_buffers was removed from JAX: use "
-                             "[block for _, block in x.addressable_shards].")
+                             "[shard.data for shard in x.addressable_shards].")
 
     def astype(self, dtype, copy=False, device=None):
         return jnp.astype(self, dtype, copy=copy, device=device)
@@ -876,6 +876,23 @@ class SingleDeviceSharding:
     addressable_devices_indices_map = devices_indices_map
 
 
+@dataclass(frozen=True, eq=False)
+class Shard:
+    """One block of an array, as ``x.addressable_shards`` lists them (JAX's ``jax.Shard``):
+    the device holding it, its ``index`` (a tuple of slices into the global array), which
+    copy of that block it is (``replica_id``: 0 for the first device holding it) and the
+    block itself, an array (``data``)."""
+
+    device: Device
+    index: tuple
+    replica_id: int
+    data: Any
+
+    def __repr__(self) -> str:
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self.data})")
+
+
 class DeletedBuffer:
     """What a deleted array holds instead of its buffer: its shape and dtype, and an error for
     every use of its values (through NumPy's conversion and dispatch protocols)."""
@@ -955,10 +972,10 @@ class Array(ArrayMethods):
     is_fully_addressable = property(lambda self: self.sharding.is_fully_addressable)
 
     @property
-    def addressable_shards(self) -> list[tuple[Device, np.ndarray]]:
-        """The blocks this process holds, as (device, block) pairs: here one, the whole
-        array (JAX's entries are ``Shard`` objects: see "Differences from JAX")."""
-        return [(self.device, self._concrete_value("x.addressable_shards"))]
+    def addressable_shards(self) -> list[Shard]:
+        """The blocks this process holds: here one, the whole array."""
+        self._concrete_value("x.addressable_shards")  # (a deleted array raises)
+        return [Shard(self.device, (slice(None),) * self.ndim, 0, self)]
 
     def addressable_data(self, index: int) -> Array:
         """The block this process holds on its ``index``-th device, as an array: this array,

@@ -256,3 +256,40 @@ def local_device_count(backend: str | None = None) -> int:
 
 def device_count(backend: str | None = None) -> int:
     return len(local_devices(backend=backend))
+
+
+def print_environment_info(return_string: bool = False) -> str | None:
+    """Prints what a bug report needs: this library's version and those it runs on, the
+    devices, the process count, the platform, and the environment variables that configure
+    it (JAX prints jax's and jaxlib's versions, and the ``JAX_`` and ``XLA_`` variables).
+
+    Example:
+        >>> import stage2_jit as jax
+        >>> print(jax.print_environment_info(return_string=True).splitlines()[0])
+        stage2_jit: 0.1.0
+    """
+    from .devices import devices
+    return environment_info("stage2_jit", devices(), process_count(), return_string)
+
+
+def environment_info(library: str, device_list: list[Any], processes: int,
+                     return_string: bool) -> str | None:
+    """``print_environment_info`` for ``library``, whose devices are ``device_list``."""
+    import os
+    import platform
+    import sys
+    from importlib.metadata import version
+    names = [library, "numba", "numpy", "scipy"]
+    width = max(map(len, names)) + 2
+    lines = [f"{name + ':':{width}}{version(name)}" for name in names]
+    lines += [f"{'python:':{width}}{sys.version}",
+              f"device info: {device_list[0].platform}-{len(device_list)}, "
+              f"{len(device_list) // processes} local devices",
+              f"process_count: {processes}", f"platform: {platform.uname()}"]
+    lines += [f"{key}={value}" for key, value in sorted(os.environ.items())
+              if key.startswith(("JAX_", "XLA_", "NUMBA_", "OMP_", "OPENBLAS_"))]
+    text = "\n".join(lines)
+    if return_string:
+        return text
+    print(text)
+    return None

@@ -20,6 +20,7 @@ from stage3_vmap import (  # noqa: F401
     JaxprEqn,
     Literal,
     ShapeDtypeStruct,
+    Shard,
     TracerArrayConversionError,
     Var,
     ad_checkpoint,
@@ -106,11 +107,17 @@ from .arrays import (  # noqa: F401
     device_put,
     make_array_from_callback,
     make_array_from_process_local_data,
+    make_array_from_single_device_arrays,
     typeof,
     visualize_array_sharding,
 )
 from .cost_model import record_collectives  # noqa: F401
-from .distributed import process_count, process_index, process_indices  # noqa: F401
+from .distributed import (  # noqa: F401
+    print_environment_info,
+    process_count,
+    process_index,
+    process_indices,
+)
 from .jit import jit  # noqa: F401
 from .mesh import (  # noqa: F401
     AxisType,

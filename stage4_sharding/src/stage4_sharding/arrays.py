@@ -23,6 +23,7 @@ from stage1_autodiff.core import (
     Device,
     Primitive,
     ShapedArray,
+    Shard,
     SingleDeviceSharding,
     Tracer,
     asarray,
@@ -98,8 +99,19 @@ class ShardedArray(PlacedArray):
         return set(self._shards)
 
     @property
-    def addressable_shards(self) -> list[tuple[Device, np.ndarray]]:
-        return list(self._shards.items())
+    def addressable_shards(self) -> list[Shard]:
+        """The blocks this process holds, each with its device, its index into the global
+        array and which copy of that block it is (the first device holding it has 0)."""
+        if self.is_deleted():
+            self._concrete_value("x.addressable_shards")  # raises JAX's error
+        copies: dict[tuple, int] = {}
+        shards = []
+        for device, index in self._sharding.devices_indices_map(self._aval.shape).items():
+            replica = copies[_key(index)] = copies.get(_key(index), -1) + 1
+            if device in self._shards:
+                block = Array(self._shards[device], self.weak_type)
+                shards.append(Shard(device, index, replica, block))
+        return shards
 
     def addressable_data(self, index: int) -> Array:
         """The block this process holds on its ``index``-th device, as an array (on device 0:
@@ -256,6 +268,63 @@ def make_array_from_callback(shape: tuple[int, ...], sharding: NamedSharding,
               if device.process_index == here}
     dtype = next(iter(blocks.values())).dtype
     return ShardedArray(blocks, ShapedArray(shape, dtype), sharding)
+
+
+def make_array_from_single_device_arrays(shape: tuple[int, ...], sharding: NamedSharding,
+                                         arrays: Sequence[Array], *, dtype: Any = None
+                                         ) -> ShardedArray:
+    """A global array of ``shape`` from its blocks, one array per device of ``sharding`` that
+    this process holds, in the order of ``sharding.addressable_devices_indices_map(shape)``
+    (``x.addressable_shards``' order, so ``[s.data for s in x.addressable_shards]`` makes
+    ``x`` again). The blocks are used as they are, not copied.
+
+    Example:
+        >>> import numpy as np, stage4_sharding as jax, stage4_sharding.numpy as jnp
+        >>> from stage4_sharding.sharding import NamedSharding, P
+        >>> sharding = NamedSharding(jax.make_mesh((8,), ("data",)), P("data"))
+        >>> blocks = [jnp.full((2,), float(i)) for i in range(8)]
+        >>> x = jax.make_array_from_single_device_arrays((16,), sharding, blocks)
+        >>> print(jax.typeof(x), np.asarray(x)[:5])
+        float32[16@data] [0. 0. 1. 1. 2.]
+    """
+    shape, arrays = tuple(shape), list(arrays)
+    sharding.check(shape)
+    here = distributed.process_index()
+    mine = [(device, index) for device, index in sharding.devices_indices_map(shape).items()
+            if device.process_index == here]
+    if len(arrays) != len(mine):
+        raise ValueError(f"make_array_from_single_device_arrays: expected {len(mine)} "
+                         f"per-device arrays (this process holds {len(mine)} devices of the "
+                         f"sharding, in the order of sharding.addressable_devices_indices_map"
+                         f"), but got {len(arrays)}.")
+    blocks = {device: _single_block(array, index, shape)
+              for (device, index), array in zip(mine, arrays)}
+    found = {block.dtype for block in blocks.values()}
+    if len(found) > 1 or dtype is not None and found != {np.dtype(dtype)}:
+        raise ValueError(f"make_array_from_single_device_arrays: the blocks must all have "
+                         f"one dtype{f', the dtype= given ({np.dtype(dtype)})' if dtype else ''}"
+                         f", but they have {sorted(d.name for d in found)}.")
+    return ShardedArray(blocks, ShapedArray(shape, found.pop()), sharding)
+
+
+def _single_block(array: Any, index: tuple[slice, ...], shape: tuple[int, ...]) -> np.ndarray:
+    """One block of ``make_array_from_single_device_arrays``, checked: a concrete array on
+    one device, of the shape the sharding gives its device."""
+    if isinstance(array, Tracer):
+        raise ValueError("make_array_from_single_device_arrays takes concrete arrays, but got "
+                         "a traced value: call it outside jit and the other transformations.")
+    if not isinstance(array, Array):
+        raise TypeError(f"make_array_from_single_device_arrays takes jax arrays, got "
+                        f"{type(array).__name__}: put each block with jax.device_put first.")
+    if isinstance(array, ShardedArray) and len(array.addressable_shards) > 1:
+        raise ValueError(f"make_array_from_single_device_arrays takes arrays of one block "
+                         f"each; an argument has {len(array.addressable_shards)} blocks.")
+    want = tuple(len(range(*s.indices(n))) for s, n in zip(index, shape))
+    if array.shape != want:
+        raise ValueError(f"make_array_from_single_device_arrays: a block of {shape} has shape "
+                         f"{want} under this sharding, but an argument has shape "
+                         f"{array.shape}.")
+    return np.ascontiguousarray(array._concrete_value("make_array_from_single_device_arrays"))
 
 
 def make_array_from_process_local_data(sharding: NamedSharding, local_data: Any,

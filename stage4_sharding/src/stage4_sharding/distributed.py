@@ -337,3 +337,18 @@ def allgather(value: Any, what: str) -> list[Any]:
     if not multiprocess():
         return [value]
     return exchange(STATE.comm, "gather", what, value)
+
+
+def print_environment_info(return_string: bool = False) -> str | None:
+    """Stage 2's, with this library's version, its simulated devices and the processes of
+    the job.
+
+    Example:
+        >>> import stage4_sharding as jax
+        >>> print(jax.print_environment_info(return_string=True).splitlines()[0])
+        stage4_sharding: 0.1.0
+    """
+    from stage2_jit.everyday import environment_info
+
+    from .mesh import devices
+    return environment_info("stage4_sharding", devices(), process_count(), return_string)
