@@ -51,6 +51,17 @@ def _cases(jax):
             jax.grad(lambda x: lax.fori_loop(0, 3, lambda i, s: s + x[i] ** 2, 0)), XS),
         "hessian of a scan from 1": (
             jax.hessian(lambda x: lax.scan(lambda c, xi: (c * xi + 1, None), 1, x)[0]), XS),
+        # (select_n's int32 ``which`` made the picked weak ints strong)
+        "vmap of switch over the index, weak results": (
+            jax.vmap(lambda i, x: lax.switch(i, [lambda v: jnp.where(v > 1, 1, 0),
+                                                 lambda v: jnp.where(v > 2, 2, 1)], x),
+                     in_axes=(0, None)), np.array([0, 1, 1]), np.float32(1.5)),
+        "vmap of cond over the predicate, weak results": (
+            jax.vmap(lambda p, x: lax.cond(p, lambda v: v * 2.0, lambda v: v + 1.0, x)),
+            np.array([True, False]), np.float32([1.5, 2.5])),
+        "select_n by int32 of weak cases": (
+            lambda i: lax.select_n(i, jnp.where(i > 0, 1, 2), jnp.where(i > 0, 3, 4)),
+            np.array([0, 1], np.int32)),
     }
 
 

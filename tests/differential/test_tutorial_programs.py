@@ -8,7 +8,10 @@ cumulative sums and dynamic slices, Newton's method, data parallelism, Monte Car
 ``stax`` network trained with ``optimizers``, tensor parallelism with ``auto_axes``; a
 transformer trained with Adam and donation, a VAE, HMC, k-means, EM, Sinkhorn, molecular
 relaxation, spectral methods, least squares, sampling from many distributions, indexing and
-scatters, batching idioms, mixed precision, custom rules, pytree modules, ``shard_map``).
+scatters, batching idioms, mixed precision, custom rules, pytree modules, ``shard_map``; a
+graph network, a normalizing flow, a diffusion model, REINFORCE, a masked bidirectional LSTM,
+an N-body simulation, optimizers written out, integer hashing and bit tricks, a quantum
+circuit, image processing, key arrays, a Laplace approximation, a state machine of branches).
 """
 
 from __future__ import annotations

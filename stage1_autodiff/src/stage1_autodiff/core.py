@@ -45,6 +45,7 @@ _SHORT_DTYPE_NAMES = {
     "int8": "i8", "int16": "i16", "uint8": "u8", "uint16": "u16", "float16": "f16",
     "bfloat16": "bf16", "complex64": "c64", "complex128": "c128",
     "void": "float0",  # the dtype of gradients of integers, the only void dtype here
+    **{d.name: d.name.replace("float", "f") for d in dtypes.NARROW_FLOATS},  # f8_e4m3fn
 }
 
 
@@ -186,6 +187,8 @@ vjp_rules: dict[Primitive, Callable[..., Any]] = {}   # see autodiff.py for the 
 # the comparisons, so that ``1.5 > 2`` is a weak bool (JAX's rule for every n-ary op; for the
 # others we look only at operands of the result's dtype, see _result_weak_type).
 weak_when_operands_weak: set[Primitive] = set()
+# Primitives whose first operand never counts: ``select_n``'s int32 ``which`` (JAX's rule).
+weak_from_the_rest: set[Primitive] = set()
 jvp_rules: dict[Primitive, Callable[..., Any]] = {}
 # The JVP rules that take None for a zero tangent (a constant's) and skip its term, as JAX's
 # rules skip a symbolic ``Zero``: those made by ``primitives.defjvp``, one term per operand.
@@ -425,6 +428,8 @@ def run_on_host(prim: Primitive, arrays: Sequence[Array], params: dict[str, Any]
         check_results(prim, [outs] if not prim.multiple_results else outs, arrays, params)
     if not prim.multiple_results:
         out = np.asarray(outs)
+        if kind is ELEMENTWISE and out.dtype.itemsize == 1 and out.dtype in dtypes.VIA_FLOAT16:
+            out = _through_float16(prim, values, params, out.dtype)
         return [Array(out, _result_weak_type(prim, arrays, out.dtype, params))]
     # An impl with several results may return Arrays when it knows their weak types
     # (stage 2's jit does: they come from the program's output types).
@@ -434,6 +439,20 @@ def run_on_host(prim: Primitive, arrays: Sequence[Array], params: dict[str, Any]
 
 
 _value_of = attrgetter("_value")
+_EXACT_ON_8_BIT_FLOATS = {"convert_element_type", "bitcast_convert_type", "nextafter",
+                          "reduce_precision"}  # (each rounds once, or not at all)
+
+
+def _through_float16(prim: Primitive, values: list[Any], params: dict[str, Any],
+                     narrow: np.dtype) -> np.ndarray:
+    """An op on 8-bit floats as XLA computes it: in float16 (on a CPU itself in float32,
+    rounded), then rounded to the 8-bit type. ml_dtypes rounds float32 results once, which
+    differs in a few values in a hundred for the types with few mantissa bits."""
+    if prim.name in _EXACT_ON_8_BIT_FLOATS:
+        return np.asarray(impl_rules[prim](*values, **params))
+    wide = [v.astype(np.float32) if v.dtype == narrow else v for v in values]
+    with np.errstate(all="ignore"):
+        return np.asarray(impl_rules[prim](*wide, **params)).astype(np.float16).astype(narrow)
 
 
 class _QuietContext(threading.local):
@@ -473,6 +492,8 @@ def _result_weak_type(prim: Primitive, args: Sequence[Array], out_dtype: np.dtyp
         return False                         # the result
     if prim in weak_when_operands_weak:
         return all(map(_weak_type_of, args))
+    if prim in weak_from_the_rest:
+        args = args[1:]
     same_dtype = False
     for a in args:
         if a.dtype == out_dtype:

@@ -78,9 +78,9 @@ def _accumulate(accumulate: Callable[..., np.ndarray]) -> Callable[..., np.ndarr
     """The impl of a running reduction by ``accumulate`` (``np.add.accumulate``...)."""
     def impl(x, *, axis, reverse):
         x = np.flip(x, axis) if reverse else x
-        # A narrow float accumulates in float32 (in its own type the error grows with each
-        # step); each result is rounded once, as XLA's for float16.
-        wide = np.float32 if dtypes.kind(x.dtype) == "f" and x.dtype.itemsize == 2 else x.dtype
+        # A narrow float accumulates in float32, each result rounded once, as XLA's for
+        # float16 (dtypes.accumulation_dtype).
+        wide = dtypes.accumulation_dtype(x.dtype)
         out = accumulate(x, axis=axis, dtype=wide).astype(x.dtype, copy=False)
         return np.ascontiguousarray(np.flip(out, axis) if reverse else out)
     return impl

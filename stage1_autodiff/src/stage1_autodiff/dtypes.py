@@ -33,6 +33,15 @@ uint16 = np.dtype(np.uint16)
 uint32 = np.dtype(np.uint32)
 float16 = np.dtype(np.float16)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)  # NB: JAX's bfloat16 is this one too (ml_dtypes)
+# The narrow floats of machine-learning hardware, from ml_dtypes as JAX's are: each is an
+# island of the lattice (below), converted to and from by hand, never promoted to.
+# (jnp also names float6_e2m3fn and float6_e3m2fn, which XLA's CPU refuses: so do we.)
+NARROW_FLOATS = tuple(np.dtype(getattr(ml_dtypes, name)) for name in (
+    "float8_e4m3fn", "float8_e5m2", "float8_e4m3", "float8_e3m4", "float8_e4m3fnuz",
+    "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e8m0fnu", "float4_e2m1fn"))
+# Those XLA computes in float16 (the 8-bit ones but float8_e8m0fnu, whose range float16's
+# cannot hold); float8_e8m0fnu and float4_e2m1fn are computed in float32 and rounded once.
+VIA_FLOAT16 = frozenset(NARROW_FLOATS[:-2])
 float32 = np.dtype(np.float32)
 complex64 = np.dtype(np.complex64)
 int64 = np.dtype(np.int64)
@@ -65,9 +74,11 @@ def with_float0(leaves: list, zeros: dict[int, tuple[int, ...]]) -> list:
 
 _X64_ONLY = {int64, uint64, float64, complex128}
 _SUPPORTED = (bool_, int8, int16, int32, uint8, uint16, uint32, float16, bfloat16, float32,
-              complex64, int64, uint64, float64, complex128)
+              complex64, int64, uint64, float64, complex128, *NARROW_FLOATS)
 _TO_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 _IS_SUPPORTED = frozenset(_SUPPORTED)  # a set: ``in`` a tuple costs a comparison per entry
+ML_FLOATS = frozenset((bfloat16, *NARROW_FLOATS))  # ml_dtypes' floats: NumPy's kind "V"
+_NARROW_SET = ML_FLOATS | {float16}
 
 
 def default_float_dtype() -> np.dtype:
@@ -93,9 +104,10 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
     if dtype not in _IS_SUPPORTED:
         names = ", ".join(str(d) for d in _SUPPORTED[:11])
         raise TypeError(
-            f"dtype {dtype} is not supported. Supported dtypes are {names}, and int64, uint64, "
-            f"float64 and complex128 after jax.config.update('jax_enable_x64', True). Convert "
-            f"the input first, for example with .astype(np.float32).")
+            f"dtype {dtype} is not supported. Supported dtypes are {names}, the 8-bit floats "
+            f"(float8_e4m3fn...), and int64, uint64, float64 and complex128 after "
+            f"jax.config.update('jax_enable_x64', True). Convert the input first, for example "
+            f"with .astype(np.float32).")
     if dtype in _X64_ONLY and not config.jax_enable_x64:
         return _TO_32[dtype]
     return dtype
@@ -172,7 +184,8 @@ def convert_values(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 def _saturating_float_to_int(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
     info = np.iinfo(dtype)
-    # Both ends are powers of two (or 0), so exact in every float type: the lowest integer,
+    value = value.astype(accumulation_dtype(value.dtype))  # (exactly: 2**31 is NaN in 8 bits)
+    # Both ends are powers of two (or 0), so exact in float32 and wider: the lowest integer,
     # and one past the highest.
     low = np.array(info.min, value.dtype)
     past_high = np.array(2.0 ** (info.bits - (info.min < 0)), value.dtype)
@@ -202,9 +215,9 @@ def highest(dtype: np.dtype) -> Any:
 
 
 def is_float(dtype: np.dtype) -> bool:
-    """Whether ``dtype`` is a real floating-point type. NumPy calls bfloat16 (from ml_dtypes)
-    kind ``V``, so ``dtype.kind == "f"`` misses it: ask this instead."""
-    return dtype.kind == "f" or dtype == bfloat16
+    """Whether ``dtype`` is a real floating-point type. NumPy calls bfloat16 and the 8-bit
+    floats (from ml_dtypes) kind ``V``, so ``dtype.kind == "f"`` misses them: ask this."""
+    return dtype.kind == "f" or dtype in ML_FLOATS
 
 
 def is_complex(dtype: np.dtype) -> bool:
@@ -221,8 +234,8 @@ def is_int(dtype: np.dtype) -> bool:
 
 
 def kind(dtype: np.dtype) -> str:
-    """``dtype.kind``, but ``f`` for bfloat16 (see :func:`is_float`)."""
-    return "f" if dtype == bfloat16 else dtype.kind
+    """``dtype.kind``, but ``f`` for bfloat16 and the 8-bit floats (see :func:`is_float`)."""
+    return "f" if dtype in ML_FLOATS else dtype.kind
 
 
 def real_dtype(dtype: np.dtype) -> np.dtype:
@@ -239,15 +252,18 @@ def complex_dtype(dtype: np.dtype) -> np.dtype:
 # --8<-- [start:lattice]
 # Each node lists the nodes directly above it. 'i*', 'f*' and 'c*' are the weakly typed
 # Python int, float and complex; the least upper bound of two nodes is the dtype of their sum.
-# NB: JAX's lattice is _type_promotion_lattice in jax/_src/dtypes.py (with float8 and int4
-# types we leave out). Signed and unsigned ints meet one size up (int8 + uint8 is int16), and
-# the two 16-bit floats meet in float32.
+# NB: JAX's lattice is _type_promotion_lattice in jax/_src/dtypes.py (with int4 types we
+# leave out). Signed and unsigned ints meet one size up (int8 + uint8 is int16), and the two
+# 16-bit floats meet in float32. Each narrow float (float8_e4m3fn...) lies just above the
+# weak float and below nothing: it meets only ints, bools and Python scalars, and two of them,
+# or one and another float, have no join (a TypePromotionError, as in JAX).
 _LATTICE = {
     "b1": ["i*"],
     "i*": ["u8", "i8"],
     "u8": ["i16", "u16"], "u16": ["i32", "u32"], "u32": ["i64", "u64"], "u64": ["f*"],
     "i8": ["i16"], "i16": ["i32"], "i32": ["i64"], "i64": ["f*"],
-    "f*": ["bf16", "f16", "c*"],
+    "f*": ["bf16", "f16", "c*", *(d.name for d in NARROW_FLOATS)],
+    **{d.name: [] for d in NARROW_FLOATS},
     "bf16": ["f32"], "f16": ["f32"], "f32": ["f64", "c64"], "f64": ["c128"],
     "c*": ["c64"], "c64": ["c128"], "c128": [],
 }
@@ -257,7 +273,7 @@ _LATTICE_X32 = {**_LATTICE, "u32": ["i32", "u64"]}
 _NODE_OF_DTYPE = {bool_: "b1", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
                   uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
                   bfloat16: "bf16", float16: "f16", float32: "f32", float64: "f64",
-                  complex64: "c64", complex128: "c128"}
+                  complex64: "c64", complex128: "c128", **{d: d.name for d in NARROW_FLOATS}}
 _DTYPE_OF_NODE = {node: dtype for dtype, node in _NODE_OF_DTYPE.items()}
 
 
@@ -284,6 +300,14 @@ def _lattice_node(dtype: np.dtype, weak_type: bool) -> str:
 @lru_cache(maxsize=1024)
 def _join(nodes: tuple[str, ...], x64: bool) -> str:
     common = frozenset.intersection(*(_upper_set(n, x64) for n in nodes))
+    if not common:  # a narrow float with another float, or with a Python complex
+        weak = {"i*": "<class 'int'>", "f*": "<class 'float'>", "c*": "<class 'complex'>"}
+        names = tuple(weak[n] if n in weak else _DTYPE_OF_NODE[n].name for n in nodes)
+        raise TypePromotionError(
+            f"Input dtypes {names} have no available implicit dtype promotion path. To avoid "
+            f"unintended promotion, 8-bit floats do not support implicit promotion. If you'd "
+            f"like your inputs to be promoted to another type, you can do so explicitly using "
+            f"e.g. x.astype('float32')")
     # The least upper bound is the common node that every other common node lies above.
     return next(n for n in common if _upper_set(n, x64) >= common)
 
@@ -364,6 +388,13 @@ def dot_accumulation_dtype(dtype: np.dtype, preferred: np.dtype | None) -> np.dt
     return preferred if preferred.itemsize > dtype.itemsize else dtype
 
 
+def accumulation_dtype(dtype: np.dtype) -> np.dtype:
+    """What a sum or product of ``dtype`` values adds up in: float32 for the floats narrower
+    than it (in their own type the error grows with each step), each result rounded once;
+    other types add up in their own."""
+    return float32 if dtype.itemsize <= 2 and dtype in _NARROW_SET else dtype
+
+
 def inexact_dtype(dtype: np.dtype) -> np.dtype:
     """The type an integer or bool computes in when a float is needed (JAX's
     ``to_inexact_dtype``): float32 up to 32 bits, the default float for 64; inexact types
@@ -397,7 +428,7 @@ def scalar_type_of(x: Any) -> type:
     """The Python scalar type of ``x``'s dtype: ``bool``, ``int``, ``float`` or ``complex``."""
     kind = np.dtype(getattr(x, "dtype", None) or np.result_type(x)).kind
     return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[
-        "f" if np.dtype(getattr(x, "dtype", np.float32)) == bfloat16 else kind]
+        "f" if np.dtype(getattr(x, "dtype", np.float32)) in ML_FLOATS else kind]
 
 
 def __getattr__(name: str) -> Any:

@@ -39,6 +39,7 @@ from .core import (
     jvp_rules_take_none,
     vjp_rules,
     vjp_rules_take_needs,
+    weak_from_the_rest,
     weak_when_operands_weak,
 )
 
@@ -548,6 +549,7 @@ def select_n_impl(which, *cases):
         return np.where(which, cases[1], cases[0])
     return np.choose(which, cases)
 impl_rules[select_n_p] = select_n_impl
+weak_from_the_rest.add(select_n_p)  # an int32 ``which`` makes no weak result strong
 def select_n_vjp(ct, which, *cases, out):
     which = with_sharding_of(which, ct)  # (stage 4: the cotangent may be laid out otherwise)
     zeros = zeros_like(ct)
@@ -857,7 +859,8 @@ def _broadcast_back(reduced, operand_shape: Shape, axes: Sequence[int], sharding
 # --8<-- [start:reduce_sum]
 reduce_sum_p = Primitive("reduce_sum", kind=REDUCTION, identity=lambda dtype: 0)
 def reduce_sum(x, axes: Sequence[int]): return reduce_sum_p.bind(x, axes=tuple(axes))
-def reduce_sum_impl(x, *, axes): return np.add.reduce(x, axis=axes, dtype=x.dtype)
+def reduce_sum_impl(x, *, axes):  # (a narrow float adds up in float32: dtypes.py says why)
+    return np.add.reduce(x, axis=axes, dtype=dtypes.accumulation_dtype(x.dtype)).astype(x.dtype)
 impl_rules[reduce_sum_p] = reduce_sum_impl
 def reduce_sum_vjp(ct, x, *, out, axes):
     # The cotangent is laid out as x (stage 4): the reduced dims may have been split, and
@@ -901,7 +904,8 @@ jvp_rules[reduce_min_p] = _chooser_jvp(reduce_min_p)
 
 reduce_prod_p = Primitive("reduce_prod", kind=REDUCTION, identity=lambda dtype: 1)
 def reduce_prod(x, axes: Sequence[int]): return reduce_prod_p.bind(x, axes=tuple(axes))
-impl_rules[reduce_prod_p] = lambda x, *, axes: np.prod(x, axis=axes, dtype=x.dtype)
+impl_rules[reduce_prod_p] = lambda x, *, axes: np.prod(
+    x, axis=axes, dtype=dtypes.accumulation_dtype(x.dtype)).astype(x.dtype)
 def _prod_of_others(x, axes):
     """d prod(x) / d x_i: the product of all the other reduced elements.
 

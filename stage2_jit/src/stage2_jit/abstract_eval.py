@@ -176,7 +176,7 @@ def select_n_abstract_eval(which: ShapedArray, *cases: ShapedArray) -> ShapedArr
         raise TypeError(f"select_n with a bool predicate requires two cases, got "
                         f"{_types(cases)}.")
     case = cases[0]
-    return ShapedArray(case.shape, case.dtype, _weak_type(case.dtype, which, *cases))
+    return ShapedArray(case.shape, case.dtype, _weak_type(case.dtype, *cases))  # (not which)
 abstract_eval_rules[p.select_n_p] = select_n_abstract_eval
 
 # ------------------------------------------------------------------------------------------

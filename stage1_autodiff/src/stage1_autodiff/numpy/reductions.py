@@ -61,11 +61,12 @@ def sum(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False,  # n
 
 
 def widened(a: Any, dtype: Any) -> tuple[Any, np.dtype | None]:
-    """A float16 or bfloat16 operand in float32, when no dtype is asked for, and the type to
-    round the result back to: as JAX's, sums of narrow floats accumulate in float32 (in
-    their own type, 4096 bfloat16 values sum with an error of several units)."""
+    """A float16, bfloat16 or 8-bit float operand in float32, when no dtype is asked for,
+    and the type to round the result back to: as JAX's, sums of 16-bit floats accumulate in
+    float32 (in their own type, 4096 bfloat16 values sum with an error of several units;
+    JAX sums 8-bit floats in their own type: see "Differences from JAX")."""
     narrow = get_aval(a).dtype
-    if dtype is None and dtypes.is_float(narrow) and narrow.itemsize == 2:
+    if dtype is None and dtypes.accumulation_dtype(narrow) != narrow:
         return convert(a, np.dtype(np.float32)), narrow
     return a, None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from .. import dtypes
@@ -47,6 +48,10 @@ uint16 = ScalarType(np.uint16)
 uint32 = ScalarType(np.uint32)
 float16 = ScalarType(np.float16)
 bfloat16 = ScalarType(dtypes.bfloat16)
+float8_e4m3fn, float8_e5m2, float8_e4m3, float8_e3m4, float8_e4m3fnuz, float8_e5m2fnuz, \
+    float8_e4m3b11fnuz, float8_e8m0fnu, float4_e2m1fn = map(ScalarType, dtypes.NARROW_FLOATS)
+float6_e2m3fn = ScalarType(ml_dtypes.float6_e2m3fn)  # (named, as in JAX, and refused: dtypes.py)
+float6_e3m2fn = ScalarType(ml_dtypes.float6_e3m2fn)
 float32 = ScalarType(np.float32)
 complex64 = ScalarType(np.complex64)
 int64 = ScalarType(np.int64)

@@ -251,7 +251,8 @@ def dtype(obj: Any, align: bool = False, copy: bool = False) -> np.dtype:
 
 
 def finfo(dtype_like: Any) -> ml_dtypes.finfo:
-    """Machine limits of a float dtype (``eps``, ``max``, ``tiny``...), bfloat16 included.
+    """Machine limits of a float dtype (``eps``, ``max``, ``tiny``...), bfloat16 and the
+    8-bit floats included.
     The dtype as named, as JAX's: ``finfo(jnp.float64).eps`` is float64's even without x64."""
     return ml_dtypes.finfo(dtype(dtype_like))
 
@@ -272,9 +273,9 @@ def issubdtype(arg1: Any, arg2: Any) -> bool:
         kinds = [dtypes.prng_key if not isinstance(a, type) else a for a in (arg1, arg2)]
         return builtins.all(extended) and issubclass(kinds[0], kinds[1])
     first, second = as_type(arg1), as_type(arg2)
-    if first is not np.generic and first == dtypes.bfloat16 and second in (
-            np.floating, np.inexact, np.number):
-        return True  # ml_dtypes' bfloat16 is a float to JAX, though not to NumPy
+    ml_float = first is not np.generic and builtins.any(first == d for d in dtypes.ML_FLOATS)
+    if ml_float and second in (np.floating, np.inexact, np.number):
+        return True  # ml_dtypes' floats (bfloat16...) are floats to JAX, though not to NumPy
     return bool(np.issubdtype(first, second))
 
 

@@ -476,6 +476,8 @@ def isfinite(x):
     x = as_value(x)
     if not dtypes.is_float(get_aval(x).dtype):
         return lax.full(get_aval(x).shape, True, np.dtype(np.bool_))
+    if get_aval(x).dtype in dtypes.NARROW_FLOATS:  # (float8_e4m3fn has no inf to compare to)
+        x = lax.convert_element_type(x, np.float32)
     return lax.lt(lax.abs(x), lax.full_like(x, np.inf))
 
 
