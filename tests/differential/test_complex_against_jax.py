@@ -172,3 +172,58 @@ def test_round_rounds_each_part_of_a_complex_number(decimals):
     """It returned complex numbers unrounded. (With decimals, the last bit may differ, as
     for real numbers: JAX scales back by another route.)"""
     _same(jnp.round(jnp.asarray(Z * 3), decimals), jjnp.round(jjnp.asarray(Z * 3), decimals))
+
+
+def _through_programs(jax, jnp):
+    """Complex values flowing through programs (jit, checkpoint, cond, scan, loops,
+    custom rules) under each mode of differentiation. Each gave a zero derivative here
+    (the programs' rules treated only floats as having tangents) or raised."""
+    lax, x, z = jax.lax, jnp.float32(0.7), jnp.complex64(0.3 + 0.4j)
+
+    def sq(v):
+        return v * v
+
+    @jax.custom_jvp
+    def cube(v):
+        return v * v * v
+
+    @cube.defjvp
+    def cube_jvp(primals, tangents):
+        return cube(primals[0]), 3 * jnp.conj(primals[0]) * tangents[0]  # (not holomorphic)
+
+    def loop(c, _):
+        return c * c, None
+    return {
+        "grad through jit": lambda: jax.grad(lambda x: jnp.abs(jax.jit(sq)(x * (1 + 1j))))(x),
+        "grad of |jit|^2 at a complex point": lambda: jax.grad(
+            lambda z: jnp.abs(jax.jit(sq)(z)) ** 2)(z),
+        "grad through checkpoint": lambda: jax.grad(
+            lambda x: jnp.abs(jax.checkpoint(sq)(x * (1 + 1j))))(x),
+        "grad through cond": lambda: jax.grad(lambda x: jnp.abs(
+            lax.cond(x > 0, sq, lambda v: v, x * (1 + 1j))))(x),
+        "grad through scan": lambda: jax.grad(lambda x: jnp.abs(
+            lax.scan(loop, x * (1 + 1j), None, length=2)[0]))(x),
+        "grad through a remat scan": lambda: jax.grad(lambda x: jnp.abs(
+            lax.scan(jax.checkpoint(loop), x * (1 + 1j), None, length=2)[0]))(x),
+        "jvp through fori_loop": lambda: jax.jvp(lambda x: lax.fori_loop(
+            0, 2, lambda i, c: c * c, x * (1 + 1j)), (x,), (jnp.float32(1),))[1],
+        "linearize": lambda: jax.linearize(sq, z)[1](z),
+        "jvp of jit": lambda: jax.jvp(jax.jit(sq), (z,), (z,))[1],
+        "vjp of jit": lambda: jax.vjp(jax.jit(sq), z)[1](z),
+        "holomorphic grad of jit": lambda: jax.grad(jax.jit(sq), holomorphic=True)(z),
+        "jit of grad of jit": lambda: jax.jit(jax.grad(lambda z: jnp.real(jax.jit(sq)(z))))(z),
+        "vmap of grad": lambda: jax.vmap(jax.grad(lambda z: jnp.abs(jax.jit(sq)(z))))(
+            jnp.stack([z, 2 * z])),
+        "custom_jvp, forward": lambda: jax.jvp(cube, (z,), (z,))[1],
+        "custom_jvp, reverse": lambda: jax.grad(lambda z: jnp.real(cube(z)))(z),
+    }
+
+
+@pytest.mark.parametrize("name", list(_through_programs(ours, jnp)))
+def test_complex_derivatives_through_programs(name):
+    mine = _through_programs(ours, jnp)[name]()
+    theirs = _through_programs(jax, jjnp)[name]()
+    for m, t in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs)):
+        assert np.asarray(m).dtype == np.asarray(t).dtype
+        np.testing.assert_allclose(np.asarray(m), np.asarray(t), rtol=1e-5, atol=1e-6)
+        assert np.any(np.asarray(t) != 0)  # (each case has a nonzero derivative)

@@ -234,6 +234,12 @@ CALLS: dict[str, list[Call]] = {
     "float16": [call("jnp.float16(1.5)"), call("jnp.float16(a) * 2", a="f")],
     "bfloat16": [call("jnp.bfloat16(1.5)"), call("jnp.bfloat16(a) + 1", a="f")],
     "complex64": [call("jnp.complex64(1.5)"), call("jnp.complex64(a) * 1j", a="f")],
+    **{name: [call(f"jnp.{name}(2.5)"), call(f"jnp.{name}(a) * 2", a="f")] for name in (
+        "float8_e4m3fn", "float8_e5m2", "float8_e4m3", "float8_e3m4", "float8_e4m3fnuz",
+        "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e8m0fnu", "float4_e2m1fn")},
+    # (named by jnp; an array of one is refused, by XLA's CPU and by us)
+    "float6_e2m3fn": [call("jnp.dtype(jnp.float6_e2m3fn).itemsize")],
+    "float6_e3m2fn": [call("jnp.dtype(jnp.float6_e3m2fn).itemsize")],
     "complex128": [call("jnp.complex128(2)")],
     "ndarray": [call("isinstance(jnp.asarray(a), jnp.ndarray)", a="f")],
     "pi": [call("jnp.pi")], "e": [call("jnp.e")], "inf": [call("jnp.inf")],

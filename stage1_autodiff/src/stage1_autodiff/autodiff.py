@@ -225,9 +225,18 @@ def backward_pass(tape: Tape, cts_out: dict[int, Any]) -> dict[int, Any]:
         return _backward_pass(tape, cts_out)
 
 
+# Hooks on cotangents, the innermost last: each takes an operand's primal, its cotangent and
+# the primitive's results, and returns the cotangent to use. Stage 4's shard_map sets one
+# while it traces a body: the cotangent of a value that is the same on every device, used
+# with one that varies, is summed over the devices, as JAX's types make it (its implicit
+# ``pvary``, whose transpose is ``psum``).
+cotangent_hooks: list[Callable[[Any, Any, list[Any]], Any]] = []
+
+
 def _backward_pass(tape: Tape, cts_out: dict[int, Any]) -> dict[int, Any]:
     # --8<-- [start:task1_1]
     cts = dict(cts_out)
+    hook = cotangent_hooks[-1] if cotangent_hooks else None  # (stage 4's; None otherwise)
     for entry in reversed(tape.entries):
         if entry.prim.multiple_results:
             ct, out = _result_cotangents(entry, cts), entry.primals_out
@@ -241,8 +250,9 @@ def _backward_pass(tape: Tape, cts_out: dict[int, Any]) -> dict[int, Any]:
             cts_in = rule(ct, *entry.primals_in, out=out, needs=needs, **entry.params)
         else:
             cts_in = rule(ct, *entry.primals_in, out=out, **entry.params)
-        for node, ct_in in zip(entry.in_nodes, cts_in):
+        for node, ct_in, x in zip(entry.in_nodes, cts_in, entry.primals_in):
             if node is not None and ct_in is not None:
+                ct_in = ct_in if hook is None else hook(x, ct_in, entry.primals_out)
                 cts[node] = ct_in if node not in cts else lax.add(cts[node], ct_in)
     return cts
     # --8<-- [end:task1_1]

@@ -127,7 +127,7 @@ impl_rules[custom_jvp_call_p] = custom_jvp_call_impl
 def custom_jvp_call_jvp(primals, tangents, *, fun, jvp):
     """Forward mode calls the user's rule. An integer argument's tangent is a float0 zero,
     as in JAX."""
-    tangents = [t if dtypes.is_float(get_aval(p).dtype) else zero_derivative(p)
+    tangents = [t if dtypes.is_inexact(get_aval(p).dtype) else zero_derivative(p)
                 for p, t in zip(primals, tangents)]
     return jvp(list(primals), tangents)
 
@@ -142,7 +142,7 @@ def custom_jvp_call_vjp(cts, *primals, out, fun, jvp):
     tangents to output tangents (at zero tangents: the map is linear, so where it is
     recorded does not matter), check that the map is linear, and run that tape backwards
     from the output cotangents."""
-    is_float = [dtypes.is_float(get_aval(p).dtype) for p in primals]
+    is_float = [dtypes.is_inexact(get_aval(p).dtype) for p in primals]
     with new_main(TapeTrace, Tape()) as main:
         tape: Tape = main.global_data
         tangents = [TapeTracer(main.trace, lax.zeros_like(p), tape.new_node()) if f
@@ -153,7 +153,7 @@ def custom_jvp_call_vjp(cts, *primals, out, fun, jvp):
                         for t in tangents_out]
     check_linear(tape, getattr(jvp, "__name__", "jvp"))
     cts_out = {t.node: ct for t, ct in zip(tangents_out, cts)
-               if t is not None and t.node is not None and dtypes.is_float(get_aval(ct).dtype)}
+               if t is not None and t.node is not None and dtypes.is_inexact(get_aval(ct).dtype)}
     cts_in = backward_pass(tape, cts_out)
     return [cts_in.get(t.node) if f else None for t, f in zip(tangents, is_float)]
 
@@ -324,8 +324,8 @@ def _checked_tangent(name: str, primal: Any, tangent: Any) -> Any:
     if dtypes.is_float0(tangent):
         return tangent
     t_aval = get_aval(_as_value(tangent))
-    expected = p_aval.dtype if dtypes.is_float(p_aval.dtype) else dtypes.float0
-    if t_aval.shape != p_aval.shape or (dtypes.is_float(p_aval.dtype)
+    expected = p_aval.dtype if dtypes.is_inexact(p_aval.dtype) else dtypes.float0
+    if t_aval.shape != p_aval.shape or (dtypes.is_inexact(p_aval.dtype)
                                         and t_aval.dtype != expected):
         raise TypeError(f"Custom JVP rule of {name} must produce primal and tangent outputs "
                         f"with corresponding shapes and dtypes: a primal output of type "

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import autodiff
-from .complex_numbers import conj
+from .complex_numbers import conj, real
 from .contraction import dot_general
 from .core import (
     Primitive,
@@ -87,6 +87,8 @@ class LinalgShapes(NamedTuple):
 
 
 LINALG: dict[Primitive, LinalgShapes] = {}
+# Those that take complex matrices too (the others' rules are written for real ones only).
+TAKE_COMPLEX: set[Primitive] = set()
 
 
 def output_avals(prim: Primitive, *avals: ShapedArray, **params: Any) -> list[ShapedArray]:
@@ -94,7 +96,12 @@ def output_avals(prim: Primitive, *avals: ShapedArray, **params: Any) -> list[Sh
     one batch shape. Weakly typed when every operand is, as JAX's linalg primitives are."""
     ranks = LINALG[prim].ranks
     for i, (aval, rank) in enumerate(zip(avals, ranks)):
-        if aval.dtype.kind != "f":
+        if aval.dtype.kind == "c" and prim not in TAKE_COMPLEX:
+            raise TypeError(f"{prim.name} requires real floating-point arguments, got "
+                            f"{aval.str_short()} for operand {i}: complex matrices are "
+                            f"decomposed by cholesky, lu and eigh only here (the course page "
+                            f"'Differences from JAX').")
+        if aval.dtype.kind not in "fc":
             raise TypeError(f"{prim.name} requires floating-point arguments, got "
                             f"{aval.str_short()} for operand {i}. Convert it first, e.g. "
                             f"x.astype(jnp.float32).")
@@ -108,15 +115,18 @@ def output_avals(prim: Primitive, *avals: ShapedArray, **params: Any) -> list[Sh
     matrices = [aval.shape[aval.ndim - rank:] for aval, rank in zip(avals, ranks)]
     weak = all(aval.weak_type for aval in avals)
     return [ShapedArray(batch[0] + tuple(shape), _result_dtype(dtype, avals[0].dtype),
-                        weak and dtype is None)
+                        weak and dtype in (None, "real"))
             for shape, dtype in LINALG[prim].results(*matrices, **params)]
 
 
 def _result_dtype(declared: Any, operand: np.dtype) -> np.dtype:
     """A result's dtype as ``LinalgShapes.results`` declares it: ``None`` for the operands',
-    ``"complex"`` for the complex type of their width (``eig``), or a dtype."""
+    ``"complex"`` for the complex type of their width (``eig``), ``"real"`` for the real
+    type of their width (``eigh``'s eigenvalues), or a dtype."""
     if declared is None:
         return np.dtype(operand)
+    if declared == "real":
+        return np.dtype(operand.char.lower()) if operand.kind == "c" else np.dtype(operand)
     return np.result_type(operand, np.complex64) if declared == "complex" else np.dtype(declared)
 
 
@@ -153,6 +163,15 @@ def _per_matrix(prim: Primitive, one: Callable) -> Callable:
 def _T(x):  # noqa: N802 -- the transpose of each matrix
     ndim = get_aval(x).ndim
     return transpose(x, (*range(ndim - 2), ndim - 1, ndim - 2))
+
+
+def _conj(x):
+    """The complex conjugate; a real ``x`` itself (``lax.conj`` would make it complex)."""
+    return conj(x) if get_aval(x).dtype.kind == "c" else x
+
+
+def _H(x):  # noqa: N802 -- the adjoint (conjugate transpose) of each matrix
+    return _conj(_T(x))
 
 
 def _matmul(x, y):
@@ -307,6 +326,7 @@ def _substitute(t, b, lower: bool, unit_diagonal: bool):
 
 def _triangular_solve_one(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
     # op(a) x = b directly; x op(a) = b as op(a)^T x^T = b^T. Each transpose flips the triangle.
+    a = np.conj(a) if conjugate_a else a
     op_a, lower = (a.T, not lower) if transpose_a else (a, lower)
     if left_side:
         return [_substitute(op_a, b, lower, unit_diagonal)]
@@ -329,6 +349,7 @@ def triangular_solve_jvp_map(primals, outs, tangents, **params):
     if a_dot is None:
         return [triangular_solve_p.bind(a, b_dot, **params)]
     op_a_dot = _used_triangle(a_dot, params["lower"], params["unit_diagonal"])
+    op_a_dot = _conj(op_a_dot) if params["conjugate_a"] else op_a_dot
     op_a_dot = _T(op_a_dot) if params["transpose_a"] else op_a_dot
     product = _matmul(op_a_dot, x) if params["left_side"] else _matmul(x, op_a_dot)
     rhs = neg(product) if b_dot is None else sub(b_dot, product)
@@ -346,10 +367,12 @@ def triangular_solve_vjp(ct, a, b, *, out, **params):
     ct_b = triangular_solve_p.bind(a, ct, **flipped)
     ct_op_a = neg(_matmul(ct_b, _T(out)) if params["left_side"] else _matmul(_T(out), ct_b))
     ct_a = _T(ct_op_a) if params["transpose_a"] else ct_op_a
+    ct_a = _conj(ct_a) if params["conjugate_a"] else ct_a  # (conj's transpose is conj)
     return [_used_triangle(ct_a, params["lower"], params["unit_diagonal"]), ct_b]
 
 
 vjp_rules[triangular_solve_p] = triangular_solve_vjp
+TAKE_COMPLEX.add(triangular_solve_p)
 
 # ------------------------------------------------------------------------------------------
 # cholesky: a = l l^T, l lower triangular
@@ -359,8 +382,9 @@ cholesky_p = Primitive("cholesky")
 
 
 def symmetrize(x):
-    """``(x + x^T) / 2`` for each matrix."""
-    return _masked(add(x, _T(x)), np.full(get_aval(x).shape[-2:], 0.5))
+    """``(x + x^H) / 2`` for each matrix (``x^H``, the adjoint, is the transpose of a real
+    one)."""
+    return _masked(add(x, _H(x)), np.full(get_aval(x).shape[-2:], 0.5))
 
 
 def cholesky(x, *, symmetrize_input: bool = True):
@@ -393,13 +417,16 @@ def cholesky_jvp_map(primals, outs, tangents):
     # a = l l^T gives a_dot = l_dot l^T + l l_dot^T, so l^-1 a_dot l^-T = (l^-1 l_dot) + its
     # transpose, and l^-1 l_dot is lower triangular: its lower half, the diagonal halved.
     (chol,), (a_dot,) = outs, tangents
-    a_dot_l_inv_t = triangular_solve(chol, a_dot, left_side=False, lower=True, transpose_a=True)
+    # (For a complex a = l l^H, the same with adjoints: conjugate_a changes no real solve.)
+    a_dot_l_inv_t = triangular_solve(chol, a_dot, left_side=False, lower=True, transpose_a=True,
+                                     conjugate_a=True)
     middle = triangular_solve(chol, a_dot_l_inv_t, left_side=True, lower=True)
     return [_matmul(chol, _phi(middle))]
 # --8<-- [end:cholesky_jvp]
 
 
 _rules(cholesky_p, cholesky_jvp_map)
+TAKE_COMPLEX.add(cholesky_p)
 
 # ------------------------------------------------------------------------------------------
 # lu: p a = l u with partial pivoting (l unit lower, u upper, packed in one matrix)
@@ -472,6 +499,7 @@ def lu_jvp_map(primals, outs, tangents):
 
 
 _rules(lu_p, lu_jvp_map)
+TAKE_COMPLEX.add(lu_p)  # (its rule has no transpose: the same for complex matrices)
 
 # ------------------------------------------------------------------------------------------
 # qr: a = q r, q orthogonal, r upper triangular
@@ -557,7 +585,7 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
 
 def _eigh_results(a, **_):
     n = _square("eigh", a)
-    return [(a, None), ((n,), None)]
+    return [(a, None), ((n,), "real")]
 
 
 LINALG[eigh_p] = LinalgShapes((2,), _eigh_results)
@@ -566,16 +594,22 @@ impl_rules[eigh_p] = _per_matrix(eigh_p, lambda a, *, lower, sort_eigenvalues: n
 
 
 def eigh_jvp_map(primals, outs, tangents, **params):
-    # v^T a_dot v = diag(w_dot) + (v^T v_dot) diag(w) - diag(w) (v^T v_dot): its diagonal
-    # is w_dot, its (i, j) entry off it (w_j - w_i) (v^T v_dot)_ij. Distinct eigenvalues only.
+    # v^H a_dot v = diag(w_dot) + (v^H v_dot) diag(w) - diag(w) (v^H v_dot): its diagonal
+    # is w_dot (real, for a Hermitian a_dot), its (i, j) entry off it (w_j - w_i)
+    # (v^H v_dot)_ij. Distinct eigenvalues only.
     (v, w), (a_dot,) = outs, tangents
-    rotated = _matmul(_matmul(_T(v), a_dot), v)
-    eye, w_j = _eye_like(v), _rows(w)
+    rotated = _matmul(_matmul(_H(v), a_dot), v)
+    w_j = _rows(w)
+    eye = _eye_like(w_j)  # (real, as w is)
     gaps_inv = sub(integer_pow(add(eye, sub(w_j, _T(w_j))), -1), eye)  # 0 on the diagonal
-    return [_matmul(v, mul(gaps_inv, rotated)), _diagonal(rotated)]
+    gaps_inv = convert_element_type(gaps_inv, get_aval(v).dtype)
+    w_dot = _diagonal(rotated)
+    return [_matmul(v, mul(gaps_inv, rotated)),
+            real(w_dot) if get_aval(w_dot).dtype.kind == "c" else w_dot]
 
 
 _rules(eigh_p, eigh_jvp_map)
+TAKE_COMPLEX.add(eigh_p)
 
 # ------------------------------------------------------------------------------------------
 # eig: a vr = vr diag(w), vl^H a = diag(w) vl^H for any square a (complex results)

@@ -487,7 +487,7 @@ def sort_vjp(cts, *operands, out, dimension, num_keys):
     indices = index_grid(shape, dimension, _sort_permutation(operands, dimension, num_keys))
     numbers = point_dimension_numbers(len(shape))
     return [scatter_add(zeros_like(x), indices, ct, numbers)
-            if dtypes.is_float(get_aval(x).dtype) else None for x, ct in zip(operands, cts)]
+            if dtypes.is_inexact(get_aval(x).dtype) else None for x, ct in zip(operands, cts)]
 vjp_rules[sort_p] = sort_vjp
 def sort_jvp(primals, tangents, *, dimension, num_keys):
     shape = get_aval(primals[0]).shape

@@ -24,30 +24,43 @@ _DEFAULT_EPS = {np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-6}
 _DEFAULT_TOL = {np.dtype(np.float32): 2e-2, np.dtype(np.float64): 1e-5}
 
 
+def _wide(x: Any) -> np.ndarray:
+    """``x`` in float64, or complex128 for a complex ``x``."""
+    x = np.asarray(x)
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+
 def _leaves64(tree: Any) -> list[np.ndarray]:
-    return [np.asarray(leaf, dtype=np.float64) for leaf in tree_flatten(tree)[0]]
+    return [_wide(leaf) for leaf in tree_flatten(tree)[0]]
 
 
 def _random_like(tree: Any, rng: np.random.Generator) -> Any:
     def draw(leaf):
         aval = get_aval(as_value(leaf))
-        if not dtypes.is_float(aval.dtype):
+        if not dtypes.is_inexact(aval.dtype):
             return leaf
-        return as_value(rng.standard_normal(aval.shape).astype(aval.dtype))
+        value = rng.standard_normal(aval.shape)
+        if dtypes.is_complex(aval.dtype):
+            value = value + 1j * rng.standard_normal(aval.shape)
+        return as_value(value.astype(aval.dtype))
     return tree_map(draw, tree)
 
 
 def _inner(xs: Any, ys: Any) -> float:
-    return sum(float(np.sum(x * y)) for x, y in zip(_leaves64(xs), _leaves64(ys)))
+    """The real inner product ``Re sum(conj(x) y)`` over the leaves (a dot for real ones)."""
+    return sum(float(np.real(np.vdot(x, y))) for x, y in zip(_leaves64(xs), _leaves64(ys)))
+
+
+def _conj(tree: Any) -> Any:
+    return tree_map(lambda x: as_value(np.conj(np.asarray(x))), tree)
 
 
 def _shift(args: Any, tangents: Any, step: float) -> Any:
     def move(x, t):
         x = as_value(x)
-        if not dtypes.is_float(get_aval(x).dtype):
+        if not dtypes.is_inexact(get_aval(x).dtype):
             return x
-        return as_value((np.asarray(x, np.float64) + step * np.asarray(t, np.float64))
-                        .astype(get_aval(x).dtype))
+        return as_value((_wide(x) + step * _wide(t)).astype(get_aval(x).dtype))
     return tree_map(move, args, tangents)
 
 
@@ -79,8 +92,9 @@ def check_vjp(f: Callable, args: Sequence[Any], eps: float, tol: float,
     tangents = _random_like(tuple(args), rng)
     cotangent = _random_like(out, rng)
     numerical = numerical_jvp(f, args, tangents, eps)
-    expected = sum(float(np.sum(c * n)) for c, n in zip(_leaves64(cotangent), numerical))
-    actual = _inner(f_vjp(cotangent), tangents)
+    expected = _inner(numerical, cotangent)
+    # (JAX's convention: the VJP is ct -> ct J, so conj(vjp(conj(ct))) is the adjoint's)
+    actual = _inner(tangents, _conj(f_vjp(_conj(cotangent))))
     scale = max(1.0, abs(expected))
     if abs(actual - expected) > tol * scale:
         raise AssertionError(f"VJP mismatch: <vjp(ct), t> = {actual}, but <ct, J t> computed "
@@ -98,8 +112,8 @@ def check_grads(f: Callable, args: Sequence[Any], order: int,
     """
     args = tuple(as_value(a) if not isinstance(a, (tuple, list, dict)) else a for a in args)
     float_dtypes = [get_aval(as_value(x)).dtype for x in tree_flatten(args)[0]]
-    widest = max((d for d in float_dtypes if dtypes.is_float(d)), key=lambda d: d.itemsize,
-                 default=np.dtype(np.float32))
+    widest = max((dtypes.real_dtype(d) for d in float_dtypes if dtypes.is_inexact(d)),
+                 key=lambda d: d.itemsize, default=np.dtype(np.float32))
     eps = eps or _DEFAULT_EPS[widest]
     tol = max(atol or 0.0, rtol or 0.0) or _DEFAULT_TOL[widest]
     rng = np.random.default_rng(seed)

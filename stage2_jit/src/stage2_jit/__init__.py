@@ -74,6 +74,7 @@ from . import (  # noqa: E402
     ops,
     random,
     scipy,
+    test_util,
     tree,
     tree_util,
     typing,

@@ -58,7 +58,7 @@ from stage1_autodiff import dtypes
 from stage1_autodiff import prims as lax
 
 from .abstract_eval import abstract_eval_rules
-from .derived import is_float, jvp_program, split_tangents, trace_flat, vjp_program
+from .derived import is_inexact, jvp_program, split_tangents, trace_flat, vjp_program
 from .jaxpr import ClosedJaxpr, Jaxpr, Var
 from .tracing import eval_jaxpr, jaxpr_as_fun
 
@@ -252,7 +252,7 @@ abstract_eval_rules[cond_p] = cond_abstract_eval
 # --8<-- [start:cond_jvp]
 def cond_jvp(primals, tangents, *, branches):
     index, operands = primals[0], primals[1:]
-    float_in = [is_float(get_aval(x)) for x in operands]
+    float_in = [is_inexact(get_aval(x)) for x in operands]
     programs, consts = join_consts([jvp_program(b, float_in) for b in branches])
     float_tangents = [t for t, f in zip(tangents[1:], float_in) if f]
     outs = cond_p.bind(index, *consts, *operands, *float_tangents, branches=tuple(programs))
@@ -265,10 +265,10 @@ jvp_rules[cond_p] = cond_jvp
 
 # --8<-- [start:cond_vjp]
 def cond_vjp(cts, index, *operands, out, needs, branches):
-    wanted = [n and is_float(get_aval(x)) for n, x in zip(needs[1:], operands)]
+    wanted = [n and is_inexact(get_aval(x)) for n, x in zip(needs[1:], operands)]
     if not any(wanted):
         return [None] * (1 + len(operands))
-    float_cts = [ct for ct, a in zip(cts, branches[0].out_avals) if is_float(a)]
+    float_cts = [ct for ct, a in zip(cts, branches[0].out_avals) if is_inexact(a)]
     programs, consts = join_consts([vjp_program(b, wanted, float_cts) for b in branches])
     results = iter(cond_p.bind(index, *consts, *operands,
                                *[ct for ct in float_cts if ct is not None],
@@ -375,8 +375,8 @@ def while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_n
     cond_consts = primals[:cond_nconsts]
     body_consts = primals[cond_nconsts:cond_nconsts + body_nconsts]
     carry = primals[cond_nconsts + body_nconsts:]
-    float_consts = [is_float(get_aval(c)) for c in body_consts]
-    float_carry = [is_float(get_aval(c)) for c in carry]
+    float_consts = [is_inexact(get_aval(c)) for c in body_consts]
+    float_carry = [is_inexact(get_aval(c)) for c in carry]
     const_tangents = [t for t, f in zip(tangents[cond_nconsts:cond_nconsts + body_nconsts],
                                         float_consts) if f]
     carry_tangents = [lax.zeros_like(c) if t is None else t for t, c, f in
@@ -424,7 +424,7 @@ def while_vjp(cts, *primals, out, needs, cond_jaxpr, body_jaxpr, cond_nconsts,
     reach = _carry_inputs(body_jaxpr.jaxpr, body_nconsts)
     wanted = {i for i, need in enumerate(needs) if need}
     for j, ct in enumerate(cts):
-        if ct is None or not is_float(get_aval(ct)):
+        if ct is None or not is_inexact(get_aval(ct)):
             continue
         if any(cond_nconsts + k in wanted for k in reach[j]):
             raise ValueError(
@@ -647,7 +647,7 @@ def scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry
     """A scan of the body's JVP: tangents of the constants as more constants, the carry's
     tangents as more carry, the xs' tangents as more xs."""
     n_in = len(primals)
-    float_in = [is_float(get_aval(x)) for x in primals]
+    float_in = [is_inexact(get_aval(x)) for x in primals]
     groups = [range(num_consts), range(num_consts, num_consts + num_carry),
               range(num_consts + num_carry, n_in)]
     body, body_consts = jvp_program(jaxpr, float_in)
@@ -664,7 +664,7 @@ def scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry
     # Outputs: the body's (carry, y) then their float tangents: regroup as (carry, carry
     # tangents, y, y tangents).
     out_avals = jaxpr.out_avals
-    float_out = [is_float(a) for a in out_avals]
+    float_out = [is_inexact(a) for a in out_avals]
     n_out = len(out_avals)
     out_tangent = {i: n_out + k for k, i in enumerate(i for i in range(n_out) if float_out[i])}
     out_order = ([*range(num_carry), *[out_tangent[i] for i in range(num_carry) if float_out[i]],
@@ -739,10 +739,10 @@ def scan_vjp(cts, *primals, out, needs, jaxpr, length, reverse, num_consts, num_
     # 2. the backward scan
     # Only constants being differentiated get cotangents: the others (a NumPy array in the
     # body, say) stay constants in the backward step, as a custom_vjp inside it needs.
-    float_consts = [is_float(get_aval(c)) and need for c, need in zip(consts, needs)]
-    float_carry = [is_float(get_aval(c)) for c in init]
-    float_xs = [is_float(get_aval(x)) for x in xs]
-    float_ys = [is_float(a) for a in jaxpr.out_avals[num_carry:]]
+    float_consts = [is_inexact(get_aval(c)) and need for c, need in zip(consts, needs)]
+    float_carry = [is_inexact(get_aval(c)) for c in init]
+    float_xs = [is_inexact(get_aval(x)) for x in xs]
+    float_ys = [is_inexact(a) for a in jaxpr.out_avals[num_carry:]]
     n_fc, n_fca = sum(float_consts), sum(float_carry)
 
     def backward(*args):

@@ -38,8 +38,9 @@ def trace_flat(fun: Callable, avals: Sequence[ShapedArray]) -> tuple[ClosedJaxpr
     return closed_with_consts_as_args(jaxpr, consts)
 
 
-def is_float(aval: ShapedArray) -> bool:
-    return dtypes.is_float(aval.dtype)
+def is_inexact(aval: ShapedArray) -> bool:
+    """Whether values of ``aval`` have tangents: floats and complex numbers."""
+    return dtypes.is_inexact(aval.dtype)
 
 
 def _cached(program: ClosedJaxpr, key: Any, make: Callable[[], Any], trace: Tracer) -> Any:
@@ -56,7 +57,7 @@ def jvp_program(program: ClosedJaxpr, float_in: Sequence[bool],
                 trace: Tracer = trace_flat) -> tuple[ClosedJaxpr, list[Any]]:
     """The program of (primals, tangents of the float inputs) -> (outputs, tangents of the
     float outputs), and the constants it takes first."""
-    float_out = [is_float(a) for a in program.out_avals]
+    float_out = [is_inexact(a) for a in program.out_avals]
 
     def jvp_of_program(*args):
         primals, tangents = args[:len(float_in)], iter(args[len(float_in):])
@@ -79,7 +80,7 @@ def vjp_program(program: ClosedJaxpr, wanted: Sequence[bool], cts: Sequence[Any]
     cotangents ``cts``, when given, say which are weakly typed (as the results then are, in
     JAX; by default, those of weakly typed outputs), and None for an output that no cotangent
     reaches: the program takes none for it, and no rule inside sees one."""
-    float_avals = [a for a in program.out_avals if is_float(a)]
+    float_avals = [a for a in program.out_avals if is_inexact(a)]
     given = [ct is not None for ct in cts] if cts else [True] * len(float_avals)
     run = jaxpr_as_fun(program)
 
@@ -93,7 +94,7 @@ def vjp_program(program: ClosedJaxpr, wanted: Sequence[bool], cts: Sequence[Any]
         chosen = [p for p, w in zip(primals, wanted) if w]
         _, pullback = vjp_flat(of_wanted, *chosen)
         present = iter(given)
-        full = [next(cts) if is_float(a) and next(present) else None
+        full = [next(cts) if is_inexact(a) and next(present) else None
                 for a in program.out_avals]
         return [lax.zeros_like(p) if ct is None else ct for ct, p in zip(pullback(full), chosen)]
 
@@ -107,7 +108,7 @@ def vjp_program(program: ClosedJaxpr, wanted: Sequence[bool], cts: Sequence[Any]
 
 def split_tangents(outs: list, out_avals: Sequence[ShapedArray]) -> tuple[list, list]:
     """A JVP program's results as (outputs, tangents), zeros for the non-float outputs."""
-    float_out = [is_float(a) for a in out_avals]
+    float_out = [is_inexact(a) for a in out_avals]
     primals, tangents = outs[:len(float_out)], iter(outs[len(float_out):])
     return primals, [next(tangents) if f else lax.zeros_like(p)
                      for f, p in zip(float_out, primals)]

@@ -119,7 +119,7 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """
     primals_flat, in_tree = tree_flatten(primals)
     primals_flat = [as_value(p) for p in primals_flat]
-    is_float = [dtypes.is_float(get_aval(p).dtype) for p in primals_flat]
+    is_float = [dtypes.is_inexact(get_aval(p).dtype) for p in primals_flat]
     trees: list[Any] = []
 
     def tangent_fun(*float_tangents):

@@ -126,14 +126,15 @@ def jit_abstract_eval(*avals: ShapedArray, jaxpr: ClosedJaxpr, name: str,
 abstract_eval_rules[jit_p] = jit_abstract_eval
 
 
-def _is_float(aval: ShapedArray) -> bool:
-    return dtypes.is_float(aval.dtype)
+def _has_tangents(aval: ShapedArray) -> bool:
+    """Whether values of ``aval`` have tangents: floats and complex numbers."""
+    return dtypes.is_inexact(aval.dtype)
 
 
 # --8<-- [start:jit_jvp]
 def jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, backend: str):
     """The JVP of a jitted call is another jitted call: of the traced JVP of its program."""
-    float_in = [_is_float(a) for a in jaxpr.in_avals]
+    float_in = [_has_tangents(a) for a in jaxpr.in_avals]
     program, consts = jvp_program(jaxpr, float_in)
     float_tangents = [t for t, is_float in zip(tangents, float_in) if is_float]
     outs = jit_p.bind(*consts, *primals, *float_tangents, jaxpr=program,
@@ -151,11 +152,11 @@ def jit_vjp(cts, *primals, out, needs, jaxpr: ClosedJaxpr, name: str, backend: s
     the floating-point inputs being differentiated (``needs``) only: the others are constants
     to it. NB: it recomputes the forward pass inside; JAX saves residuals instead (partial
     evaluation, jax/_src/interpreters/partial_eval.py)."""
-    wanted = [need and _is_float(a) for need, a in zip(needs, jaxpr.in_avals)]
+    wanted = [need and _has_tangents(a) for need, a in zip(needs, jaxpr.in_avals)]
     if not any(wanted):
         return [None] * len(wanted)
     # (None: an output no cotangent reaches, which the backward program takes no input for)
-    float_cts = [ct for ct, a in zip(cts, jaxpr.out_avals) if _is_float(a)]
+    float_cts = [ct for ct, a in zip(cts, jaxpr.out_avals) if _has_tangents(a)]
     program, consts = vjp_program(jaxpr, wanted, float_cts)
     results = iter(jit_p.bind(*consts, *primals, *[ct for ct in float_cts if ct is not None],
                               jaxpr=program, name=f"vjp({name})", backend=backend))

@@ -51,7 +51,7 @@ from stage1_autodiff.tree_util import tree_flatten, tree_map, tree_unflatten
 from stage1_autodiff import prims as lax
 
 from .abstract_eval import abstract_eval_rules
-from .derived import is_float, jvp_program, split_tangents, trace_flat
+from .derived import is_inexact, jvp_program, split_tangents, trace_flat
 from .jaxpr import ClosedJaxpr, Jaxpr, Literal
 from .passes import dce
 from .runtime import compile_jaxpr
@@ -253,7 +253,7 @@ def _saved_eqns(jaxpr: Jaxpr, policy: Callable | None) -> list[int]:
     if policy is None:
         return []
     return [i for i, eqn in enumerate(jaxpr.eqns)
-            if all(is_float(v.aval) for v in eqn.outvars)
+            if all(is_inexact(v.aval) for v in eqn.outvars)
             and _saves(policy(eqn.primitive, *[a.aval for a in eqn.invars], **eqn.params),
                        policy)]
 
@@ -318,7 +318,7 @@ abstract_eval_rules[remat_p] = remat_abstract_eval
 
 def remat_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, **params: Any):
     """The JVP of a checkpointed call is a checkpointed call of the JVP program."""
-    float_in = [is_float(a) for a in jaxpr.in_avals]
+    float_in = [is_inexact(a) for a in jaxpr.in_avals]
     program, consts = jvp_program(jaxpr, float_in)
     float_tangents = [t for t, f in zip(tangents, float_in) if f]
     params = dict(params, differentiated=True)
@@ -334,10 +334,10 @@ def remat_vjp(cts, *primals, out, needs, jaxpr: ClosedJaxpr, prevent_cse: bool,
               differentiated: bool, policy: Any, residuals: tuple = ()):
     """The backward pass: ``remat2`` of the backward program, which recomputes the forward
     values the policy did not save, then runs their VJP rules."""
-    wanted = [need and is_float(a) for need, a in zip(needs, jaxpr.in_avals)]
+    wanted = [need and is_inexact(a) for need, a in zip(needs, jaxpr.in_avals)]
     if not any(wanted):
         return [None] * len(wanted)
-    float_cts = [ct for ct, a in zip(cts, jaxpr.out_avals) if is_float(a)]
+    float_cts = [ct for ct, a in zip(cts, jaxpr.out_avals) if is_inexact(a)]
     program, consts = _backward_program(jaxpr, tuple(wanted), policy,
                                         [get_aval(ct) for ct in float_cts])
     results = iter(remat_p.bind(*consts, *primals, *residuals, *float_cts, jaxpr=program,
@@ -356,7 +356,7 @@ def _backward_program(jaxpr: ClosedJaxpr, wanted: tuple[bool, ...], policy: Any,
     inputs, traced to a program."""
     saved = _saved_eqns(jaxpr.jaxpr, policy)
     res_avals = [v.aval for i in saved for v in jaxpr.jaxpr.eqns[i].outvars]
-    float_out = [is_float(a) for a in jaxpr.out_avals]
+    float_out = [is_inexact(a) for a in jaxpr.out_avals]
     n_in, n_res = len(wanted), len(res_avals)
 
     def backward(*args):
@@ -374,7 +374,7 @@ def _backward_program(jaxpr: ClosedJaxpr, wanted: tuple[bool, ...], policy: Any,
         return [lax.zeros_like(p) if ct is None else ct
                 for ct, p in zip(pullback(full_cts), chosen)]
 
-    cts_in = [a for a in jaxpr.out_avals if is_float(a)]
+    cts_in = [a for a in jaxpr.out_avals if is_inexact(a)]
     cts_in = [a._replace(weak_type=c.weak_type) for a, c in zip(cts_in, ct_avals)]
     program, consts = trace_flat(backward, [*jaxpr.in_avals, *res_avals, *cts_in])
     return ClosedJaxpr(dce(program.jaxpr), program.consts), consts

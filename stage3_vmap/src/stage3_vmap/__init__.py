@@ -103,6 +103,7 @@ from . import (  # noqa: F401
     ops,
     random,
     scipy,
+    test_util,
     tree,
     tree_util,
     typing,

@@ -99,6 +99,7 @@ from . import (  # noqa: F401
     scipy,
     sharded_types,  # puts shardings into traced types
     sharding,
+    test_util,
     tree,
     tree_util,
     typing,

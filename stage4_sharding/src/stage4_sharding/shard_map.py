@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from stage1_autodiff.api_util import check_callable
-from stage1_autodiff.autodiff import vjp
+from stage1_autodiff.autodiff import cotangent_hooks, vjp
 from stage1_autodiff.core import (
     Primitive,
     ShapedArray,
@@ -41,10 +41,10 @@ from stage1_autodiff.core import (
 )
 from stage1_autodiff.tree_util import tree_flatten, tree_unflatten
 from stage2_jit.abstract_eval import abstract_eval_rules
-from stage2_jit.derived import is_float, jvp_program, split_tangents
-from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from stage2_jit.derived import is_inexact, jvp_program, split_tangents
+from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, Literal, map_programs
 from stage2_jit.passes import CALL_PARAMS
-from stage2_jit.tracing import jaxpr_as_fun
+from stage2_jit.tracing import JaxprTracer, jaxpr_as_fun
 from stage3_vmap.batching import AxisData, batch_fun, batching_rules, bdim_at, not_mapped
 from stage3_vmap.collectives import (
     all_gather_p,
@@ -56,6 +56,7 @@ from stage3_vmap.collectives import (
     psum_p,
     psum_scatter_p,
 )
+from stage3_vmap.collectives import psum as lax_psum
 
 from stage1_autodiff import prims as lax
 
@@ -122,7 +123,15 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         out_tree_box: list[Any] = []
 
         def flat_body(*blocks):
-            outs, out_tree = tree_flatten(f(*tree_unflatten(in_tree, blocks)))
+            if check and blocks:  # gradients of replicated values are summed, as in JAX
+                in_axes = [{a for axes in spec_of(s, x.ndim) for a in axes}
+                           for s, x in zip(specs, avals)]
+                cotangent_hooks.append(_SumWhereSame(blocks, in_axes, the_mesh))
+            try:
+                outs, out_tree = tree_flatten(f(*tree_unflatten(in_tree, blocks)))
+            finally:
+                if check and blocks:
+                    cotangent_hooks.pop()
             out_tree_box.append(out_tree)
             return outs
 
@@ -275,6 +284,105 @@ def check_replication(body: ClosedJaxpr, in_specs: tuple[Spec, ...],
 # --8<-- [end:check_replication]
 
 
+# --8<-- [start:same_on_devices]
+class _SumWhereSame:
+    """The cotangent hook (``autodiff.cotangent_hooks``) of a shard_map body traced with its
+    check on. JAX types each value of a body with the mesh axes it varies along; where a
+    value the same on every device along an axis meets one that varies (``x * b``, ``b``
+    replicated), it marks the first varying (``pvary``), and that mark's transpose is a
+    ``psum``; a ``psum``'s own transpose is then a ``pvary``, which moves no value. So the
+    gradient of a replicated ``b`` is the sum of every device's, the same on every device, as
+    ``b`` is. Here the equations of the body are followed as it is traced, with JAX's rules
+    (unlike ``varying_axes``, ``all_gather`` keeps its operand's axes), and the cotangent of
+    an operand that is the same along axes its primitive's results vary along is summed
+    over them."""
+
+    def __init__(self, blocks: Sequence[Any], in_axes: list[set[str]], mesh: Mesh) -> None:
+        self.builder = blocks[0]._trace.builder
+        self.axes_of = {self.builder.var(b): frozenset(a) for b, a in zip(blocks, in_axes)}
+        self.order, self.done = list(mesh.axis_names), 0
+
+    def __call__(self, primal: Any, ct: Any, outs: list[Any]) -> Any:
+        out_axes = [self._axes(o) for o in outs]
+        primal_axes = self._axes(primal)
+        if primal_axes is None or None in out_axes:
+            return ct  # (a value of another trace, or of a program we do not follow)
+        extra = frozenset().union(*out_axes) - primal_axes
+        return lax_psum(ct, tuple(a for a in self.order if a in extra)) if extra else ct
+
+    def typed(self, axis_name: Any) -> bool:
+        """Whether ``axis_name`` names axes of this body's mesh."""
+        return set(axis_name if isinstance(axis_name, tuple) else (axis_name,)) <= set(
+            self.order)
+
+    def _axes(self, x: Any) -> frozenset[str] | None:
+        if not isinstance(x, JaxprTracer) or x._trace.main.global_data is not self.builder:
+            return None
+        for eqn in self.builder.eqns[self.done:]:
+            ins = [frozenset() if isinstance(a, Literal) else self.axes_of.get(a, frozenset())
+                   for a in eqn.invars]
+            out = _result_axes(eqn, ins)
+            for var in eqn.outvars:
+                self.axes_of[var] = out
+        self.done = len(self.builder.eqns)
+        return self.axes_of.get(self.builder.var(x), frozenset())
+
+
+def _typed_transpose(rule: Callable, in_body: Callable) -> Callable:
+    """A reduction's VJP: in a body traced with its check on, for the mesh's axes,
+    ``in_body``, which sums no cotangent (``psum``'s transpose is a ``pvary``: the sums are
+    made where ``_SumWhereSame`` finds them); elsewhere ``rule``, stage 3's."""
+    def vjp(ct, x, *, out, axis_name):
+        hook = cotangent_hooks[-1] if cotangent_hooks else None
+        if isinstance(hook, _SumWhereSame) and hook.typed(axis_name):
+            return in_body(ct, x, out, axis_name)
+        return rule(ct, x, out=out, axis_name=axis_name)
+    return vjp
+
+
+def _to_the_extremum(ct, x, out, axis_name):
+    """The cotangent to the devices holding the extremum, split evenly among ties."""
+    wins = lax.convert_element_type(lax.eq(x, out), get_aval(ct).dtype)
+    return [lax.mul(ct, lax.div(wins, psum_p.bind(wins, axis_name=axis_name)))]
+
+
+vjp_rules[psum_p] = _typed_transpose(vjp_rules[psum_p], lambda ct, x, out, axis_name: [ct])
+vjp_rules[pmax_p] = _typed_transpose(vjp_rules[pmax_p], _to_the_extremum)
+vjp_rules[pmin_p] = _typed_transpose(vjp_rules[pmin_p], _to_the_extremum)
+
+
+def _result_axes(eqn: Any, ins: list[frozenset[str] | None]) -> frozenset[str] | None:
+    """The axes an equation's results vary along, by JAX's rules; None where a program it
+    holds exchanges values between devices (not followed: no cotangent is summed there)."""
+    if any(a is None for a in ins):
+        return None
+    union = frozenset().union(*ins)
+    if eqn.primitive in (psum_p, pmax_p, pmin_p, axis_index_p):
+        name = eqn.params["axis_name"]
+        names = frozenset(name if isinstance(name, tuple) else (name,))
+        return names if eqn.primitive is axis_index_p else union - names
+    return None if any(_exchanges(p.jaxpr) for p in _programs(eqn)) else union
+
+
+def _programs(eqn: Any) -> list[ClosedJaxpr]:
+    """The programs an equation holds (a jit's, a loop's body, a cond's branches)."""
+    found: list[ClosedJaxpr] = []
+    for value in eqn.params.values():
+        map_programs(found.append, value)
+    return found
+
+
+_EXCHANGES = {psum_p, pmax_p, pmin_p, axis_index_p, all_gather_p, psum_scatter_p, ppermute_p,
+              all_to_all_p}
+
+
+def _exchanges(jaxpr: Jaxpr) -> bool:
+    """Whether a program (or one it holds) has a collective or ``axis_index``."""
+    return any(eqn.primitive in _EXCHANGES or any(_exchanges(p.jaxpr) for p in _programs(eqn))
+               for eqn in jaxpr.eqns)
+# --8<-- [end:same_on_devices]
+
+
 def _pspec(spec: Spec) -> PartitionSpec:
     entries = [a[0] if len(a) == 1 else a if a else None for a in spec]
     while entries and entries[-1] is None:
@@ -344,8 +452,8 @@ partition_rules[shard_map_p] = shard_map_partition_rule
 # --8<-- [start:shard_map_jvp]
 def shard_map_jvp(primals, tangents, *, body, mesh, in_specs, out_specs):
     """A shard_map of the body's JVP: tangents are laid out as their primals."""
-    float_in = [is_float(a) for a in body.in_avals]
-    float_out = [is_float(a) for a in body.out_avals]
+    float_in = [is_inexact(a) for a in body.in_avals]
+    float_out = [is_inexact(a) for a in body.out_avals]
     jvp_body, _ = jvp_program(body, float_in,
                               trace=lambda f, avals: (trace_local(f, mesh, avals), []))
     outs = shard_map_p.bind(
@@ -364,8 +472,8 @@ def shard_map_vjp(cts, *primals, out, needs, body, mesh, in_specs, out_specs):
     """A shard_map of the body's VJP. A replicated output's cotangent is divided among the
     copies (each device's copy carries 1/N of it); an input that is the same on every device
     along an axis gets the sum of the devices' gradients."""
-    wanted = [n and is_float(a) for n, a in zip(needs, body.in_avals)]
-    float_out = [is_float(a) for a in body.out_avals]
+    wanted = [n and is_inexact(a) for n, a in zip(needs, body.in_avals)]
+    float_out = [is_inexact(a) for a in body.out_avals]
     if not any(wanted):
         return [None] * len(wanted)
     program = jaxpr_as_fun(body)
@@ -393,7 +501,7 @@ def shard_map_vjp(cts, *primals, out, needs, body, mesh, in_specs, out_specs):
                 grads[k] = psum_p.bind(grads[k], axis_name=name)
         return grads
 
-    local = list(body.in_avals) + [a for a in body.out_avals if is_float(a)]
+    local = list(body.in_avals) + [a for a in body.out_avals if is_inexact(a)]
     vjp_program = trace_local(vjp_body, mesh, local)
     results = iter(shard_map_p.bind(
         *primals, *[c for c, f in zip(cts, float_out) if f], body=vjp_program, mesh=mesh,

@@ -81,11 +81,11 @@ def _mT(x):  # noqa: N802 -- NumPy's name for the transpose of each matrix
 
 
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
-    """The lower ``l`` with ``l @ l.T == a`` (``upper``: its transpose); NaNs where ``a`` is
-    not positive definite."""
+    """The lower ``l`` with ``l @ l.T.conj() == a`` (``upper``: its adjoint); NaNs where
+    ``a`` is not positive definite."""
     (a,) = _matrices("cholesky", a)
     factor = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
-    return _mT(factor) if upper else factor
+    return jnp.conj(_mT(factor)) if upper else factor
 
 
 def qr(a, mode: str = "reduced"):
@@ -178,7 +178,8 @@ def inv(a):
 
 def slogdet(a, *, method: str | None = None) -> SlogdetResult:
     """``SlogdetResult(sign, logabsdet)`` of each square matrix, from its LU factors: the
-    sign flips with each row swap and each negative pivot; a zero pivot gives (0, -inf)."""
+    sign flips with each row swap and each negative pivot (of a complex matrix, it turns by
+    each pivot's phase); a zero pivot gives (0, -inf)."""
     if method not in (None, "lu"):
         raise ValueError(f"Unknown slogdet method '{method}'; only 'lu' is implemented here.")
     (a,) = _matrices("slogdet", a)
@@ -186,12 +187,16 @@ def slogdet(a, *, method: str | None = None) -> SlogdetResult:
     diag = jnp.diagonal(lu, axis1=-2, axis2=-1)
     is_zero = jnp.any(diag == 0, axis=-1)
     swaps = pivots != jnp.arange(get_aval(a).shape[-1], dtype=np.int32)
-    parity = jnp.count_nonzero(swaps, axis=-1) + jnp.count_nonzero(diag < 0, axis=-1)
+    complex_ = jnp.iscomplexobj(a)
+    negative = 0 if complex_ else jnp.count_nonzero(diag < 0, axis=-1)
+    parity = jnp.count_nonzero(swaps, axis=-1) + negative
     sign = jnp.where(is_zero, 0, 1 - 2 * (parity % 2)).astype(a.dtype)
+    if complex_:
+        sign = sign * jnp.prod(diag / jnp.abs(diag).astype(a.dtype), axis=-1)
     # (a zero pivot makes the sum -inf by itself: a where choosing -inf would make the
     # derivative there 0 in forward mode, where it is infinite)
     logdet = jnp.sum(jnp.log(jnp.abs(diag)), axis=-1)
-    return SlogdetResult(sign, logdet.astype(a.dtype))
+    return SlogdetResult(sign, logdet.astype(jnp.real(a).dtype))
 
 
 def det(a):

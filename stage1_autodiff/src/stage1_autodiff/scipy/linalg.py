@@ -75,9 +75,11 @@ def cho_solve(c_and_lower: tuple[Any, bool], b, overwrite_b: bool = False,
     del overwrite_b, check_finite
     c, lower = c_and_lower
     c, b = promote_inexact(as_value(c), as_value(b))
-    # a = l l^T: solve l y = b, then l^T x = y (with an upper factor u = l^T, the other way).
-    y = lax_linalg.triangular_solve(c, b, left_side=True, lower=lower, transpose_a=not lower)
-    return lax_linalg.triangular_solve(c, y, left_side=True, lower=lower, transpose_a=lower)
+    # a = l l^H: solve l y = b, then l^H x = y (with an upper factor u = l^H, the other way).
+    y = lax_linalg.triangular_solve(c, b, left_side=True, lower=lower, transpose_a=not lower,
+                                    conjugate_a=not lower)
+    return lax_linalg.triangular_solve(c, y, left_side=True, lower=lower, transpose_a=lower,
+                                       conjugate_a=lower)
 
 
 _TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}
@@ -87,13 +89,15 @@ def solve_triangular(a, b, trans: int | str = 0, lower: bool = False,
                      unit_diagonal: bool = False, overwrite_b: bool = False, debug: Any = None,
                      check_finite: bool = True):
     """``x`` with ``op(a) @ x == b`` for triangular ``a`` (only its ``lower`` or upper
-    triangle read); ``trans``: 0 or 'N' for ``a``, 1 or 'T' (2 or 'C') for its transpose."""
+    triangle read); ``trans``: 0 or 'N' for ``a``, 1 or 'T' for its transpose, 2 or 'C' for
+    its adjoint."""
     del overwrite_b, debug, check_finite
     if trans not in _TRANS:
         raise ValueError(f"Invalid 'trans' value {trans!r}: use 0, 1, 2, 'N', 'T' or 'C'.")
     a, b = promote_inexact(as_value(a), as_value(b))
     return lax_linalg.triangular_solve(a, b, left_side=True, lower=lower,
-                                       transpose_a=_TRANS[trans], unit_diagonal=unit_diagonal)
+                                       transpose_a=_TRANS[trans], conjugate_a=trans in (2, "C"),
+                                       unit_diagonal=unit_diagonal)
 
 
 def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True):

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
 from .. import numpy as jnp
 from .. import prims as lax
 from ..core import get_aval
@@ -50,10 +49,6 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
     shape = get_aval(a).shape
     if len(shape) < 2 or shape[-1] != shape[-2]:
         raise ValueError(f"Expected A to be a (batched) square matrix, got A.shape={shape}.")
-    if dtypes.is_complex(get_aval(a).dtype):  # its solve is real-only, as jnp.linalg's
-        raise TypeError(f"expm requires floating-point arguments, got "
-                        f"{get_aval(a).str_short()}: complex matrices are not supported "
-                        f"here (the course page 'Differences from JAX').")
     degree = 7 if get_aval(a).dtype.itemsize <= 4 else 13
     norm = jnp.max(jnp.sum(jnp.abs(a), axis=-2), axis=-1)  # each matrix's 1-norm
     squarings = lax.stop_gradient(jnp.maximum(0.0, jnp.ceil(jnp.log2(norm / _THETA[degree]))))

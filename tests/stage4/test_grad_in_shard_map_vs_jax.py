@@ -1,0 +1,71 @@
+"""Derivatives taken inside a ``shard_map`` body, against JAX 0.10.2 on 8 CPU devices. JAX
+types each value of a body with the mesh axes it varies along: the gradient of a replicated
+value used with a varying one is summed over the devices (the transpose of JAX's implicit
+``pvary``), and a ``psum``'s transpose moves nothing. Ours gave the local gradient (and
+refused ``out_specs=P()`` for it), and the transpose of ``psum`` summed again: a data
+parallel loss ``pmean(local)`` differentiated in the body came out 8 times too large."""
+
+
+import numpy as np
+import pytest
+from eight_jax_devices import jax_with_eight_cpu_devices
+
+import stage4_sharding as ours
+
+real = jax_with_eight_cpu_devices()
+
+
+def _cases(jax):
+    P, jnp, lax = jax.sharding.PartitionSpec, jax.numpy, jax.lax
+    mesh = jax.make_mesh((8,), ("d",))
+
+    def body(f, out=P("d"), check=True):
+        return jax.jit(jax.shard_map(f, mesh=mesh, in_specs=(P(), P("d")), out_specs=out,
+                                     check_vma=check))
+
+    def fsdp_step(w, x):  # gather the weights, gradient, scatter back its sum
+        full = lax.all_gather(w, "d", tiled=True)
+        return lax.psum_scatter(jax.grad(lambda f: jnp.sum(f * x[:, 0]))(full), "d",
+                                tiled=True)
+    return {
+        "grad of a replicated input": body(
+            lambda b, x: jax.grad(lambda b: jnp.sum(x * b))(b), P()),
+        "grad of pmean of a loss": body(
+            lambda b, x: jax.grad(lambda b: lax.pmean(jnp.sum(x * b * b), "d"))(b), P()),
+        "grad of psum wrt a varying value": body(
+            lambda b, x: jax.grad(lambda x: jnp.sum(lax.psum(x, "d")))(x)),
+        "grad of pmean wrt a varying value": body(
+            lambda b, x: jax.grad(lambda x: jnp.sum(lax.pmean(x * x, "d")))(x)),
+        "a replicated term added": body(
+            lambda b, x: jax.grad(lambda b: jnp.sum(jnp.sin(x * b) + b))(b), P()),
+        "replicated only": body(lambda b, x: jax.grad(lambda b: jnp.sum(b * b))(b), P()),
+        "psum of a product": body(
+            lambda b, x: jax.grad(lambda b: jnp.sum(lax.psum(b * x, "d")))(b), P()),
+        "vjp in the body": body(
+            lambda b, x: jax.vjp(lambda b: x * b, b)[1](jnp.ones_like(x))[0], P()),
+        "jvp in the body": body(
+            lambda b, x: jax.jvp(lambda b: x * b, (b,), (jnp.ones_like(b),))[1]),
+        "where": body(
+            lambda b, x: jax.grad(lambda b: jnp.sum(jnp.where(x > 3, b, 2 * b)))(b), P()),
+        "through a jitted function": body(
+            lambda b, x: jax.grad(lambda b: jnp.sum(jax.jit(lambda u, v: u * v)(x, b)))(b),
+            P()),
+        "all_gather then psum_scatter": jax.jit(jax.shard_map(
+            fsdp_step, mesh=mesh, in_specs=(P("d"), P("d")), out_specs=P("d"))),
+        "no check: the local gradient": body(
+            lambda b, x: jax.grad(lambda b: jnp.sum(x * b))(b), P("d"), check=False),
+    }, mesh
+
+
+@pytest.mark.parametrize("name", list(_cases(ours)[0]))
+def test_derivatives_in_a_body_agree_with_jax(name):
+    results = []
+    for jax in (real, ours):
+        cases, mesh = _cases(jax)
+        split = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("d"))
+        x = jax.device_put(jax.numpy.arange(8.0).reshape(8, 1), split)
+        first = (jax.device_put(jax.numpy.ones(8), split) if name.startswith("all_gather")
+                 else jax.numpy.full((1,), 2.0))
+        results.append(np.asarray(cases[name](first, x)))
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+    assert results[1].shape == results[0].shape
