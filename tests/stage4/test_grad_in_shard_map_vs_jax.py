@@ -69,3 +69,44 @@ def test_derivatives_in_a_body_agree_with_jax(name):
         results.append(np.asarray(cases[name](first, x)))
     np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
     assert results[1].shape == results[0].shape
+
+
+def _nested_cases(jax):
+    """On a 4 x 2 mesh: two axes, and the transformations a body may hold around grad."""
+    P, jnp, lax = jax.sharding.PartitionSpec, jax.numpy, jax.lax
+    mesh = jax.make_mesh((4, 2), ("a", "b"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+
+    def body(f, ins, out):
+        return jax.jit(jax.shard_map(f, mesh=mesh, in_specs=ins, out_specs=out))
+    both = (P(), P("a"))
+    return {
+        "pmean over one axis of two": body(lambda w, x: jax.grad(
+            lambda w: lax.pmean(jnp.sum(jnp.tanh(x @ w)), "a"))(w), both, P()),
+        "split over both axes": body(lambda w, x: jax.grad(
+            lambda w: lax.psum(jnp.sum(x @ w), ("a", "b")))(w), (P(), P(("a", "b"))), P()),
+        "weights split over the other axis": body(lambda w, x: jax.grad(
+            lambda w: jnp.sum(x[:, :2] * w))(w), (P("b"), P("a")), P("b")),
+        "ppermute": body(lambda w, x: jax.grad(lambda w: jnp.sum(lax.ppermute(
+            x @ w, "a", [(i, (i + 1) % 4) for i in range(4)]) ** 2))(w), both, P()),
+        "vmap of grad": body(lambda w, x: jax.vmap(jax.grad(
+            lambda w, xi: jnp.sum(xi * w)), (None, 0))(w, x), both, P("a")),
+        "hessian": body(lambda w, x: jax.hessian(
+            lambda w: lax.pmean(jnp.sum((x @ w) ** 3), "a"))(w), both, P()),
+        "a jit holding a psum": body(lambda w, x: jax.grad(lambda w: jax.jit(
+            lambda w: lax.psum(jnp.sum(x @ w), "a"))(w))(w), both, P()),
+        "a checkpoint holding a psum": body(lambda w, x: jax.grad(lambda w: jax.checkpoint(
+            lambda w: lax.psum(jnp.sum(jnp.sin(x @ w)), "a"))(w))(w), both, P()),
+        "value_and_grad": body(lambda w, x: jax.value_and_grad(
+            lambda w: lax.pmean(jnp.mean((x @ w) ** 2), "a"))(w), both, (P(), P())),
+    }
+
+
+@pytest.mark.parametrize("name", list(_nested_cases(ours)))
+def test_nested_derivatives_in_a_body_agree_with_jax(name):
+    x = np.arange(32.0, dtype=np.float32).reshape(8, 4) / 10
+    results = []
+    for jax in (real, ours):
+        w = np.linspace(-1, 1, 2 if "other axis" in name else 4, dtype=np.float32)
+        results.append(jax.tree.leaves(_nested_cases(jax)[name](w, x)))
+    for mine, theirs in zip(results[1], results[0]):
+        np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-5, atol=1e-6)

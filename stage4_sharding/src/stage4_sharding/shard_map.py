@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from stage1_autodiff.api_util import check_callable
+from stage1_autodiff.autodiff import _vjp as run_on_tape
 from stage1_autodiff.autodiff import cotangent_hooks, vjp
 from stage1_autodiff.core import (
     Primitive,
@@ -43,8 +44,10 @@ from stage1_autodiff.tree_util import tree_flatten, tree_unflatten
 from stage2_jit.abstract_eval import abstract_eval_rules
 from stage2_jit.derived import is_inexact, jvp_program, split_tangents
 from stage2_jit.jaxpr import ClosedJaxpr, Jaxpr, Literal, map_programs
+from stage2_jit.jit import jit_p
 from stage2_jit.passes import CALL_PARAMS
-from stage2_jit.tracing import JaxprTracer, jaxpr_as_fun
+from stage2_jit.remat import remat_p
+from stage2_jit.tracing import JaxprTracer, eval_jaxpr, jaxpr_as_fun
 from stage3_vmap.batching import AxisData, batch_fun, batching_rules, bdim_at, not_mapped
 from stage3_vmap.collectives import (
     all_gather_p,
@@ -310,13 +313,24 @@ class _SumWhereSame:
         extra = frozenset().union(*out_axes) - primal_axes
         return lax_psum(ct, tuple(a for a in self.order if a in extra)) if extra else ct
 
-    def typed(self, axis_name: Any) -> bool:
-        """Whether ``axis_name`` names axes of this body's mesh."""
-        return set(axis_name if isinstance(axis_name, tuple) else (axis_name,)) <= set(
-            self.order)
+    def typed(self, axis_name: Any, x: Any) -> bool:
+        """Whether a collective over ``axis_name`` of ``x`` is typed here: its axes are the
+        mesh's, and ``x`` a value of the body (perhaps under a vmap or a jvp in it)."""
+        names = set(axis_name if isinstance(axis_name, tuple) else (axis_name,))
+        return names <= set(self.order) and self._body_value(x) is not None
+
+    def _body_value(self, x: Any) -> JaxprTracer | None:
+        """The body's tracer under ``x``: itself, or the value a vmap's or a JVP's tracer in
+        the body wraps (a ``jit`` in the body traces values of its own: None)."""
+        while not isinstance(x, JaxprTracer):
+            x = getattr(x, "val", getattr(x, "primal", None))
+            if x is None:
+                return None
+        return x if x._trace.main.global_data is self.builder else None
 
     def _axes(self, x: Any) -> frozenset[str] | None:
-        if not isinstance(x, JaxprTracer) or x._trace.main.global_data is not self.builder:
+        x = self._body_value(x)
+        if x is None:
             return None
         for eqn in self.builder.eqns[self.done:]:
             ins = [frozenset() if isinstance(a, Literal) else self.axes_of.get(a, frozenset())
@@ -334,7 +348,7 @@ def _typed_transpose(rule: Callable, in_body: Callable) -> Callable:
     made where ``_SumWhereSame`` finds them); elsewhere ``rule``, stage 3's."""
     def vjp(ct, x, *, out, axis_name):
         hook = cotangent_hooks[-1] if cotangent_hooks else None
-        if isinstance(hook, _SumWhereSame) and hook.typed(axis_name):
+        if isinstance(hook, _SumWhereSame) and hook.typed(axis_name, x):
             return in_body(ct, x, out, axis_name)
         return rule(ct, x, out=out, axis_name=axis_name)
     return vjp
@@ -346,6 +360,24 @@ def _to_the_extremum(ct, x, out, axis_name):
     return [lax.mul(ct, lax.div(wins, psum_p.bind(wins, axis_name=axis_name)))]
 
 
+def _inlined_in_body(rule: Callable) -> Callable:
+    """The VJP of a ``jit`` (or ``checkpoint``) whose program exchanges values between
+    devices: in a body traced with its check on, the program's equations are run again in
+    the body and differentiated there, where ``_SumWhereSame`` types them (its own backward
+    program would be traced apart, with the untyped rules); elsewhere ``rule``."""
+    def vjp(cts, *primals, out, needs, jaxpr, **params):
+        hook = cotangent_hooks[-1] if cotangent_hooks else None
+        if not (isinstance(hook, _SumWhereSame) and _exchanges(jaxpr.jaxpr)
+                and any(hook._body_value(p) is not None for p in primals)):
+            return rule(cts, *primals, out=out, needs=needs, jaxpr=jaxpr, **params)
+        _, pullback, *_ = run_on_tape(lambda *xs: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, xs),
+                                      primals, False)
+        return [ct if need else None for ct, need in zip(pullback(list(cts)), needs)]
+    return vjp
+
+
+vjp_rules[jit_p] = _inlined_in_body(vjp_rules[jit_p])
+vjp_rules[remat_p] = _inlined_in_body(vjp_rules[remat_p])
 vjp_rules[psum_p] = _typed_transpose(vjp_rules[psum_p], lambda ct, x, out, axis_name: [ct])
 vjp_rules[pmax_p] = _typed_transpose(vjp_rules[pmax_p], _to_the_extremum)
 vjp_rules[pmin_p] = _typed_transpose(vjp_rules[pmin_p], _to_the_extremum)
