@@ -250,9 +250,11 @@ def _backward_pass(tape: Tape, cts_out: dict[int, Any]) -> dict[int, Any]:
             cts_in = rule(ct, *entry.primals_in, out=out, needs=needs, **entry.params)
         else:
             cts_in = rule(ct, *entry.primals_in, out=out, **entry.params)
-        for node, ct_in, x in zip(entry.in_nodes, cts_in, entry.primals_in):
+        if hook is not None:
+            cts_in = [None if ct is None else hook(x, ct, entry.primals_out)
+                      for x, ct in zip(entry.primals_in, cts_in)]
+        for node, ct_in in zip(entry.in_nodes, cts_in):
             if node is not None and ct_in is not None:
-                ct_in = ct_in if hook is None else hook(x, ct_in, entry.primals_out)
                 cts[node] = ct_in if node not in cts else lax.add(cts[node], ct_in)
     return cts
     # --8<-- [end:task1_1]

@@ -860,7 +860,8 @@ def _broadcast_back(reduced, operand_shape: Shape, axes: Sequence[int], sharding
 reduce_sum_p = Primitive("reduce_sum", kind=REDUCTION, identity=lambda dtype: 0)
 def reduce_sum(x, axes: Sequence[int]): return reduce_sum_p.bind(x, axes=tuple(axes))
 def reduce_sum_impl(x, *, axes):  # (a narrow float adds up in float32: dtypes.py says why)
-    return np.add.reduce(x, axis=axes, dtype=dtypes.accumulation_dtype(x.dtype)).astype(x.dtype)
+    return np.add.reduce(x, axis=axes, dtype=dtypes.accumulation_dtype(x.dtype)).astype(
+        x.dtype, copy=False)
 impl_rules[reduce_sum_p] = reduce_sum_impl
 def reduce_sum_vjp(ct, x, *, out, axes):
     # The cotangent is laid out as x (stage 4): the reduced dims may have been split, and
@@ -905,7 +906,7 @@ jvp_rules[reduce_min_p] = _chooser_jvp(reduce_min_p)
 reduce_prod_p = Primitive("reduce_prod", kind=REDUCTION, identity=lambda dtype: 1)
 def reduce_prod(x, axes: Sequence[int]): return reduce_prod_p.bind(x, axes=tuple(axes))
 impl_rules[reduce_prod_p] = lambda x, *, axes: np.prod(
-    x, axis=axes, dtype=dtypes.accumulation_dtype(x.dtype)).astype(x.dtype)
+    x, axis=axes, dtype=dtypes.accumulation_dtype(x.dtype)).astype(x.dtype, copy=False)
 def _prod_of_others(x, axes):
     """d prod(x) / d x_i: the product of all the other reduced elements.
 

@@ -27,8 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from stage1_autodiff.api_util import check_callable
-from stage1_autodiff.autodiff import _vjp as run_on_tape
-from stage1_autodiff.autodiff import cotangent_hooks, vjp
+from stage1_autodiff.autodiff import cotangent_hooks, vjp, vjp_flat
 from stage1_autodiff.core import (
     Primitive,
     ShapedArray,
@@ -370,8 +369,7 @@ def _inlined_in_body(rule: Callable) -> Callable:
         if not (isinstance(hook, _SumWhereSame) and _exchanges(jaxpr.jaxpr)
                 and any(hook._body_value(p) is not None for p in primals)):
             return rule(cts, *primals, out=out, needs=needs, jaxpr=jaxpr, **params)
-        _, pullback, *_ = run_on_tape(lambda *xs: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, xs),
-                                      primals, False)
+        _, pullback = vjp_flat(lambda *xs: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, xs), *primals)
         return [ct if need else None for ct, need in zip(pullback(list(cts)), needs)]
     return vjp
 
