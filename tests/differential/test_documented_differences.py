@@ -2357,3 +2357,26 @@ def test_odeint_converts_the_derivative_to_the_state_dtype() -> None:
     np.testing.assert_allclose(odeint(constant, np.ones(2, np.float32), t),
                                1.0 + t[:, None] * np.ones(2), rtol=1e-5)
 
+
+
+def test_grad_in_a_body_stops_at_a_loop_that_holds_a_reduction() -> None:
+    x = np.arange(16.0, dtype=np.float32).reshape(8, 2) / 10
+    w = np.array([0.5, -1.0], np.float32)
+    results = {}
+    for lib in (jax, sj):
+        P, lax = lib.sharding.PartitionSpec, lib.lax
+        mesh = lib.make_mesh((4,), ("a",), axis_types=(lib.sharding.AxisType.Auto,))
+
+        def loss(w, x, lax=lax, lib=lib):
+            return lax.fori_loop(0, 2, lambda i, c: c + lax.psum(
+                lib.numpy.sum(x @ w), "a"), lib.numpy.float32(0.0))
+        for check in (True, False):
+            f = lib.jit(lib.shard_map(lambda w, x, loss=loss, lib=lib: lib.grad(loss)(w, x)[None],
+                                      mesh=mesh, in_specs=(P(), P("a")), out_specs=P("a"),
+                                      check_vma=check))
+            if lib is sj and check:
+                raises(NotImplementedError, f, w, x, match="Take the gradient of the whole")
+                continue
+            results[lib, check] = np.asarray(f(w, x))
+    np.testing.assert_allclose(results[jax, True][0], 2 * x.sum(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(results[sj, False], results[jax, False], rtol=1e-5)

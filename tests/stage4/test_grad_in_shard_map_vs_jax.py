@@ -110,3 +110,37 @@ def test_nested_derivatives_in_a_body_agree_with_jax(name):
         results.append(jax.tree.leaves(_nested_cases(jax)[name](w, x)))
     for mine, theirs in zip(results[1], results[0]):
         np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-5, atol=1e-6)
+
+
+def _loop_losses(jax):
+    jnp, lax = jax.numpy, jax.lax
+    perm = [(i, (i + 1) % 4) for i in range(4)]
+
+    def varying_zero():
+        return lax.pcast(jnp.float32(0.0), "a", to="varying")
+    return {
+        "fori_loop holding a ppermute": lambda w, x: lax.fori_loop(
+            0, 2, lambda i, c: c + jnp.sum(lax.ppermute(x, "a", perm) @ w), varying_zero()),
+        "fori_loop of local work": lambda w, x: lax.fori_loop(
+            0, 2, lambda i, c: c + jnp.sum(jnp.sin(x @ w)), varying_zero()),
+        "cond of local work": lambda w, x: jnp.sum(lax.cond(
+            True, lambda w: jnp.sin(x @ w), lambda w: x @ w, w)),
+    }
+
+
+def _in_body(jax, loss):
+    P = jax.sharding.PartitionSpec
+    mesh = jax.make_mesh((4,), ("a",), axis_types=(jax.sharding.AxisType.Auto,))
+    return jax.jit(jax.shard_map(lambda w, x: jax.grad(loss)(w, x)[None], mesh=mesh,
+                                 in_specs=(P(), P("a")), out_specs=P("a")))
+
+
+@pytest.mark.parametrize("name", list(_loop_losses(ours)))
+def test_loops_and_branches_in_a_body_agree_with_jax(name):
+    """A replicated value used with varying ones inside a loop or a branch: the sum is
+    made where the loop's operand meets its varying results (a sum commutes with the
+    loop's linear backward pass)."""
+    x = np.arange(16.0, dtype=np.float32).reshape(8, 2) / 10
+    w = np.array([0.5, -1.0], np.float32)
+    results = [np.asarray(_in_body(jax, _loop_losses(jax)[name])(w, x)) for jax in (real, ours)]
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-5)

@@ -314,9 +314,10 @@ class _SumWhereSame:
 
     def typed(self, axis_name: Any, x: Any) -> bool:
         """Whether a collective over ``axis_name`` of ``x`` is typed here: its axes are the
-        mesh's, and ``x`` a value of the body (perhaps under a vmap or a jvp in it)."""
+        mesh's, and ``x`` a value of the body (perhaps under a vmap or a jvp in it); with
+        ``x`` None, whether the axes are the mesh's."""
         names = set(axis_name if isinstance(axis_name, tuple) else (axis_name,))
-        return names <= set(self.order) and self._body_value(x) is not None
+        return names <= set(self.order) and (x is None or self._body_value(x) is not None)
 
     def _body_value(self, x: Any) -> JaxprTracer | None:
         """The body's tracer under ``x``: itself, or the value a vmap's or a JVP's tracer in
@@ -332,10 +333,8 @@ class _SumWhereSame:
         if x is None:
             return None
         for eqn in self.builder.eqns[self.done:]:
-            ins = [frozenset() if isinstance(a, Literal) else self.axes_of.get(a, frozenset())
-                   for a in eqn.invars]
-            out = _result_axes(eqn, ins)
-            for var in eqn.outvars:
+            outs = _eqn_axes(eqn, [_read(self.axes_of, a) for a in eqn.invars])
+            for var, out in zip(eqn.outvars, outs or [None] * len(eqn.outvars)):
                 self.axes_of[var] = out
         self.done = len(self.builder.eqns)
         return self.axes_of.get(self.builder.var(x), frozenset())
@@ -349,6 +348,14 @@ def _typed_transpose(rule: Callable, in_body: Callable) -> Callable:
         hook = cotangent_hooks[-1] if cotangent_hooks else None
         if isinstance(hook, _SumWhereSame) and hook.typed(axis_name, x):
             return in_body(ct, x, out, axis_name)
+        if isinstance(hook, _SumWhereSame) and hook.typed(axis_name, None):
+            raise NotImplementedError(
+                f"grad inside a shard_map body, through a cond, scan, while_loop or fori_loop "
+                f"whose body holds a reduction over mesh axis {axis_name!r} (psum, pmean, "
+                f"pmax or pmin), is not implemented here: JAX "
+                f"types that loop's values and sums gradients where they meet, which this "
+                f"library follows only outside such loops. Take the gradient of the whole "
+                f"shard_map instead, or pass check_vma=False for each device's own gradient.")
         return rule(ct, x, out=out, axis_name=axis_name)
     return vjp
 
@@ -381,17 +388,69 @@ vjp_rules[pmax_p] = _typed_transpose(vjp_rules[pmax_p], _to_the_extremum)
 vjp_rules[pmin_p] = _typed_transpose(vjp_rules[pmin_p], _to_the_extremum)
 
 
-def _result_axes(eqn: Any, ins: list[frozenset[str] | None]) -> frozenset[str] | None:
-    """The axes an equation's results vary along, by JAX's rules; None where a program it
-    holds exchanges values between devices (not followed: no cotangent is summed there)."""
+Axes = frozenset[str]
+
+
+def _read(env: dict[Any, Axes | None], atom: Any) -> Axes | None:
+    return frozenset() if isinstance(atom, Literal) else env.get(atom, frozenset())
+
+
+def _program_axes(jaxpr: Jaxpr, in_axes: list[Axes]) -> list[Axes] | None:
+    """The axes each output of a program varies along, its inputs varying along
+    ``in_axes`` (its constants along none); None where it is not followed."""
+    env: dict[Any, Axes | None] = dict(zip(jaxpr.invars, in_axes))
+    for eqn in jaxpr.eqns:
+        outs = _eqn_axes(eqn, [_read(env, a) for a in eqn.invars])
+        if outs is None:
+            return None
+        env.update(zip(eqn.outvars, outs))
+    return [_read(env, v) for v in jaxpr.outvars]
+
+
+def _eqn_axes(eqn: Any, ins: list[Axes | None]) -> list[Axes] | None:
+    """The axes each result of an equation varies along, by JAX's rules: a reduction over
+    an axis removes it, ``axis_index`` gives it, every other primitive (``all_gather``
+    too) gives the union of its operands'. Programs it holds are followed (a loop's carry
+    until it settles); None where one is not (an equation of another kind that holds one)."""
     if any(a is None for a in ins):
         return None
-    union = frozenset().union(*ins)
-    if eqn.primitive in (psum_p, pmax_p, pmin_p, axis_index_p):
-        name = eqn.params["axis_name"]
+    union, prim, params = frozenset().union(*ins), eqn.primitive, eqn.params
+    if prim in (psum_p, pmax_p, pmin_p, axis_index_p):
+        name = params["axis_name"]
         names = frozenset(name if isinstance(name, tuple) else (name,))
-        return names if eqn.primitive is axis_index_p else union - names
-    return None if any(_exchanges(p.jaxpr) for p in _programs(eqn)) else union
+        return [names if prim is axis_index_p else union - names]
+    if prim.name in CALL_PARAMS:
+        return _program_axes(params[CALL_PARAMS[prim.name]].jaxpr, ins)
+    if prim.name == "cond":
+        branches = [_program_axes(b.jaxpr, ins[1:]) for b in params["branches"]]
+        return None if None in branches else [ins[0].union(*outs) for outs in zip(*branches)]
+    if prim.name in ("scan", "while"):
+        return _loop_axes(prim.name, params, ins)
+    return None if _programs(eqn) else [union] * len(eqn.outvars)
+
+
+def _loop_axes(kind: str, params: dict[str, Any], ins: list[Axes]) -> list[Axes] | None:
+    """A scan's or a while's results: the carries' axes grow until the body keeps them."""
+    if kind == "scan":
+        body, first = params["jaxpr"].jaxpr, params["num_consts"]
+        carry, rest = ins[first:first + params["num_carry"]], ins[first + params["num_carry"]:]
+    else:
+        body, first = params["body_jaxpr"].jaxpr, params["cond_nconsts"]
+        rest, carry = [], ins[first + params["body_nconsts"]:]
+        first += params["body_nconsts"]
+    consts = ins[params.get("cond_nconsts", 0):first]
+    while True:
+        outs = _program_axes(body, [*consts, *carry, *rest])
+        if outs is None:
+            return None
+        grown = [c | o for c, o in zip(carry, outs)]
+        if grown == carry:
+            break
+        carry = grown
+    if kind == "scan":
+        return [*carry, *outs[len(carry):]]
+    pred = _program_axes(params["cond_jaxpr"].jaxpr, [*ins[:params["cond_nconsts"]], *carry])
+    return None if pred is None else [c | pred[0] for c in carry]
 
 
 def _programs(eqn: Any) -> list[ClosedJaxpr]:
