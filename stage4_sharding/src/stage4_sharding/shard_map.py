@@ -461,8 +461,7 @@ def _programs(eqn: Any) -> list[ClosedJaxpr]:
     return found
 
 
-_EXCHANGES = {psum_p, pmax_p, pmin_p, axis_index_p, all_gather_p, psum_scatter_p, ppermute_p,
-              all_to_all_p}
+_EXCHANGES = _MAKES_SAME | _MAKES_VARYING  # every collective, and axis_index
 
 
 def _exchanges(jaxpr: Jaxpr) -> bool:
