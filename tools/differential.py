@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "differential"))
 
 from oracle import TRANSFORMS, Mismatch, check, prepare_jax, shrink  # noqa: E402
-from random_programs import FEATURES, draw_program  # noqa: E402
+from random_programs import COMPLEX, FEATURES, draw_program  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -38,6 +38,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="lines per program, before the unused ones are dropped")
     parser.add_argument("--out-of-bounds", action="store_true",
                         help="also draw indices and updates past either end")
+    parser.add_argument("--complex", action="store_true",
+                        help="also draw complex values, their ops, and floats made from them")
     parser.add_argument("--transforms", default="",
                         help="comma-separated names (default: every one the stage offers)")
     return parser.parse_args(argv)
@@ -79,6 +81,7 @@ class Report:
 
 def run_round(seed: int, args: argparse.Namespace, transforms: list, report: Report) -> None:
     features = tuple(f for f in FEATURES if args.stage >= 2 or f != "control")
+    features += (COMPLEX,) * (3 * args.complex)  # (weighted: a chain of complex lines)
     program = draw_program(seed, features=features, length=tuple(args.length),
                            out_of_bounds=args.out_of_bounds)
     for transform in transforms:

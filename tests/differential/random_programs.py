@@ -7,8 +7,9 @@ program; with ``jax.numpy`` it is JAX's. Because it is text, a mismatch prints a
 reader can paste, and shrinking it is deleting lines.
 
 The generator tracks each value's shape and kind (``f`` float32 array, ``i`` int32 array, ``b``
-bool array, ``p`` a Python float argument) so every line it writes is valid in JAX. It draws
-from ``numpy.random.Generator`` only, so a seed names a program exactly.
+bool array, ``c`` complex64 array, ``p`` a Python float argument) so every line it writes is
+valid in JAX. It draws from ``numpy.random.Generator`` only, so a seed names a program
+exactly.
 """
 
 from __future__ import annotations
@@ -20,15 +21,16 @@ from typing import Any
 
 import numpy as np
 
-# The kinds of line a program may hold. ``oob`` (updates and reads out of bounds) is apart:
-# issue 15 is fixing it, so the suite runs it in tests of its own.
+# The kinds of line a program may hold. Reads and updates out of bounds, and complex values,
+# are apart: the suite runs each in tests of its own (``out_of_bounds``, ``COMPLEX``).
 FEATURES = ("elementwise", "broadcasting", "reductions", "shapes", "indexing", "updates",
             "matmul", "integers", "control")
+COMPLEX = "complex"
 
 
 @dataclass(frozen=True)
 class Value:
-    """A value of the program: its name, shape and kind (``f``, ``i``, ``b`` or ``p``)."""
+    """A value of the program: its name, shape and kind (``f``, ``i``, ``b``, ``c`` or ``p``)."""
 
     name: str
     shape: tuple[int, ...]
@@ -519,11 +521,60 @@ def draw_control(rng, vals) -> Drawn:
     return expr, shape, "f", (a,)
 
 
+# Complex values (kind ``c``, complex64): made from floats, computed with, and brought back
+# to floats, as a program with phases, Fourier transforms or unitary matrices does. Gradients
+# pass through them both holomorphically (products, exp, sin) and not (conj, abs, real).
+# Offsets keep abs and angle away from 0 and from the negative real axis, where the two
+# libraries may round to either side of a kink or a branch cut.
+TO_COMPLEX = ["lax.complex({a}, jnp.cos({a}))", "{a} * (1.0 + 0.5j)", "jnp.exp(1j * {a})",
+              "{a}.astype(jnp.complex64) - 0.5j"]
+COMPLEX_OPS = ["{c} * {c}", "jnp.exp({c} * 0.5)", "jnp.sin({c})", "jnp.conj({c})",
+               "{c} / (1.5 + {c} * jnp.conj({c}))", "jnp.tanh({c} * 0.5)",
+               "jnp.log({c} * jnp.conj({c}) + 1.0)", "jnp.sqrt({c} * 0.5j + 3.0)",
+               "{c} * 0.5 - 1j", "jnp.cos({c}) * {c}"]
+COMPLEX_OPS_1D = ["jnp.cumsum({c}, axis=-1)", "jnp.fft.fft({c}, axis=-1)",
+                  "jnp.fft.ifft({c} * {c}, axis=-1)", "jnp.flip({c}, axis=-1) * 1j"]
+FROM_COMPLEX = ["jnp.real({c})", "jnp.imag({c})", "jnp.abs({c} + 2.5)",
+                "jnp.angle({c} + 3.5)", "jnp.real({c} * jnp.conj({c}))",
+                "jnp.real({c}) * jnp.imag({c})"]
+
+
+def draw_complex(rng, vals) -> Drawn:
+    """A complex value from a float, a complex op (elementwise, a cumulative sum, an FFT, a
+    reduction, a product with a float or with a conjugate transpose), or a float from a
+    complex value."""
+    complexes = [v for v in vals if v.kind == "c"]
+    if not complexes or rng.random() < 0.25:
+        a = _recent(rng, _floats(vals))
+        return _pick(rng, TO_COMPLEX).format(a=a.name), a.shape, "c", (a,)
+    c = _recent(rng, complexes)
+    choice = rng.integers(0, 6)
+    if choice <= 1:
+        return _pick(rng, FROM_COMPLEX).format(c=c.name), c.shape, "f", (c,)
+    if choice == 2 and c.shape:
+        if rng.random() < 0.5:
+            return _pick(rng, COMPLEX_OPS_1D).format(c=c.name), c.shape, "c", (c,)
+        axis = int(rng.integers(0, len(c.shape)))
+        return f"jnp.sum({c.name}, axis={axis})", _drop(c.shape, axis), "c", (c,)
+    if choice == 3:
+        partners = [v for v in _floats(vals) if broadcast_shapes(v.shape, c.shape) is not None]
+        if partners:
+            a = _pick(rng, partners)
+            op = _pick(rng, ["{c} * {a}", "{c} + {a}", "{a} - {c} * 0.5"])
+            return (op.format(c=c.name, a=a.name), broadcast_shapes(c.shape, a.shape), "c",
+                    (c, a))
+    if choice == 4 and len(c.shape) >= 2:
+        shape = c.shape[:-1] + (c.shape[-2],)
+        return (f"{c.name} @ jnp.conj(jnp.swapaxes({c.name}, -1, -2)) * 0.5", shape, "c",
+                (c,))
+    return _pick(rng, COMPLEX_OPS).format(c=c.name), c.shape, "c", (c,)
+
+
 DRAWERS: dict[str, Callable[..., Drawn]] = {
     "elementwise": draw_elementwise, "broadcasting": draw_broadcasting,
     "reductions": draw_reductions, "shapes": draw_shapes, "indexing": draw_indexing,
     "updates": draw_updates, "matmul": draw_matmul, "integers": draw_integers,
-    "control": draw_control,
+    "control": draw_control, "complex": draw_complex,
 }
 
 
@@ -572,6 +623,7 @@ def _end_on_a_float(program: Program, vals: list[Value]) -> None:
     if last.kind == "f" and program.lines:
         return
     expr = {"i": f"{last.name} * 0.5", "b": f"jnp.where({last.name}, 1.0, -1.0)",
+            "c": f"jnp.abs({last.name} + 2.5)",
             "f": f"jnp.sin({last.name})", "p": f"jnp.sin({last.name})"}[last.kind]
     target = Value(f"v{len(vals)}", last.shape, "f")
     program.lines.append(Line(target, expr, (last.name,)))

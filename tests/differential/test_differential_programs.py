@@ -28,13 +28,16 @@ from oracle import (  # noqa: E402
     run,
     shrink,
 )
-from random_programs import FEATURES, draw_program, written  # noqa: E402
+from random_programs import COMPLEX, FEATURES, draw_program, written  # noqa: E402
 
 # Programs per stage and transformation. Stage 4 runs every transformation; the earlier stages
 # run theirs on the first few of the same programs (JAX's results are computed once).
 SEEDS = {1: range(4), 2: range(4), 3: range(4), 4: range(10)}
 OUT_OF_BOUNDS_SEEDS = range(6)
 OUT_OF_BOUNDS_FEATURES = ("elementwise", "indexing", "updates", "shapes")
+COMPLEX_SEEDS = range(2000, 2006)
+COMPLEX_FEATURES = ("elementwise", "broadcasting", "reductions", "matmul", *(COMPLEX,) * 3)
+COMPLEX_TRANSFORMS = ("eager", "jit", "vmap", "grad", "jvp", "vjp", "jacrev", "vmap_of_grad")
 
 
 def features_of(stage: int) -> tuple[str, ...]:
@@ -94,6 +97,15 @@ def test_out_of_bounds_reads_and_updates_equal_jax(transform: Transform, seed: i
     assert_agrees(program, transform, 4)
 
 
+@pytest.mark.parametrize("transform", [BY_NAME[name] for name in COMPLEX_TRANSFORMS],
+                         ids=COMPLEX_TRANSFORMS)
+@pytest.mark.parametrize("seed", COMPLEX_SEEDS)
+def test_programs_through_complex_values_equal_jax(transform: Transform, seed: int) -> None:
+    """Programs whose values pass through complex numbers (phases, FFTs, conjugate products)
+    and come back as floats: the derivatives through them were once silently zero."""
+    assert_agrees(draw_program(seed, features=COMPLEX_FEATURES), transform, 4)
+
+
 def test_the_seeds_reach_every_feature() -> None:
     """The programs above hold every kind of line the generator draws, after dead lines are
     dropped (so a change to the generator cannot leave a feature untested unnoticed)."""
@@ -103,6 +115,10 @@ def test_the_seeds_reach_every_feature() -> None:
             for line in draw_program(seed + 1000, features=OUT_OF_BOUNDS_FEATURES,
                                      out_of_bounds=True).lines}
     assert seen >= {"indexing", "updates"}, seen
+    lines = [line for seed in COMPLEX_SEEDS
+             for line in draw_program(seed, features=COMPLEX_FEATURES).lines]
+    made = {line.target.kind for line in lines if line.feature == COMPLEX}
+    assert made == {"c", "f"}, made  # complex values made, and floats made from them
 
 
 # ------------------------------------------------------------------------------------------
