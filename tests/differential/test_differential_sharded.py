@@ -109,6 +109,9 @@ SHAPE_OPS = {
     "zeros_like": "jnp.zeros_like(x)", "full_like": "jnp.full_like(x, 2.0)",
     "zeros_like_shape": "jnp.zeros_like(x, shape=x.shape)",
     "ones_like_new_shape": "jnp.ones_like(x, shape=x.shape[:2])",
+    # matmul's batch dims: one operand's are missing, or of size 1 (not broadcast, in JAX)
+    "matmul_matrix_by_stack": "jnp.matmul(jnp.mean(x, axis=0).T, x)",
+    "matmul_unit_batch": "jnp.matmul(x[:1], jnp.swapaxes(x, 1, 2))",
 }
 SHAPES = {"8": (8, 8, 2), "4x2": (8, 4, 2)}
 

@@ -149,8 +149,8 @@ def test_out_sharding_resolves_the_ambiguous_contraction(mesh):
     with pytest.raises(ShardingTypeError, match="out_sharding .* has more entries than the "
                                                 "result has dims"):
         jnp.matmul(x, y, out_sharding=P("x", None, None))
-    with pytest.raises(ValueError, match="out_sharding needs operands of at least two dims"):
-        jnp.matmul(x, x4x6[:, 0], out_sharding=P())
+    # a vector operand takes one too (as JAX's: the contraction is not reshaped to matrices)
+    check(jnp.matmul(x, x4x6[:, 0], out_sharding=P("x")), x8x4 @ x4x6[:, 0], "float32[8@x]")
 
 
 def test_creation_is_replicated_and_sorting_needs_the_sorted_dim_whole(mesh):

@@ -10,7 +10,7 @@ from .. import dtypes
 from .. import prims as lax
 from ..core import get_aval
 from ..precision import canonicalize_precision
-from .promotion import as_value, broadcast_shapes, broadcast_to_shape, convert, promote
+from .promotion import as_value, convert, promote
 from .reductions import sum as _sum
 from .shapes import ravel, reshape, transpose
 
@@ -75,39 +75,64 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     if not a_shape or not b_shape:
         raise ValueError(f"matmul: operands must have at least one dimension, got shapes "
                          f"{a_shape} and {b_shape}. Use * for scalars.")
-    a_vector, b_vector = len(a_shape) == 1, len(b_shape) == 1
-    if out_sharding is not None and (a_vector or b_vector):
-        raise ValueError("matmul: out_sharding needs operands of at least two dims; reshape "
-                         "a vector operand to a matrix first.")
-    if a_vector:
-        a = reshape(a, (1, a_shape[0]))
-    if b_vector:
-        b = reshape(b, (b_shape[0], 1))
-    out = _batched_matmul(a, b, out_sharding, precision, _preferred(preferred_element_type))
-    out_shape = get_aval(out).shape
-    drop = (len(out_shape) - 2 if a_vector else None, len(out_shape) - 1 if b_vector else None)
-    if a_vector or b_vector:
-        out = lax.squeeze(out, tuple(d for d in drop if d is not None))
-    return out
-
-
-def _batched_matmul(a, b, out_sharding=None, precision=None, preferred=None):
-    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
-    _check_contracted("matmul", a_shape, b_shape, (len(a_shape) - 1,), (len(b_shape) - 2,))
-    if len(b_shape) == 2:  # a's batch dims act as extra rows: one plain contraction
-        return lax.dot_general(a, b, (((len(a_shape) - 1,), (0,)), ((), ())), precision,
-                               preferred, out_sharding)
-    try:
-        batch = broadcast_shapes(a_shape[:-2], b_shape[:-2], op_name="matmul")
-    except ValueError:
+    a_matrix, b_matrix = len(a_shape) > 1, len(b_shape) > 1
+    _check_contracted("matmul", a_shape, b_shape, (len(a_shape) - 1,),
+                      (len(b_shape) - 1 - b_matrix,))
+    plan = _MatmulPlan(a_shape[:-2] if a_matrix else (), b_shape[:-2] if b_matrix else ())
+    if plan.problem:
         raise ValueError(f"matmul: the batch dims of shapes {a_shape} and {b_shape} do not "
-                         f"broadcast (dims before the last two must be equal or 1).") from None
-    a = broadcast_to_shape(a, batch + a_shape[-2:])
-    b = broadcast_to_shape(b, batch + b_shape[-2:])
-    n = len(batch)
-    batch_dims = tuple(range(n))
-    return lax.dot_general(a, b, (((n + 1,), (n,)), (batch_dims, batch_dims)), precision,
-                           preferred, out_sharding)
+                         f"broadcast (dims before the last two must be equal or 1).")
+    # The result's dims, as dot_general orders them: the batch dims, a's free dims (its
+    # row last), b's (its column last). ``perm`` puts them in matmul's order.
+    order = [*plan.batch, *plan.a_free, *[len(plan.sizes)] * a_matrix,
+             *plan.b_free, *[len(plan.sizes) + a_matrix] * b_matrix]
+    perm = tuple(sorted(range(len(order)), key=order.__getitem__))
+    if out_sharding is not None and perm != tuple(range(len(perm))):
+        out_sharding = out_sharding.transposed(tuple(order))  # (the layout before perm)
+    a = lax.squeeze(a, plan.a_squeeze) if plan.a_squeeze else a
+    b = lax.squeeze(b, plan.b_squeeze) if plan.b_squeeze else b
+    a_ndim, b_ndim = len(a_shape) - len(plan.a_squeeze), len(b_shape) - len(plan.b_squeeze)
+    out = lax.dot_general(a, b, (((a_ndim - 1,), (b_ndim - 1 - b_matrix,)),
+                                 (plan.a_batch, plan.b_batch)),
+                          precision, _preferred(preferred_element_type), out_sharding)
+    return out if perm == tuple(range(len(perm))) else lax.transpose(out, perm)
+
+
+class _MatmulPlan:
+    """How matmul's batch dims (aligned at the right, as broadcasting aligns them) become one
+    ``dot_general``, with nothing broadcast: a dim both operands have, of one size, is a
+    batch dim of the contraction; a dim only one has, or of size 1 in the other (squeezed
+    from it), is a free dim of the one that has it. So a matrix times a stack of matrices
+    reads the matrix once, and keeps the stack's sharding."""
+
+    def __init__(self, a_sizes: Sequence[int], b_sizes: Sequence[int]) -> None:
+        n = max(len(a_sizes), len(b_sizes))
+        self.sizes = range(n)
+        a_sizes = [None] * (n - len(a_sizes)) + list(a_sizes)
+        b_sizes = [None] * (n - len(b_sizes)) + list(b_sizes)
+        self.batch: list[int] = []  # positions in the result, of each kind of dim
+        self.a_free: list[int] = []
+        self.b_free: list[int] = []
+        self.a_batch: tuple[int, ...] = ()  # dims of the squeezed operands
+        self.b_batch: tuple[int, ...] = ()
+        self.a_squeeze: tuple[int, ...] = ()  # dims of the operands as given
+        self.b_squeeze: tuple[int, ...] = ()
+        self.problem = False
+        a_dim = b_dim = 0  # the next dim of each operand, as given
+        for position, (p, q) in enumerate(zip(a_sizes, b_sizes)):
+            if p is not None and q is not None and p == q != 1:
+                self.a_batch += (a_dim - len(self.a_squeeze),)
+                self.b_batch += (b_dim - len(self.b_squeeze),)
+                self.batch.append(position)
+            elif q is None or (p is not None and q == 1 and p != 1):
+                self.a_free.append(position)
+                self.b_squeeze += (b_dim,) * (q is not None)
+            elif p is None or p == 1:
+                self.b_free.append(position)
+                self.a_squeeze += (a_dim,) * (p is not None)
+            else:
+                self.problem = True
+            a_dim, b_dim = a_dim + (p is not None), b_dim + (q is not None)
 # --8<-- [end:matmul]
 
 
