@@ -84,8 +84,8 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
                          f"broadcast (dims before the last two must be equal or 1).")
     # The result's dims, as dot_general orders them: the batch dims, a's free dims (its
     # row last), b's (its column last). ``perm`` puts them in matmul's order.
-    order = [*plan.batch, *plan.a_free, *[len(plan.sizes)] * a_matrix,
-             *plan.b_free, *[len(plan.sizes) + a_matrix] * b_matrix]
+    n = plan.batch_rank
+    order = [*plan.batch, *plan.a_free, *[n] * a_matrix, *plan.b_free, *[n + a_matrix] * b_matrix]
     perm = tuple(sorted(range(len(order)), key=order.__getitem__))
     if out_sharding is not None and perm != tuple(range(len(perm))):
         out_sharding = out_sharding.transposed(tuple(order))  # (the layout before perm)
@@ -106,8 +106,7 @@ class _MatmulPlan:
     reads the matrix once, and keeps the stack's sharding."""
 
     def __init__(self, a_sizes: Sequence[int], b_sizes: Sequence[int]) -> None:
-        n = max(len(a_sizes), len(b_sizes))
-        self.sizes = range(n)
+        n = self.batch_rank = max(len(a_sizes), len(b_sizes))
         a_sizes = [None] * (n - len(a_sizes)) + list(a_sizes)
         b_sizes = [None] * (n - len(b_sizes)) + list(b_sizes)
         self.batch: list[int] = []  # positions in the result, of each kind of dim
