@@ -869,6 +869,20 @@ def test_an_fft_jaxpr_has_no_inner_jit_and_one_multiply_for_norm() -> None:
     assert "mul c (0.3535533845424652+0j):c64[]" in ours
 
 
+def test_matmul_of_two_unit_batch_dims_keeps_one_as_a_free_dim() -> None:
+    """Both operands with a size-1 batch dim at the same place: JAX squeezes both and
+    broadcasts the result back; ours keeps one as a free dim. The results agree."""
+    a = np.arange(12, dtype=np.float32).reshape(1, 1, 2, 6)
+    b = np.arange(12, dtype=np.float32).reshape(1, 6, 2)
+    names = [[e.primitive.name for e in lib.make_jaxpr(m.matmul)(a, b).jaxpr.eqns]
+             for lib, m in ((jax, jnp), (sj, sjnp))]
+    assert names == [["squeeze", "squeeze", "dot_general", "broadcast_in_dim"],
+                     ["squeeze", "dot_general", "transpose"]]
+    theirs, ours = jnp.matmul(a, b), sjnp.matmul(a, b)
+    assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+
 def test_real_and_imag_of_a_real_operand_are_accepted_eagerly() -> None:
     """``lax.real(x)`` is x and ``lax.imag(x)`` zeros for a real x, eagerly; JAX raises a
     TypeError. Under ``jit`` both raise one."""
