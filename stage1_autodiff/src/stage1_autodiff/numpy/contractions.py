@@ -87,7 +87,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     n = plan.batch_rank
     order = [*plan.batch, *plan.a_free, *[n] * a_matrix, *plan.b_free, *[n + a_matrix] * b_matrix]
     perm = tuple(sorted(range(len(order)), key=order.__getitem__))
-    if out_sharding is not None and perm != tuple(range(len(perm))):
+    if out_sharding is not None and order != sorted(order):
         out_sharding = out_sharding.transposed(tuple(order))  # (the layout before perm)
     a = lax.squeeze(a, plan.a_squeeze) if plan.a_squeeze else a
     b = lax.squeeze(b, plan.b_squeeze) if plan.b_squeeze else b
@@ -95,7 +95,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     out = lax.dot_general(a, b, (((a_ndim - 1,), (b_ndim - 1 - b_matrix,)),
                                  (plan.a_batch, plan.b_batch)),
                           precision, _preferred(preferred_element_type), out_sharding)
-    return out if perm == tuple(range(len(perm))) else lax.transpose(out, perm)
+    return transpose(out, perm)  # (jnp's: nothing is bound for the identity)
 
 
 class _MatmulPlan:
